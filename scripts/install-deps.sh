@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package pipette needs (idempotent). Run as root, or as a user with sudo.
+# Packages already present are not reinstalled; apt-get update runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  cmake g++ make pkg-config git clang-format
+  # core libraries
+  libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libboost-graph-dev
+  # experiment store and plots
+  libsqlite3-dev sqlite3 gnuplot-nox
+  # engines: SimGrid (simulated cluster), OpenBLAS + OpenMPI (CPU engine)
+  libsimgrid-dev libopenblas-dev openmpi-bin libopenmpi-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update
+$sudo apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Quick start: installs the dependencies, builds, and runs pipette's main job on built-in defaults.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh
+./build/pipette schedule 1f1b -p 4 -m 8

@@ -1,0 +1,17 @@
+// The pipette subcommands. Each Register* adds its subcommand to the CLI11 app and arranges for it
+// to run after parsing; the run functions return the process exit code (0 ok, 2 bad input, 1 other
+// failure). The CLI stays thin: parse, call the library, print.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace pipette::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+void RegisterScheduleCommand(CLI::App& app, int& exit_code);
+
+}  // namespace pipette::cli

@@ -1,0 +1,50 @@
+// pipette: command-line front end. `pipette --version`, `pipette schedule ...`.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "pipette/common/build_info.h"
+
+namespace {
+
+void PrintVersion() {
+  fmt::print("pipette {}\n", pipette::Version());
+  auto libraries = pipette::CoreLibraryVersions();
+  libraries.emplace_back("CLI11", CLI11_VERSION);
+  libraries.emplace_back("nlohmann-json",
+                         fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
+                                     NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH));
+  for (const auto& [name, version] : libraries) fmt::print("  {:<14} {}\n", name, version);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pipette: a testbed for MPMD pipeline-parallel training schedules"};
+  app.name("pipette");
+  bool version = false;
+  app.add_flag("--version", version, "Print pipette's version and its libraries' versions");
+  app.require_subcommand(0, 1);
+
+  int exit_code = pipette::cli::kExitOk;
+  pipette::cli::RegisterScheduleCommand(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error on stderr
+    return code == 0 ? 0 : pipette::cli::kExitBadInput;
+  }
+  if (version) {
+    PrintVersion();
+    return pipette::cli::kExitOk;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return pipette::cli::kExitOk;
+  }
+  return exit_code;
+}

@@ -1,0 +1,107 @@
+// `pipette schedule NAME -p P -m M [-v V] [--group-size G] [--times F=1,I=1,W=1] [--latency C]
+//  [--format text|csv|json]` and `pipette schedule --list`.
+#include <fmt/core.h>
+
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/schedule_report.h"
+#include "pipette/schedule/evaluate.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/schedule/schedule_csv.h"
+
+namespace pipette::cli {
+namespace {
+
+struct ScheduleOptions {
+  std::string name;
+  ScheduleParams params;
+  std::string times = "F=1,I=1,W=1";
+  double latency = 0.0;
+  std::string format = "text";
+  bool list = false;
+  CLI::Option* p_option = nullptr;
+  CLI::Option* m_option = nullptr;
+};
+
+int PrintList() {
+  fmt::print(
+      "# built-in schedules (pipette schedule NAME -p P -m M [-v V]); csv:FILE loads your own\n");
+  fmt::print("# {:<26} {:<44} {}\n", "name", "constraints", "what");
+  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
+    fmt::print("  {:<26} {:<44} {}\n", g->name(), g->constraints(), g->summary());
+  }
+  return kExitOk;
+}
+
+int Fail(const Status& status) {
+  fmt::print(stderr, "pipette schedule: {}\n", status.message());
+  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
+}
+
+int Run(const ScheduleOptions& o) {
+  if (o.list) return PrintList();
+  if (o.name.empty()) {
+    return Fail(Status::InvalidArgument(
+        "missing schedule NAME (see `pipette schedule --list`, or csv:FILE)"));
+  }
+  const bool from_csv = o.name.rfind("csv:", 0) == 0;
+  if (!from_csv && o.p_option->count() == 0) {
+    return Fail(Status::InvalidArgument("missing -p (pipeline ranks), e.g. -p 4"));
+  }
+  if (!from_csv && o.m_option->count() == 0) {
+    return Fail(Status::InvalidArgument("missing -m (microbatches per step), e.g. -m 8"));
+  }
+  Result<StageCost> times = ParseStageCost(o.times, "--times");
+  if (!times.ok()) return Fail(times.status());
+  Result<Schedule> schedule = MakeSchedule(o.name, o.params);
+  if (!schedule.ok()) return Fail(schedule.status());
+  Result<Program> program = Lower(*schedule);
+  if (!program.ok()) return Fail(program.status());
+  EvaluateOptions options;
+  options.p2p_latency = o.latency;
+  options.record_timeline = o.format == "text";
+  Result<Evaluation> evaluation =
+      Evaluate(*program, Costs::Uniform(schedule->num_stages(), *times), options);
+  if (!evaluation.ok()) return Fail(evaluation.status());
+
+  const ScheduleReport report{*schedule, *program, *evaluation, *times, o.latency};
+  if (o.format == "csv") {
+    std::cout << ToComputeCsv(*schedule);
+  } else if (o.format == "json") {
+    std::cout << FormatScheduleJson(report);
+  } else {
+    std::cout << FormatScheduleText(report);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ScheduleOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("schedule", "Generate, check, lower and evaluate a pipeline schedule");
+  cmd->add_option("name", options->name,
+                  "Schedule name (see --list) or csv:FILE (PyTorch compute-only CSV)");
+  cmd->add_flag("--list", options->list, "List the built-in schedules and their constraints");
+  options->p_option = cmd->add_option("-p,--pp", options->params.p, "Pipeline ranks");
+  options->m_option =
+      cmd->add_option("-m,--microbatches", options->params.m, "Microbatches per step");
+  cmd->add_option("-v,--chunks", options->params.v,
+                  "Stages (chunks) per rank; default depends on the schedule");
+  cmd->add_option("--group-size", options->params.group_size,
+                  "Interleaved 1F1B: microbatches per chunk group (Megatron's G; default p)");
+  cmd->add_option("--times", options->times, "Per-chunk costs F=..,I=..,W=.. (B = I+W)")
+      ->capture_default_str();
+  cmd->add_option("--latency", options->latency, "Point-to-point latency per message")
+      ->capture_default_str();
+  cmd->add_option("--format", options->format, "Output format: text, csv or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "csv", "json"}));
+  cmd->callback([options, &exit_code] { exit_code = Run(*options); });
+}
+
+}  // namespace pipette::cli

@@ -1,0 +1,151 @@
+#include "cli/schedule_report.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pipette/common/build_info.h"
+
+namespace pipette::cli {
+namespace {
+
+// The letter of a compute action on the timeline; lower case for a rank's odd-numbered chunks.
+char TimelineLetter(const Action& a, const Placement& placement) {
+  char letter = '?';
+  switch (a.kind) {
+    case ActionKind::kForward:
+      letter = 'F';
+      break;
+    case ActionKind::kInputBackward:
+      letter = 'I';
+      break;
+    case ActionKind::kWeightBackward:
+      letter = 'W';
+      break;
+    case ActionKind::kFullBackward:
+      letter = 'B';
+      break;
+    case ActionKind::kOverlapped:
+      letter = 'X';
+      break;
+    default:
+      return '?';
+  }
+  const auto stages = placement.StagesOf(placement.rank_of(a.stage));
+  const auto chunk = std::find(stages.begin(), stages.end(), a.stage) - stages.begin();
+  return chunk % 2 == 1 ? static_cast<char>(letter - 'A' + 'a') : letter;
+}
+
+}  // namespace
+
+std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns) {
+  const Evaluation& e = report.evaluation;
+  if (e.makespan <= 0.0 || e.timeline.empty()) return "";
+  // One column per unit of the shortest compute action when that fits, else max_columns.
+  double shortest = e.makespan;
+  for (int r = 0; r < report.program.p; ++r) {
+    const auto& instructions = report.program.ranks[r].instructions;
+    for (std::size_t k = 0; k < instructions.size(); ++k) {
+      const double d = e.timeline[r][k].end - e.timeline[r][k].start;
+      if (IsCompute(instructions[k].action.kind) && d > 0.0) shortest = std::min(shortest, d);
+    }
+  }
+  const int columns =
+      std::clamp(static_cast<int>(std::ceil(e.makespan / shortest - 1e-9)), 1, max_columns);
+  const double per_column = e.makespan / columns;
+  std::string out = fmt::format(
+      "# timeline: 1 column = {:.4g} time units; F forward, B backward, I input-grad, W "
+      "weight-grad, X overlapped F&B; lower case = odd chunk; . idle\n",
+      per_column);
+  for (int r = 0; r < report.program.p; ++r) {
+    std::string row(columns, '.');
+    const auto& instructions = report.program.ranks[r].instructions;
+    for (std::size_t k = 0; k < instructions.size(); ++k) {
+      const Action& a = instructions[k].action;
+      if (!IsCompute(a.kind)) continue;
+      const Interval span = e.timeline[r][k];
+      int begin = static_cast<int>(std::lround(span.start / per_column));
+      int end = static_cast<int>(std::lround(span.end / per_column));
+      if (end == begin && span.end > span.start) end = begin + 1;
+      for (int c = std::max(begin, 0); c < std::min(end, columns); ++c) {
+        row[c] = TimelineLetter(a, report.schedule.placement);
+      }
+    }
+    out += fmt::format("rank {:>3} |{}|\n", r, row);
+  }
+  return out;
+}
+
+std::string FormatScheduleText(const ScheduleReport& report) {
+  const Schedule& s = report.schedule;
+  const Evaluation& e = report.evaluation;
+  std::string out;
+  out += fmt::format("# pipette {} schedule {}\n", Version(), s.name);
+  out += fmt::format(
+      "# p={} v={} m={} stages={}  per-chunk times F={} I={} W={} (B={})  p2p latency={}\n", s.p,
+      s.v, s.m, s.num_stages(), report.times.f, report.times.i, report.times.w, report.times.b(),
+      report.latency);
+
+  // Per-rank order: one column per action, columns aligned across ranks.
+  std::size_t longest = 0;
+  for (const auto& actions : s.ranks) longest = std::max(longest, actions.size());
+  std::vector<std::size_t> width(longest, 0);
+  std::vector<std::vector<std::string>> cells(s.p);
+  for (int r = 0; r < s.p; ++r) {
+    for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
+      cells[r].push_back(ToString(s.ranks[r][k]));
+      width[k] = std::max(width[k], cells[r].back().size());
+    }
+  }
+  out += "#\n# order per rank (one column per action)\n";
+  for (int r = 0; r < s.p; ++r) {
+    std::string line = fmt::format("rank {:>3} |", r);
+    for (std::size_t k = 0; k < cells[r].size(); ++k) {
+      line += fmt::format(" {:<{}}", cells[r][k], width[k]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+
+  out += "#\n# rank  stages            actions        busy        idle  peak_activations\n";
+  out += "#    -  -                       -      [time]      [time]          [chunks]\n";
+  for (int r = 0; r < s.p; ++r) {
+    std::string stages;
+    for (int stage : s.placement.StagesOf(r))
+      stages += fmt::format("{}{}", stages.empty() ? "" : ",", stage);
+    out += fmt::format("  {:>4}  {:<16} {:>8} {:>11.6g} {:>11.6g} {:>17}\n", r, stages,
+                       s.ranks[r].size(), e.busy[r], e.makespan - e.busy[r], e.peak_activations[r]);
+  }
+  const double megatron = e.bubble_ratio < 1.0 ? e.bubble_ratio / (1.0 - e.bubble_ratio) : 0.0;
+  out += "#\n";
+  out += fmt::format("makespan      {:.6g}\n", e.makespan);
+  out += fmt::format("bubble_ratio  {:.4f}   (idle/total; Megatron's idle/ideal = {:.4f})\n",
+                     e.bubble_ratio, megatron);
+  out += "#\n" + FormatAsciiTimeline(report, 120);
+  return out;
+}
+
+std::string FormatScheduleJson(const ScheduleReport& report) {
+  const Schedule& s = report.schedule;
+  const Evaluation& e = report.evaluation;
+  nlohmann::ordered_json json;
+  json["schedule"] = s.name;
+  json["p"] = s.p;
+  json["v"] = s.v;
+  json["m"] = s.m;
+  json["placement"] = s.placement.stage_to_rank();
+  auto& ranks = json["ranks"] = nlohmann::ordered_json::array();
+  for (const auto& actions : s.ranks) {
+    auto& list = ranks.emplace_back(nlohmann::ordered_json::array());
+    for (const Action& a : actions) list.push_back(ToString(a));
+  }
+  json["makespan"] = e.makespan;
+  json["bubble_ratio"] = e.bubble_ratio;
+  json["busy"] = e.busy;
+  json["peak_activations"] = e.peak_activations;
+  return json.dump() + "\n";
+}
+
+}  // namespace pipette::cli

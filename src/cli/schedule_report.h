@@ -1,0 +1,28 @@
+// Renders an evaluated schedule for `pipette schedule`: a text report for people (per-rank order,
+// per-rank table with units, metrics, ASCII timeline), PyTorch's compute-only CSV, or JSON.
+#pragma once
+
+#include <string>
+
+#include "pipette/schedule/costs.h"
+#include "pipette/schedule/evaluate.h"
+#include "pipette/schedule/program.h"
+#include "pipette/schedule/schedule.h"
+
+namespace pipette::cli {
+
+struct ScheduleReport {
+  const Schedule& schedule;
+  const Program& program;
+  const Evaluation& evaluation;  // with timeline
+  StageCost times;               // per-chunk costs used
+  double latency = 0.0;
+};
+
+std::string FormatScheduleText(const ScheduleReport& report);
+std::string FormatScheduleJson(const ScheduleReport& report);
+
+// Returns an ASCII timeline with one row per rank, at most `max_columns` wide.
+std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns);
+
+}  // namespace pipette::cli

@@ -1,0 +1,48 @@
+#include "pipette/schedule/costs.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace pipette {
+
+Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, StageCost defaults) {
+  StageCost cost = defaults;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string item(text.substr(begin, end - begin));
+    begin = end + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      return Status::InvalidArgument(
+          fmt::format("{} '{}': expected NAME=VALUE items such as F=1,I=1,W=1", key, item));
+    }
+    const std::string name = item.substr(0, eq), number = item.substr(eq + 1);
+    char* parse_end = nullptr;
+    const double value = std::strtod(number.c_str(), &parse_end);
+    if (number.empty() || *parse_end != '\0' || !std::isfinite(value) || value < 0.0) {
+      return Status::InvalidArgument(
+          fmt::format("{} {}='{}': must be a finite number >= 0", key, name, number));
+    }
+    if (name == "F") {
+      cost.f = value;
+    } else if (name == "I") {
+      cost.i = value;
+    } else if (name == "W") {
+      cost.w = value;
+    } else if (name == "B") {
+      return Status::InvalidArgument(fmt::format("{} B={}: B is I+W; give I and W (e.g. I={},W={})",
+                                                 key, number, value / 2, value / 2));
+    } else {
+      return Status::InvalidArgument(
+          fmt::format("{} {}={}: unknown key '{}' (expected F, I or W)", key, name, number, name));
+    }
+  }
+  return cost;
+}
+
+}  // namespace pipette

@@ -1,0 +1,137 @@
+// Internal to the schedule layer: walks a structurally checked compute-only schedule in an order
+// that respects every dependency, calling a visitor for each action as it is placed. Ranks take
+// turns, one action per turn, like time steps; an action is placed only once its inputs have been
+// placed. validate() uses it to find deadlocks, lower() to place sends and receives.
+#pragma once
+
+#include <fmt/core.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/schedule/schedule.h"
+
+namespace pipette::internal {
+
+// The checks of Validate() except the deadlock search: shapes, ranges, placement, routes,
+// completeness and per-stage order. Defined in validate.cc.
+Status CheckStructure(const Schedule& schedule);
+
+class DependencyWalk {
+ public:
+  explicit DependencyWalk(const Schedule& schedule)
+      : s_(schedule),
+        forward_done_(static_cast<std::size_t>(schedule.num_stages()) * schedule.m, 0),
+        backward_done_(forward_done_.size(), 0) {}
+
+  // Calls visit(rank, action) for every action in a dependency-respecting global order. Returns
+  // FailedPrecondition describing the deadlock if the ranks get stuck. REQUIRES: every action's
+  // stage and microbatch are in range and the stage lies on the microbatch's route.
+  template <typename Visitor>
+  Status Run(Visitor&& visit) {
+    const int p = s_.p;
+    std::vector<std::size_t> next(p, 0);
+    std::size_t remaining = s_.num_actions();
+    while (remaining > 0) {
+      bool progress = false;
+      for (int r = 0; r < p; ++r) {
+        const auto& actions = s_.ranks[r];
+        if (next[r] == actions.size()) continue;
+        const Action& a = actions[next[r]];
+        if (!Ready(a)) continue;
+        Complete(a);
+        visit(r, a);
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+      if (!progress) return Deadlock(next);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::size_t Key(int stage, int mb) const { return static_cast<std::size_t>(stage) * s_.m + mb; }
+
+  // Returns the action this compute action waits for, or an action with stage -1 if none.
+  Action Missing(const Action& a) const {
+    const StageRange route = s_.routes[a.microbatch];
+    switch (a.kind) {
+      case ActionKind::kForward:
+        if (a.stage > route.first && !forward_done_[Key(a.stage - 1, a.microbatch)]) {
+          return Action::F(a.stage - 1, a.microbatch);
+        }
+        break;
+      case ActionKind::kInputBackward:
+      case ActionKind::kFullBackward:
+        if (!forward_done_[Key(a.stage, a.microbatch)]) return Action::F(a.stage, a.microbatch);
+        if (a.stage < route.last && !backward_done_[Key(a.stage + 1, a.microbatch)]) {
+          return Action::B(a.stage + 1, a.microbatch);
+        }
+        break;
+      case ActionKind::kWeightBackward:
+        if (!backward_done_[Key(a.stage, a.microbatch)]) return Action::I(a.stage, a.microbatch);
+        break;
+      case ActionKind::kOverlapped: {
+        Action f = Missing(a.forward_half());
+        if (f.stage >= 0) return f;
+        return Missing(a.backward_half());
+      }
+      default:
+        break;
+    }
+    return Action::F(-1, -1);
+  }
+
+  bool Ready(const Action& a) const { return Missing(a).stage < 0; }
+
+  void Complete(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::kForward:
+        forward_done_[Key(a.stage, a.microbatch)] = 1;
+        break;
+      case ActionKind::kInputBackward:
+      case ActionKind::kFullBackward:
+        backward_done_[Key(a.stage, a.microbatch)] = 1;
+        break;
+      case ActionKind::kOverlapped:
+        Complete(a.forward_half());
+        Complete(a.backward_half());
+        break;
+      default:
+        break;
+    }
+  }
+
+  Status Deadlock(const std::vector<std::size_t>& next) const {
+    std::string waits;
+    int listed = 0;
+    for (int r = 0; r < s_.p; ++r) {
+      if (next[r] == s_.ranks[r].size()) continue;
+      if (listed == 4) {
+        waits += "; ...";
+        break;
+      }
+      const Action& a = s_.ranks[r][next[r]];
+      Action need = Missing(a);
+      std::string need_text = ToString(need);
+      if (need.kind == ActionKind::kFullBackward) {
+        need_text = fmt::format("the backward (I or B) of stage {} microbatch {}", need.stage,
+                                need.microbatch);
+      }
+      waits += fmt::format("{}rank {} is stuck at action {} ({}) waiting for {} (rank {})",
+                           listed ? "; " : "", r, next[r], ToString(a), need_text,
+                           s_.placement.rank_of(need.stage));
+      ++listed;
+    }
+    return Status::FailedPrecondition("deadlock: " + waits);
+  }
+
+  const Schedule& s_;
+  std::vector<std::uint8_t> forward_done_;
+  std::vector<std::uint8_t> backward_done_;
+};
+
+}  // namespace pipette::internal

@@ -1,0 +1,220 @@
+#include "pipette/schedule/evaluate.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace pipette {
+namespace {
+
+constexpr double kNotYet = std::numeric_limits<double>::quiet_NaN();
+constexpr std::int64_t kNotBlocked = -1;
+
+class Evaluator {
+ public:
+  Evaluator(const Program& program, const Costs& costs, const EvaluateOptions& options)
+      : prog_(program),
+        costs_(costs),
+        options_(options),
+        m_(program.m),
+        // Slot 2*(s*m + i) holds when the forward input of (s, i) is usable; +1 the gradient input.
+        ready_(2 * static_cast<std::size_t>(program.num_stages()) * program.m, kNotYet),
+        pc_(program.p, 0),
+        clock_(program.p, 0.0),
+        blocked_on_(program.p, kNotBlocked),
+        in_flight_(program.p, 0) {
+    result_.busy.assign(program.p, 0.0);
+    result_.peak_activations.assign(program.p, 0);
+    if (options.record_timeline) {
+      result_.timeline.resize(program.p);
+      for (int r = 0; r < program.p; ++r) {
+        result_.timeline[r].resize(program.ranks[r].instructions.size());
+      }
+    }
+  }
+
+  Result<Evaluation> Run() {
+    for (int r = prog_.p - 1; r >= 0; --r) worklist_.push_back(r);
+    while (!worklist_.empty()) {
+      const int r = worklist_.back();
+      worklist_.pop_back();
+      Advance(r);
+    }
+    for (int r = 0; r < prog_.p; ++r) {
+      if (pc_[r] < prog_.ranks[r].instructions.size()) return Deadlock();
+    }
+    double makespan = 0.0, busy = 0.0;
+    for (int r = 0; r < prog_.p; ++r) {
+      makespan = std::max(makespan, clock_[r]);
+      busy += result_.busy[r];
+    }
+    result_.makespan = makespan;
+    result_.bubble_ratio = makespan > 0.0 ? 1.0 - busy / (prog_.p * makespan) : 0.0;
+    return std::move(result_);
+  }
+
+ private:
+  std::size_t ForwardSlot(int stage, int mb) const {
+    return 2 * (static_cast<std::size_t>(stage) * m_ + mb);
+  }
+  std::size_t GradientSlot(int stage, int mb) const { return ForwardSlot(stage, mb) + 1; }
+
+  // Makes `slot` (an input of `stage`) usable at time t and wakes its rank if it waits for it.
+  void Provide(std::size_t slot, int stage, double t) {
+    ready_[slot] = t;
+    const int r = prog_.placement.rank_of(stage);
+    if (blocked_on_[r] == static_cast<std::int64_t>(slot)) {
+      blocked_on_[r] = kNotBlocked;
+      worklist_.push_back(r);
+    }
+  }
+
+  // Returns the input slot a plain compute action waits for, or -1 if it has none.
+  std::int64_t InputSlot(const Action& a) const {
+    const StageRange route = prog_.routes[a.microbatch];
+    if (a.kind == ActionKind::kForward) {
+      return a.stage > route.first ? ForwardSlot(a.stage, a.microbatch) : -1;
+    }
+    if (IsInputBackward(a.kind)) {
+      return a.stage < route.last ? GradientSlot(a.stage, a.microbatch) : -1;
+    }
+    return -1;  // W: its I ran earlier on this rank
+  }
+
+  // Folds the arrival time of a's input into `start`; returns false (and blocks rank r) if the
+  // input has not been produced yet.
+  bool InputsReady(int r, const Action& a, double& start) {
+    const std::int64_t slot = InputSlot(a);
+    if (slot < 0) return true;
+    const double t = ready_[slot];
+    if (std::isnan(t)) {
+      blocked_on_[r] = slot;
+      return false;
+    }
+    start = std::max(start, t);
+    return true;
+  }
+
+  // Hands a's output to a consumer on the same rank at time `end`.
+  void ProduceLocal(int r, const Action& a, double end) {
+    const StageRange route = prog_.routes[a.microbatch];
+    if (a.kind == ActionKind::kForward && a.stage < route.last &&
+        prog_.placement.rank_of(a.stage + 1) == r) {
+      ready_[ForwardSlot(a.stage + 1, a.microbatch)] = end;
+    } else if (IsInputBackward(a.kind) && a.stage > route.first &&
+               prog_.placement.rank_of(a.stage - 1) == r) {
+      ready_[GradientSlot(a.stage - 1, a.microbatch)] = end;
+    }
+  }
+
+  void Activations(int r, const Action& a) {
+    if (a.kind == ActionKind::kForward) {
+      result_.peak_activations[r] = std::max(result_.peak_activations[r], ++in_flight_[r]);
+    } else if (IsInputBackward(a.kind)) {
+      --in_flight_[r];
+    }
+  }
+
+  // Runs rank r until it ends or waits for an input.
+  void Advance(int r) {
+    const auto& instructions = prog_.ranks[r].instructions;
+    std::size_t& pc = pc_[r];
+    double& clock = clock_[r];
+    while (pc < instructions.size()) {
+      const Action& a = instructions[pc].action;
+      Interval span{clock, clock};
+      switch (a.kind) {
+        case ActionKind::kSendForward:
+          Provide(ForwardSlot(a.stage + 1, a.microbatch), a.stage + 1,
+                  clock + options_.p2p_latency);
+          break;
+        case ActionKind::kSendBackward:
+          Provide(GradientSlot(a.stage - 1, a.microbatch), a.stage - 1,
+                  clock + options_.p2p_latency);
+          break;
+        case ActionKind::kRecvForward:
+        case ActionKind::kRecvBackward: {
+          // A posted buffer: never blocks; its end is the arrival time when already known.
+          const std::size_t slot = a.kind == ActionKind::kRecvForward
+                                       ? ForwardSlot(a.stage, a.microbatch)
+                                       : GradientSlot(a.stage, a.microbatch);
+          if (!std::isnan(ready_[slot])) span.end = std::max(clock, ready_[slot]);
+          break;
+        }
+        case ActionKind::kOverlapped: {
+          double start = clock;
+          if (!InputsReady(r, a.forward_half(), start) ||
+              !InputsReady(r, a.backward_half(), start)) {
+            return;
+          }
+          const double end = start + costs_.Of(a);
+          ProduceLocal(r, a.forward_half(), end);
+          ProduceLocal(r, a.backward_half(), end);
+          Activations(r, a.forward_half());
+          Activations(r, a.backward_half());
+          result_.busy[r] += end - start;
+          span = {start, end};
+          clock = end;
+          break;
+        }
+        default: {
+          double start = clock;
+          if (!InputsReady(r, a, start)) return;
+          const double end = start + costs_.Of(a);
+          ProduceLocal(r, a, end);
+          Activations(r, a);
+          result_.busy[r] += end - start;
+          span = {start, end};
+          clock = end;
+          break;
+        }
+      }
+      if (options_.record_timeline) result_.timeline[r][pc] = span;
+      ++pc;
+    }
+  }
+
+  Status Deadlock() const {
+    std::string waits;
+    for (int r = 0; r < prog_.p; ++r) {
+      const auto& instructions = prog_.ranks[r].instructions;
+      if (pc_[r] == instructions.size()) continue;
+      waits += fmt::format("{}rank {} at instruction {} ({})", waits.empty() ? "" : "; ", r, pc_[r],
+                           ToString(instructions[pc_[r]].action));
+    }
+    return Status::FailedPrecondition("evaluate: deadlock: " + waits);
+  }
+
+  const Program& prog_;
+  const Costs& costs_;
+  const EvaluateOptions& options_;
+  const int m_;
+  std::vector<double> ready_;
+  std::vector<std::size_t> pc_;
+  std::vector<double> clock_;
+  std::vector<std::int64_t> blocked_on_;
+  std::vector<int> in_flight_;
+  std::vector<int> worklist_;
+  Evaluation result_;
+};
+
+}  // namespace
+
+Result<Evaluation> Evaluate(const Program& program, const Costs& costs,
+                            const EvaluateOptions& options) {
+  if (static_cast<int>(costs.stages.size()) != program.num_stages()) {
+    return Status::InvalidArgument(fmt::format("costs: {} stage entries for a program of {} stages",
+                                               costs.stages.size(), program.num_stages()));
+  }
+  if (!(options.p2p_latency >= 0.0) || !std::isfinite(options.p2p_latency)) {
+    return Status::InvalidArgument(
+        fmt::format("p2p latency = {}: must be a finite number >= 0", options.p2p_latency));
+  }
+  Evaluator evaluator(program, costs, options);
+  return evaluator.Run();
+}
+
+}  // namespace pipette

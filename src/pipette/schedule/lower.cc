@@ -1,0 +1,63 @@
+#include "pipette/schedule/lower.h"
+
+#include "pipette/schedule/dependency_walk.h"
+
+namespace pipette {
+
+std::size_t Program::num_instructions() const {
+  std::size_t n = 0;
+  for (const auto& rank : ranks) n += rank.instructions.size();
+  return n;
+}
+
+Result<Program> Lower(const Schedule& s) {
+  PIPETTE_RETURN_IF_ERROR(internal::CheckStructure(s));
+  Program program;
+  program.name = s.name;
+  program.p = s.p;
+  program.v = s.v;
+  program.m = s.m;
+  program.placement = s.placement;
+  program.routes = s.routes;
+  program.ranks.resize(s.p);
+  for (int r = 0; r < s.p; ++r) {
+    program.ranks[r].rank = r;
+    // Every cross-rank hand-off adds a send and a receive: reserve for the worst case.
+    program.ranks[r].instructions.reserve(3 * s.ranks[r].size());
+  }
+
+  auto emit = [&](int r, Action a, int peer) {
+    program.ranks[r].instructions.push_back({a, peer});
+  };
+  // Appends the sends of one plain compute action placed on rank r, with their receives.
+  auto communicate = [&](int r, const Action& a) {
+    const StageRange route = s.routes[a.microbatch];
+    if (a.kind == ActionKind::kForward && a.stage < route.last) {
+      const int peer = s.placement.rank_of(a.stage + 1);
+      if (peer != r) {
+        emit(r, Action::Make(ActionKind::kSendForward, a.stage, a.microbatch), peer);
+        emit(peer, Action::Make(ActionKind::kRecvForward, a.stage + 1, a.microbatch), r);
+      }
+    } else if (IsInputBackward(a.kind) && a.stage > route.first) {
+      const int peer = s.placement.rank_of(a.stage - 1);
+      if (peer != r) {
+        emit(r, Action::Make(ActionKind::kSendBackward, a.stage, a.microbatch), peer);
+        emit(peer, Action::Make(ActionKind::kRecvBackward, a.stage - 1, a.microbatch), r);
+      }
+    }
+  };
+
+  internal::DependencyWalk walk(s);  // finds any deadlock, like Validate()
+  PIPETTE_RETURN_IF_ERROR(walk.Run([&](int r, const Action& a) {
+    emit(r, a, -1);
+    if (a.kind == ActionKind::kOverlapped) {
+      communicate(r, a.forward_half());
+      communicate(r, a.backward_half());
+    } else {
+      communicate(r, a);
+    }
+  }));
+  return program;
+}
+
+}  // namespace pipette

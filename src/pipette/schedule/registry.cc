@@ -1,0 +1,113 @@
+#include "pipette/schedule/registry.h"
+
+#include <fmt/core.h>
+
+#include <array>
+#include <cstdint>
+
+#include "pipette/schedule/schedule_csv.h"
+#include "pipette/schedule/schedules/generators.h"
+#include "pipette/schedule/validate.h"
+
+namespace pipette {
+namespace {
+
+// Generous bound on the cells of one schedule (p*v*m forwards plus as many backwards), so that a
+// typo such as -m 1000000000 is an error, not an exhausted machine.
+constexpr std::int64_t kMaxChunks = 50'000'000;
+
+Status CheckAgreesWithFile(const char* key, int given, int in_file, const Schedule& schedule) {
+  if (given == 0 || given == in_file) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("{} = {} disagrees with {}, which has {} = {}", key,
+                                             given, schedule.name, key + 1, in_file));
+}
+
+Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& params) {
+  if (params.group_size != 0) {
+    return Status::InvalidArgument("--group-size does not apply to a schedule loaded from CSV");
+  }
+  PIPETTE_ASSIGN_OR_RETURN(Schedule schedule, LoadComputeCsv(std::string(path)));
+  PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-p", params.p, schedule.p, schedule));
+  PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-v", params.v, schedule.v, schedule));
+  PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-m", params.m, schedule.m, schedule));
+  PIPETTE_RETURN_IF_ERROR(Validate(schedule).WithContext(schedule.name));
+  return schedule;
+}
+
+}  // namespace
+
+std::span<const ScheduleGenerator* const> AllScheduleGenerators() {
+  static const std::array<const ScheduleGenerator*, 13> kAll = {
+      &schedules::Gpipe(),
+      &schedules::OneFOneB(),
+      &schedules::EagerOneFOneB(),
+      &schedules::ZbH1(),
+      &schedules::ZbH2(),
+      &schedules::InterleavedOneFOneB(),
+      &schedules::InterleavedOneFOneBPlusOne(),
+      &schedules::KimiK2(),
+      &schedules::InterleavedGpipe(),
+      &schedules::InterleavedZeroBubble(),
+      &schedules::Zbv(),
+      &schedules::DualPipe(),
+      &schedules::DualPipeV(),
+  };
+  return kAll;
+}
+
+const ScheduleGenerator* FindScheduleGenerator(std::string_view name) {
+  for (const ScheduleGenerator* generator : AllScheduleGenerators()) {
+    if (generator->name() == name) return generator;
+  }
+  return nullptr;
+}
+
+Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& requested) {
+  if (name.substr(0, 4) == "csv:") return MakeCsvSchedule(name.substr(4), requested);
+
+  const ScheduleGenerator* generator = FindScheduleGenerator(name);
+  if (generator == nullptr) {
+    return Status::NotFound(fmt::format(
+        "unknown schedule '{}': `pipette schedule --list` shows the built-in ones; use csv:FILE "
+        "for your own",
+        name));
+  }
+  const std::string context = fmt::format("schedule '{}'", name);
+  ScheduleParams params = requested;
+  if (params.v == 0) params.v = generator->default_v();
+  if (params.p < 1) {
+    return Status::InvalidArgument(fmt::format("-p = {}: need at least 1 pipeline rank", params.p));
+  }
+  if (params.m < 1) {
+    return Status::InvalidArgument(fmt::format("-m = {}: need at least 1 microbatch", params.m));
+  }
+  if (params.v < 1) {
+    return Status::InvalidArgument(
+        fmt::format("-v = {}: need at least 1 stage per rank", params.v));
+  }
+  if (params.group_size < 0) {
+    return Status::InvalidArgument(
+        fmt::format("--group-size = {}: must be >= 1 (or 0 for the default p)", params.group_size));
+  }
+  if (params.group_size != 0 && !generator->uses_group_size()) {
+    return Status::InvalidArgument(fmt::format(
+        "--group-size = {}: {} has no microbatch groups (only Megatron's interleaved schedules do)",
+        params.group_size, context));
+  }
+  const std::int64_t chunks = std::int64_t{params.p} * params.v * params.m;
+  if (chunks > kMaxChunks) {
+    return Status::InvalidArgument(
+        fmt::format("p*v*m = {}*{}*{} = {} chunks: more than the limit of {}", params.p, params.v,
+                    params.m, chunks, kMaxChunks));
+  }
+  PIPETTE_RETURN_IF_ERROR(generator->Check(params).WithContext(context));
+  Schedule schedule = generator->Generate(params);
+  Status valid = Validate(schedule);
+  if (!valid.ok()) {
+    return Status::Internal(fmt::format("{} generated an invalid schedule for p={} v={} m={}: {}",
+                                        context, params.p, params.v, params.m, valid.message()));
+  }
+  return schedule;
+}
+
+}  // namespace pipette

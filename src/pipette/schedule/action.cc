@@ -49,7 +49,9 @@ Result<Action> ParseSimple(std::string_view text) {
   for (const auto& [spelling, kind] : kKindSpellings) {
     if (rest.substr(0, spelling.size()) != spelling) continue;
     std::string_view digits = rest.substr(spelling.size());
-    if (digits.empty()) return Malformed(text, "missing microbatch number after the kind");
+    if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits.front()))) {
+      return Malformed(text, "expected a microbatch number after the kind");
+    }
     int mb = 0;
     auto [p2, e2] = std::from_chars(digits.data(), digits.data() + digits.size(), mb);
     if (e2 != std::errc() || p2 != digits.data() + digits.size()) {

@@ -1,0 +1,154 @@
+// End-to-end tests of the pipette binary: exit codes, stdout/stderr, JSON shape, golden text.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "pipette/schedule/registry.h"
+#include "pipette/schedule/schedule_csv.h"
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `pipette <args>` (args are passed through the shell; keep them simple).
+CommandResult Pipette(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "pipette_cli_stderr.txt";
+  const std::string command = std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
+  CommandResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = ReadFile(err_path);
+  return run;
+}
+
+// Drops the first line (it carries the version).
+std::string WithoutFirstLine(const std::string& text) {
+  const auto newline = text.find('\n');
+  return newline == std::string::npos ? "" : text.substr(newline + 1);
+}
+
+TEST(Cli, VersionNamesTheLibraries) {
+  CommandResult run = Pipette("--version");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out.rfind("pipette 0.", 0), 0u) << run.out;
+  for (const char* library : {"compiler", "fmt", "CLI11", "nlohmann-json"}) {
+    EXPECT_NE(run.out.find(library), std::string::npos) << library;
+  }
+}
+
+TEST(Cli, ListShowsEverySchedule) {
+  CommandResult run = Pipette("schedule --list");
+  EXPECT_EQ(run.exit_code, 0);
+  for (const pipette::ScheduleGenerator* g : pipette::AllScheduleGenerators()) {
+    EXPECT_NE(run.out.find("  " + std::string(g->name()) + " "), std::string::npos) << g->name();
+  }
+}
+
+TEST(Cli, JsonHasExactlyTheDocumentedKeysInOrder) {
+  CommandResult run = Pipette("schedule zbv -p 2 -m 4 --times F=1,I=2,W=1 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::ordered_json::parse(run.out);
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"schedule", "p", "v", "m", "placement", "ranks", "makespan",
+                                      "bubble_ratio", "busy", "peak_activations"}));
+  EXPECT_EQ(json["schedule"], "zbv");
+  EXPECT_EQ(json["p"], 2);
+  EXPECT_EQ(json["v"], 2);
+  EXPECT_EQ(json["m"], 4);
+  EXPECT_EQ(json["placement"], nlohmann::json::parse("[0,1,1,0]"));
+  EXPECT_EQ(json["ranks"][0][0], "0F0");
+  EXPECT_EQ(json["ranks"].size(), 2u);
+  EXPECT_DOUBLE_EQ(json["makespan"].template get<double>(), 2 * 4 * 4 + 1 * (1 + 2 - 1));
+  EXPECT_EQ(json["busy"], nlohmann::json::parse("[32.0,32.0]"));
+  EXPECT_EQ(json["peak_activations"].size(), 2u);
+}
+
+TEST(Cli, CsvOutputIsPyTorchComputeOnlyCsvAndLoadsBack) {
+  CommandResult run = Pipette("schedule dualpipe-v -p 4 -m 10 --format csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, ReadFile(std::string(PIPETTE_TEST_DATA_DIR) +
+                              "/reference/dualpipe-v_p4_v2_m10_pytorch-artifact.csv"));
+  const std::string path = ::testing::TempDir() + "pipette_cli_roundtrip.csv";
+  std::ofstream(path) << run.out;
+  CommandResult back = Pipette("schedule csv:" + path + " --format csv");
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(back.out, run.out);
+  CommandResult json = Pipette("schedule csv:" + path + " -p 4 --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["schedule"], "csv:" + path);
+}
+
+TEST(Cli, TextReportMatchesGoldenFiles) {
+  for (const auto& [args, golden] : std::vector<std::pair<std::string, std::string>>{
+           {"schedule 1f1b -p 4 -m 8", "schedule_1f1b_p4_m8.txt"},
+           {"schedule dualpipe-v -p 2 -m 4 --times F=1,I=2,W=1 --latency 0.5",
+            "schedule_dualpipe-v_p2_m4.txt"},
+           {"schedule interleaved-1f1b -p 4 -m 8 -v 2",
+            "schedule_interleaved-1f1b_p4_v2_m8.txt"}}) {
+    CommandResult run = Pipette(args);
+    ASSERT_EQ(run.exit_code, 0) << args << ": " << run.err;
+    const std::string expected = ReadFile(std::string(PIPETTE_TEST_DATA_DIR) + "/golden/" + golden);
+    EXPECT_FALSE(expected.empty()) << golden;
+    EXPECT_EQ(WithoutFirstLine(run.out), WithoutFirstLine(expected)) << args;
+  }
+}
+
+TEST(Cli, BadInputExitsTwoWithAMessageOnStderr) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"schedule 2f2b -p 4 -m 8", "unknown schedule '2f2b'"},
+      {"schedule 1f1b -p 4 -m 0", "-m = 0: need at least 1 microbatch"},
+      {"schedule 1f1b -m 8", "missing -p"},
+      {"schedule 1f1b -p 4", "missing -m"},
+      {"schedule", "missing schedule NAME"},
+      {"schedule zbv -p 4 -m 8 -v 3", "v = 3: this schedule has exactly 2"},
+      {"schedule dualpipe -p 3 -m 8", "p = 3: DualPipe needs an even number of ranks"},
+      {"schedule 1f1b -p 4 -m 8 --times F=1,X=2", "unknown key 'X'"},
+      {"schedule 1f1b -p 4 -m 8 --times F=-1", "F='-1': must be a finite number >= 0"},
+      {"schedule 1f1b -p 4 -m 8 --latency -1", "p2p latency = -1"},
+      {"schedule 1f1b -p 4 -m 8 --format xml", "--format"},
+      {"schedule 1f1b -p four -m 8", "-p"},
+      {"schedule csv:/nonexistent.csv", "cannot open the file"},
+      {"schedule 1f1b -p 100000 -m 100000", "more than the limit"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_NE(run.err.find(message), std::string::npos) << args << " -> " << run.err;
+    EXPECT_EQ(run.out, "") << args;
+  }
+}
+
+TEST(Cli, InvalidCustomScheduleExitsTwoNamingRankAndAction) {
+  const std::string path = ::testing::TempDir() + "pipette_cli_deadlock.csv";
+  std::ofstream(path) << "0F0,0B0,0F1,0B1\n1F0,1F1,1B0,1B1\n";
+  CommandResult run = Pipette("schedule csv:" + path);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("deadlock: rank 0 is stuck at action 1 (0B0)"), std::string::npos)
+      << run.err;
+}
+
+}  // namespace

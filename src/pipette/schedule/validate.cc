@@ -39,28 +39,29 @@ Status CheckShape(const Schedule& s) {
 
 // Checks one plain compute action at `pos` on rank r and records it.
 Status Record(const Schedule& s, int r, std::size_t pos, const Action& a, std::vector<Seen>& seen) {
-  const std::string where = fmt::format("rank {}, action {} ({})", r, pos, ToString(a));
+  // Built only when reporting: this function runs once per action.
+  auto where = [&] { return fmt::format("rank {}, action {} ({})", r, pos, ToString(a)); };
   if (a.stage < 0 || a.stage >= s.num_stages()) {
-    return Invalid(fmt::format("{}: stage {} does not exist (stages are 0..{})", where, a.stage,
+    return Invalid(fmt::format("{}: stage {} does not exist (stages are 0..{})", where(), a.stage,
                                s.num_stages() - 1));
   }
   if (a.microbatch < 0 || a.microbatch >= s.m) {
-    return Invalid(fmt::format("{}: microbatch {} does not exist (microbatches are 0..{})", where,
+    return Invalid(fmt::format("{}: microbatch {} does not exist (microbatches are 0..{})", where(),
                                a.microbatch, s.m - 1));
   }
   if (s.placement.rank_of(a.stage) != r) {
-    return Invalid(fmt::format("{}: stage {} is placed on rank {}", where, a.stage,
+    return Invalid(fmt::format("{}: stage {} is placed on rank {}", where(), a.stage,
                                s.placement.rank_of(a.stage)));
   }
   const StageRange route = s.routes[a.microbatch];
   if (!route.contains(a.stage)) {
-    return Invalid(fmt::format("{}: microbatch {} passes stages {}..{} only", where, a.microbatch,
+    return Invalid(fmt::format("{}: microbatch {} passes stages {}..{} only", where(), a.microbatch,
                                route.first, route.last));
   }
   Seen& e = seen[static_cast<std::size_t>(a.stage) * s.m + a.microbatch];
   const auto pos32 = static_cast<std::int32_t>(pos);
   auto duplicate = [&](std::int32_t first) {
-    return Invalid(fmt::format("{}: duplicate, first at action {}", where, first));
+    return Invalid(fmt::format("{}: duplicate, first at action {}", where(), first));
   };
   switch (a.kind) {
     case ActionKind::kForward:
@@ -75,9 +76,9 @@ Status Record(const Schedule& s, int r, std::size_t pos, const Action& a, std::v
         return Invalid(
             fmt::format("{}: the stage already has a {} for this microbatch (action "
                         "{}); use either one B or one I and one W",
-                        where, e.b >= 0 ? "B" : "I", e.b >= 0 ? e.b : e.i));
+                        where(), e.b >= 0 ? "B" : "I", e.b >= 0 ? e.b : e.i));
       }
-      if (e.f < 0) return Invalid(fmt::format("{}: comes before its forward", where));
+      if (e.f < 0) return Invalid(fmt::format("{}: comes before its forward", where()));
       slot = pos32;
       return Status::Ok();
     }
@@ -87,13 +88,13 @@ Status Record(const Schedule& s, int r, std::size_t pos, const Action& a, std::v
         return Invalid(
             fmt::format("{}: the stage already ran a full backward B (action {}), which "
                         "includes W",
-                        where, e.b));
+                        where(), e.b));
       }
-      if (e.i < 0) return Invalid(fmt::format("{}: comes before its input-gradient I", where));
+      if (e.i < 0) return Invalid(fmt::format("{}: comes before its input-gradient I", where()));
       e.w = pos32;
       return Status::Ok();
     default:
-      return Invalid(fmt::format("{}: a compute-only schedule holds no communication", where));
+      return Invalid(fmt::format("{}: a compute-only schedule holds no communication", where()));
   }
 }
 

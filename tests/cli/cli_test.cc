@@ -1,6 +1,7 @@
 // End-to-end tests of the pipette binary: exit codes, stdout/stderr, JSON shape, golden text.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -29,7 +30,9 @@ std::string ReadFile(const std::string& path) {
 
 // Runs `pipette <args>` (args are passed through the shell; keep them simple).
 CommandResult Pipette(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "pipette_cli_stderr.txt";
+  // ctest runs each test in its own process, in parallel: one stderr file per process.
+  const std::string err_path =
+      ::testing::TempDir() + "pipette_cli_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string command = std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
   CommandResult run;
   FILE* pipe = popen(command.c_str(), "r");
@@ -92,7 +95,8 @@ TEST(Cli, CsvOutputIsPyTorchComputeOnlyCsvAndLoadsBack) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, ReadFile(std::string(PIPETTE_TEST_DATA_DIR) +
                               "/reference/dualpipe-v_p4_v2_m10_pytorch-artifact.csv"));
-  const std::string path = ::testing::TempDir() + "pipette_cli_roundtrip.csv";
+  const std::string path =
+      ::testing::TempDir() + std::to_string(getpid()) + "_pipette_cli_roundtrip.csv";
   std::ofstream(path) << run.out;
   CommandResult back = Pipette("schedule csv:" + path + " --format csv");
   EXPECT_EQ(back.exit_code, 0) << back.err;
@@ -143,7 +147,8 @@ TEST(Cli, BadInputExitsTwoWithAMessageOnStderr) {
 }
 
 TEST(Cli, InvalidCustomScheduleExitsTwoNamingRankAndAction) {
-  const std::string path = ::testing::TempDir() + "pipette_cli_deadlock.csv";
+  const std::string path =
+      ::testing::TempDir() + std::to_string(getpid()) + "_pipette_cli_deadlock.csv";
   std::ofstream(path) << "0F0,0B0,0F1,0B1\n1F0,1F1,1B0,1B1\n";
   CommandResult run = Pipette("schedule csv:" + path);
   EXPECT_EQ(run.exit_code, 2);

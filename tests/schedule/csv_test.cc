@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -88,7 +89,8 @@ TEST(ScheduleCsv, LoadReportsAMissingFile) {
 }
 
 TEST(ScheduleCsv, MakeScheduleLoadsAFileAndChecksAgreement) {
-  const std::string path = ::testing::TempDir() + "pipette_csv_test.csv";
+  const std::string path =
+      ::testing::TempDir() + std::to_string(getpid()) + "_pipette_csv_test.csv";
   {
     std::ofstream out(path);
     out << ToComputeCsv(MustMake("zbv", 2, 4));
@@ -111,7 +113,8 @@ TEST(ScheduleCsv, MakeScheduleLoadsAFileAndChecksAgreement) {
 }
 
 TEST(ScheduleCsv, MakeScheduleRejectsAnInvalidCustomSchedule) {
-  const std::string path = ::testing::TempDir() + "pipette_csv_deadlock.csv";
+  const std::string path =
+      ::testing::TempDir() + std::to_string(getpid()) + "_pipette_csv_deadlock.csv";
   {
     std::ofstream out(path);
     out << "0F0,0B0\n1B0,1F0\n";  // rank 1 runs the backward before its forward

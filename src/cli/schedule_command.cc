@@ -2,6 +2,7 @@
 //  [--format text|csv|json]` and `pipette schedule --list`.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -27,11 +28,18 @@ struct ScheduleOptions {
 };
 
 int PrintList() {
+  std::size_t name_width = 4, constraints_width = 11;
+  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
+    name_width = std::max(name_width, g->name().size());
+    constraints_width = std::max(constraints_width, g->constraints().size());
+  }
   fmt::print(
       "# built-in schedules (pipette schedule NAME -p P -m M [-v V]); csv:FILE loads your own\n");
-  fmt::print("# {:<26} {:<44} {}\n", "name", "constraints", "what");
+  fmt::print("# {:<{}}  {:<{}}  {}\n", "name", name_width, "constraints", constraints_width,
+             "what");
   for (const ScheduleGenerator* g : AllScheduleGenerators()) {
-    fmt::print("  {:<26} {:<44} {}\n", g->name(), g->constraints(), g->summary());
+    fmt::print("  {:<{}}  {:<{}}  {}\n", g->name(), name_width, g->constraints(), constraints_width,
+               g->summary());
   }
   return kExitOk;
 }

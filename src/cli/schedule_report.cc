@@ -56,7 +56,7 @@ std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns) {
       std::clamp(static_cast<int>(std::ceil(e.makespan / shortest - 1e-9)), 1, max_columns);
   const double per_column = e.makespan / columns;
   std::string out = fmt::format(
-      "# timeline: 1 column = {:.4g} time units; F forward, B backward, I input-grad, W "
+      "# timeline: 1 column = {:.4g} time unit(s); F forward, B backward, I input-grad, W "
       "weight-grad, X overlapped F&B; lower case = odd chunk; . idle\n",
       per_column);
   for (int r = 0; r < report.program.p; ++r) {

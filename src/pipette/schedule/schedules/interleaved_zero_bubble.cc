@@ -21,7 +21,7 @@ class InterleavedZeroBubbleGenerator final : public ScheduleGenerator {
     return "interleaved zero bubble (ZB1P over v chunks; PyTorch ScheduleInterleavedZeroBubble)";
   }
   std::string_view constraints() const override {
-    return "v >= 1 (default 2); m mod max(1, floor(m/p)) = 0";
+    return "v >= 1 (default 2); m % max(1, floor(m/p)) = 0";
   }
   int default_v() const override { return 2; }
   Status Check(const ScheduleParams& params) const override {

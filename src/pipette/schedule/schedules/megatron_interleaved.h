@@ -111,7 +111,7 @@ class MegatronInterleavedGenerator final : public ScheduleGenerator {
   std::string_view name() const override { return name_; }
   std::string_view summary() const override { return summary_; }
   std::string_view constraints() const override {
-    return "v >= 1 (default 2); for v > 1: p <= G <= m, m mod G = 0 or >= p";
+    return "v >= 1 (default 2); v > 1: p <= G <= m, m % G = 0 or >= p";
   }
   int default_v() const override { return 2; }
   bool uses_group_size() const override { return true; }

@@ -79,6 +79,11 @@ TEST(ScheduleCsv, ErrorsNameTheLineCellAndRule) {
             std::string::npos);
   EXPECT_NE(ErrorOf("0F1,0B1\n1F1,1B1\n").find("microbatch 0 has no forward"), std::string::npos);
   EXPECT_NE(ErrorOf(",,\n0F0,0B0,1F0,1B0\n").find("rank 0 holds no stage"), std::string::npos);
+  // Huge numbers are rejected before any table is sized by them.
+  EXPECT_NE(ErrorOf("0F0,0B0,0F999999999\n").find("microbatch 999999999 in a file of 3 actions"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("0F0,2000000000F0\n").find("stage 2000000000 in a file of 2 actions"),
+            std::string::npos);
 }
 
 TEST(ScheduleCsv, LoadReportsAMissingFile) {

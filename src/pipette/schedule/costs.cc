@@ -24,9 +24,9 @@ Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, St
     const std::string name = item.substr(0, eq), number = item.substr(eq + 1);
     char* parse_end = nullptr;
     const double value = std::strtod(number.c_str(), &parse_end);
-    if (number.empty() || *parse_end != '\0' || !std::isfinite(value) || value < 0.0) {
+    if (number.empty() || *parse_end != '\0' || !(value >= 0.0 && value <= kMaxCost)) {
       return Status::InvalidArgument(
-          fmt::format("{} {}='{}': must be a finite number >= 0", key, name, number));
+          fmt::format("{} {}='{}': must be a number in [0, {:g}]", key, name, number, kMaxCost));
     }
     if (name == "F") {
       cost.f = value;

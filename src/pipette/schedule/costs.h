@@ -13,6 +13,10 @@
 
 namespace pipette {
 
+// The largest accepted cost or latency: far above any real duration, small enough that sums over
+// millions of actions stay finite.
+inline constexpr double kMaxCost = 1e12;
+
 struct StageCost {
   double f = 1.0;  // forward
   double i = 1.0;  // input-gradient backward
@@ -49,7 +53,7 @@ struct Costs {
 };
 
 // Parses "F=1,I=1,W=1" (any subset, any order; missing keys keep `defaults`). Values are finite
-// numbers >= 0. `key` names the option in errors ("--times").
+// numbers in [0, kMaxCost]. `key` names the option in errors ("--times").
 Result<StageCost> ParseStageCost(std::string_view text, std::string_view key,
                                  StageCost defaults = {});
 

@@ -209,9 +209,9 @@ Result<Evaluation> Evaluate(const Program& program, const Costs& costs,
     return Status::InvalidArgument(fmt::format("costs: {} stage entries for a program of {} stages",
                                                costs.stages.size(), program.num_stages()));
   }
-  if (!(options.p2p_latency >= 0.0) || !std::isfinite(options.p2p_latency)) {
-    return Status::InvalidArgument(
-        fmt::format("p2p latency = {}: must be a finite number >= 0", options.p2p_latency));
+  if (!(options.p2p_latency >= 0.0 && options.p2p_latency <= kMaxCost)) {
+    return Status::InvalidArgument(fmt::format("p2p latency = {}: must be a number in [0, {:g}]",
+                                               options.p2p_latency, kMaxCost));
   }
   Evaluator evaluator(program, costs, options);
   return evaluator.Run();

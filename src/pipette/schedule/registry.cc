@@ -12,10 +12,6 @@
 namespace pipette {
 namespace {
 
-// Generous bound on the cells of one schedule (p*v*m forwards plus as many backwards), so that a
-// typo such as -m 1000000000 is an error, not an exhausted machine.
-constexpr std::int64_t kMaxChunks = 50'000'000;
-
 Status CheckAgreesWithFile(const char* key, int given, int in_file, const Schedule& schedule) {
   if (given == 0 || given == in_file) return Status::Ok();
   return Status::InvalidArgument(fmt::format("{} = {} disagrees with {}, which has {} = {}", key,
@@ -95,10 +91,10 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
         params.group_size, context));
   }
   const std::int64_t chunks = std::int64_t{params.p} * params.v * params.m;
-  if (chunks > kMaxChunks) {
+  if (chunks > kMaxScheduleChunks) {
     return Status::InvalidArgument(
         fmt::format("p*v*m = {}*{}*{} = {} chunks: more than the limit of {}", params.p, params.v,
-                    params.m, chunks, kMaxChunks));
+                    params.m, chunks, kMaxScheduleChunks));
   }
   PIPETTE_RETURN_IF_ERROR(generator->Check(params).WithContext(context));
   Schedule schedule = generator->Generate(params);

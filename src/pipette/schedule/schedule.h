@@ -47,6 +47,11 @@ struct Schedule {
   std::size_t num_actions() const;
 };
 
+// Upper bound on S*m, the (stage, microbatch) chunks of one schedule. Memory grows by roughly 300
+// bytes per chunk through generation, lowering and evaluation, so this keeps one schedule within a
+// few GB and turns a typo such as -m 1000000000 into an error instead of an exhausted machine.
+inline constexpr long long kMaxScheduleChunks = 16'000'000;
+
 // Returns a schedule with p empty rank lists, the given placement and every microbatch routed
 // through all stages 0..S-1.
 Schedule MakeEmptySchedule(std::string name, int p, int v, int m, Placement placement);

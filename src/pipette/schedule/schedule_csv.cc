@@ -102,6 +102,26 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
     }
   }
   if (max_stage < 0) return Status::InvalidArgument("schedule CSV holds no action");
+  // Every stage and every microbatch needs an action, so neither can exceed the number of actions;
+  // checking this first keeps a cell such as 0F999999999 from sizing the tables below.
+  std::size_t cells = 0;
+  for (const auto& actions : schedule.ranks) cells += actions.size();
+  if (static_cast<std::size_t>(max_stage) >= 2 * cells) {
+    return Status::InvalidArgument(
+        fmt::format("stage {} in a file of {} actions: stages must be numbered 0..S-1 without gaps",
+                    max_stage, cells));
+  }
+  if (static_cast<std::size_t>(max_mb) >= 2 * cells) {
+    return Status::InvalidArgument(fmt::format(
+        "microbatch {} in a file of {} actions: microbatches must be numbered 0..m-1 without gaps",
+        max_mb, cells));
+  }
+  const long long chunks = static_cast<long long>(max_stage + 1) * (max_mb + 1);
+  if (chunks > kMaxScheduleChunks) {
+    return Status::InvalidArgument(fmt::format("S*m = {}*{} = {} chunks: more than the limit of {}",
+                                               max_stage + 1, max_mb + 1, chunks,
+                                               kMaxScheduleChunks));
+  }
 
   const int num_stages = max_stage + 1;
   std::vector<int> stage_to_rank(num_stages, -1);

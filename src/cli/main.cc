@@ -20,9 +20,7 @@ void PrintVersion() {
   for (const auto& [name, version] : libraries) fmt::print("  {:<14} {}\n", name, version);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   CLI::App app{"pipette: a testbed for MPMD pipeline-parallel training schedules"};
   app.name("pipette");
   bool version = false;
@@ -47,4 +45,15 @@ int main(int argc, char** argv) {
     return pipette::cli::kExitOk;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: say so instead of aborting
+    fmt::print(stderr, "pipette: internal error: {}\n", e.what());
+    return pipette::cli::kExitFailure;
+  }
 }

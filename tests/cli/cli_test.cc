@@ -139,7 +139,9 @@ TEST(Cli, BadInputExitsTwoWithAMessageOnStderr) {
       {"schedule 1f1b -p 4 -m 8 --format xml", "--format"},
       {"schedule 1f1b -p four -m 8", "-p"},
       {"schedule csv:/nonexistent.csv", "cannot open the file"},
-      {"schedule 1f1b -p 100000 -m 100000", "more than the limit"},
+      {"schedule 1f1b -p 10000 -m 100000", "more than the limit of 16000000 chunks"},
+      {"schedule 1f1b -p 16385 -m 1", "-p = 16385: more than the limit of 16384"},
+      {"schedule interleaved-gpipe -p 16000 -v 2097152 -m 4194304", "more than the limit"},
   };
   for (const auto& [args, message] : cases) {
     CommandResult run = Pipette(args);

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,25 +30,37 @@ class DependencyWalk {
   // Calls visit(rank, action) for every action in a dependency-respecting global order. Returns
   // FailedPrecondition describing the deadlock if the ranks get stuck. REQUIRES: every action's
   // stage and microbatch are in range and the stage lies on the microbatch's route.
+  //
+  // Rounds act like time steps: in each round every rank that can go places one action, in rank
+  // order. A rank whose next action lacks an input is parked on that input and rejoins the round
+  // after its producer completes it, so the walk costs O(actions log p), not O(rounds * p).
   template <typename Visitor>
   Status Run(Visitor&& visit) {
     const int p = s_.p;
     std::vector<std::size_t> next(p, 0);
+    std::vector<int> round, following;
+    for (int r = 0; r < p; ++r) {
+      if (!s_.ranks[r].empty()) round.push_back(r);
+    }
+    parked_on_.assign(p, kNotParked);
     std::size_t remaining = s_.num_actions();
     while (remaining > 0) {
-      bool progress = false;
-      for (int r = 0; r < p; ++r) {
-        const auto& actions = s_.ranks[r];
-        if (next[r] == actions.size()) continue;
-        const Action& a = actions[next[r]];
-        if (!Ready(a)) continue;
-        Complete(a);
+      if (round.empty()) return Deadlock(next);
+      for (int r : round) {
+        const Action& a = s_.ranks[r][next[r]];
+        const Action need = Missing(a);
+        if (need.stage >= 0) {
+          parked_on_[r] = Slot(need);
+          continue;
+        }
+        Complete(a, following);
         visit(r, a);
-        ++next[r];
         --remaining;
-        progress = true;
+        if (++next[r] < s_.ranks[r].size()) following.push_back(r);
       }
-      if (!progress) return Deadlock(next);
+      std::sort(following.begin(), following.end());
+      round.swap(following);
+      following.clear();
     }
     return Status::Ok();
   }
@@ -85,23 +98,38 @@ class DependencyWalk {
     return Action::F(-1, -1);
   }
 
-  bool Ready(const Action& a) const { return Missing(a).stage < 0; }
+  // The slot of a completed output: the forward of (stage, mb), or its input-gradient backward
+  // (what B, I and W wait for).
+  std::size_t Slot(const Action& a) const {
+    return 2 * Key(a.stage, a.microbatch) + (a.kind == ActionKind::kForward ? 0 : 1);
+  }
 
-  void Complete(const Action& a) {
+  // Marks `a` done and moves a rank parked on its output (its consumer on another rank) to `woken`.
+  void Complete(const Action& a, std::vector<int>& woken) {
+    const StageRange route = s_.routes[a.microbatch];
+    int consumer_stage = -1;
     switch (a.kind) {
       case ActionKind::kForward:
         forward_done_[Key(a.stage, a.microbatch)] = 1;
+        if (a.stage < route.last) consumer_stage = a.stage + 1;
         break;
       case ActionKind::kInputBackward:
       case ActionKind::kFullBackward:
         backward_done_[Key(a.stage, a.microbatch)] = 1;
+        if (a.stage > route.first) consumer_stage = a.stage - 1;
         break;
       case ActionKind::kOverlapped:
-        Complete(a.forward_half());
-        Complete(a.backward_half());
-        break;
+        Complete(a.forward_half(), woken);
+        Complete(a.backward_half(), woken);
+        return;
       default:
-        break;
+        return;
+    }
+    if (consumer_stage < 0) return;
+    const int consumer = s_.placement.rank_of(consumer_stage);
+    if (parked_on_[consumer] == Slot(a)) {
+      parked_on_[consumer] = kNotParked;
+      woken.push_back(consumer);
     }
   }
 
@@ -129,7 +157,10 @@ class DependencyWalk {
     return Status::FailedPrecondition("deadlock: " + waits);
   }
 
+  static constexpr std::size_t kNotParked = static_cast<std::size_t>(-1);
+
   const Schedule& s_;
+  std::vector<std::size_t> parked_on_;  // per rank: the slot it waits for, or kNotParked
   std::vector<std::uint8_t> forward_done_;
   std::vector<std::uint8_t> backward_done_;
 };

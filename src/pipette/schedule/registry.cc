@@ -90,11 +90,16 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
         "--group-size = {}: {} has no microbatch groups (only Megatron's interleaved schedules do)",
         params.group_size, context));
   }
-  const std::int64_t chunks = std::int64_t{params.p} * params.v * params.m;
+  if (params.p > kMaxPipelineRanks) {
+    return Status::InvalidArgument(fmt::format("-p = {}: more than the limit of {} pipeline ranks",
+                                               params.p, kMaxPipelineRanks));
+  }
+  // p, v, m < 2^31, so p*v fits in 64 bits, and once p*v <= the limit so does p*v*m.
+  const std::int64_t stages = std::int64_t{params.p} * params.v;
+  const std::int64_t chunks = stages > kMaxScheduleChunks ? stages : stages * params.m;
   if (chunks > kMaxScheduleChunks) {
-    return Status::InvalidArgument(
-        fmt::format("p*v*m = {}*{}*{} = {} chunks: more than the limit of {}", params.p, params.v,
-                    params.m, chunks, kMaxScheduleChunks));
+    return Status::InvalidArgument(fmt::format("p*v*m = {}*{}*{}: more than the limit of {} chunks",
+                                               params.p, params.v, params.m, kMaxScheduleChunks));
   }
   PIPETTE_RETURN_IF_ERROR(generator->Check(params).WithContext(context));
   Schedule schedule = generator->Generate(params);

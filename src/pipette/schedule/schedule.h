@@ -51,6 +51,9 @@ struct Schedule {
 // bytes per chunk through generation, lowering and evaluation, so this keeps one schedule within a
 // few GB and turns a typo such as -m 1000000000 into an error instead of an exhausted machine.
 inline constexpr long long kMaxScheduleChunks = 16'000'000;
+// Upper bound on p: far beyond any real pipeline, and it keeps generators whose warmup grows with
+// p (O(p^2) over all ranks) well under a second.
+inline constexpr int kMaxPipelineRanks = 16'384;
 
 // Returns a schedule with p empty rank lists, the given placement and every microbatch routed
 // through all stages 0..S-1.

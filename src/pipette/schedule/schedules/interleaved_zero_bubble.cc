@@ -45,23 +45,24 @@ class InterleavedZeroBubbleGenerator final : public ScheduleGenerator {
       const int warmup = std::min((v - 1) * mpr + (p - 1 - r), total);
       auto forward_stage = [&](int step) { return ((step / mpr) % v) * p + r; };
       auto backward_stage = [&](int step) { return (v - 1 - ((step - warmup) / mpr) % v) * p + r; };
-      std::vector<int> next_f(v * p, 0), next_i(v * p, 0), next_w(v * p, 0);
+      // Microbatch counters per chunk (stage s = chunk * p + r, so chunk = s / p).
+      std::vector<int> next_f(v, 0), next_i(v, 0), next_w(v, 0);
       std::vector<int> pending_w;  // backward steps whose W has not been emitted, oldest first
       std::size_t w_done = 0;
       auto& actions = schedule.ranks[r];
       auto emit_w = [&]() {
         const int s = backward_stage(pending_w[w_done++]);
-        actions.push_back(Action::W(s, next_w[s]++));
+        actions.push_back(Action::W(s, next_w[s / p]++));
       };
       for (int step = 0; step < total + warmup; ++step) {
         // Steps [0, warmup): forwards; [warmup, total): steady; [total, total + warmup): cooldown.
         if (step < total) {
           const int s = forward_stage(step);
-          actions.push_back(Action::F(s, next_f[s]++));
+          actions.push_back(Action::F(s, next_f[s / p]++));
         }
         if (step < warmup) continue;
         const int s = backward_stage(step);
-        actions.push_back(Action::I(s, next_i[s]++));
+        actions.push_back(Action::I(s, next_i[s / p]++));
         pending_w.push_back(step);
         if (step - warmup >= r) emit_w();
       }

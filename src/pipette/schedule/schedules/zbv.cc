@@ -45,7 +45,8 @@ class ZbvGenerator final : public ScheduleGenerator {
         emit(Action::I(c1, b1));
         emit(Action::W(c1, b1++));
       }
-      while (f1 < f0 || f0 < n) {
+      // Once every counter has passed m, the rest of the loop only emits dropped actions.
+      while ((f1 < f0 || f0 < n) && std::min({f0, f1, b0, b1}) < m) {
         if (f0 < n) emit(Action::F(c0, f0++));
         emit(Action::I(c0, b0));
         emit(Action::W(c0, b0++));

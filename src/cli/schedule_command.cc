@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/schedule_report.h"
@@ -25,6 +26,7 @@ struct ScheduleOptions {
   bool list = false;
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
+  CLI::Option* v_option = nullptr;
 };
 
 int PrintList() {
@@ -62,8 +64,20 @@ int Run(const ScheduleOptions& o) {
   if (!from_csv && o.m_option->count() == 0) {
     return Fail(Status::InvalidArgument("missing -m (microbatches per step), e.g. -m 8"));
   }
+  // A value given explicitly must be valid; 0 means "not given" only to the library.
+  for (const auto& [option, key, value] :
+       {std::tuple{o.p_option, "-p", o.params.p}, std::tuple{o.m_option, "-m", o.params.m},
+        std::tuple{o.v_option, "-v", o.params.v}}) {
+    if (option->count() > 0 && value < 1) {
+      return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be at least 1", key, value)));
+    }
+  }
   Result<StageCost> times = ParseStageCost(o.times, "--times");
   if (!times.ok()) return Fail(times.status());
+  if (!(o.latency >= 0.0 && o.latency <= kMaxCost)) {  // checked before any work is done
+    return Fail(Status::InvalidArgument(
+        fmt::format("--latency = {}: must be a number in [0, {:g}]", o.latency, kMaxCost)));
+  }
   Result<Schedule> schedule = MakeSchedule(o.name, o.params);
   if (!schedule.ok()) return Fail(schedule.status());
   Result<Program> program = Lower(*schedule);
@@ -98,8 +112,8 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
   options->p_option = cmd->add_option("-p,--pp", options->params.p, "Pipeline ranks");
   options->m_option =
       cmd->add_option("-m,--microbatches", options->params.m, "Microbatches per step");
-  cmd->add_option("-v,--chunks", options->params.v,
-                  "Stages (chunks) per rank; default depends on the schedule");
+  options->v_option = cmd->add_option("-v,--chunks", options->params.v,
+                                      "Stages (chunks) per rank; default depends on the schedule");
   cmd->add_option("--group-size", options->params.group_size,
                   "Interleaved 1F1B: microbatches per chunk group (Megatron's G; default p)");
   cmd->add_option("--times", options->times, "Per-chunk costs F=..,I=..,W=.. (B = I+W)")

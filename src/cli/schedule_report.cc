@@ -12,7 +12,8 @@ namespace pipette::cli {
 namespace {
 
 // The letter of a compute action on the timeline; lower case for a rank's odd-numbered chunks.
-char TimelineLetter(const Action& a, const Placement& placement) {
+// `chunk_of[s]` is stage s's position among its rank's stages.
+char TimelineLetter(const Action& a, const std::vector<int>& chunk_of) {
   char letter = '?';
   switch (a.kind) {
     case ActionKind::kForward:
@@ -33,9 +34,7 @@ char TimelineLetter(const Action& a, const Placement& placement) {
     default:
       return '?';
   }
-  const auto stages = placement.StagesOf(placement.rank_of(a.stage));
-  const auto chunk = std::find(stages.begin(), stages.end(), a.stage) - stages.begin();
-  return chunk % 2 == 1 ? static_cast<char>(letter - 'A' + 'a') : letter;
+  return chunk_of[a.stage] % 2 == 1 ? static_cast<char>(letter - 'A' + 'a') : letter;
 }
 
 }  // namespace
@@ -52,9 +51,16 @@ std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns) {
       if (IsCompute(instructions[k].action.kind) && d > 0.0) shortest = std::min(shortest, d);
     }
   }
-  const int columns =
-      std::clamp(static_cast<int>(std::ceil(e.makespan / shortest - 1e-9)), 1, max_columns);
+  // Clamp in floating point: makespan / shortest can exceed any int.
+  const int columns = static_cast<int>(
+      std::clamp(std::ceil(e.makespan / shortest - 1e-9), 1.0, static_cast<double>(max_columns)));
   const double per_column = e.makespan / columns;
+  const Placement& placement = report.schedule.placement;
+  std::vector<int> chunk_of(placement.num_stages(), 0);
+  for (int r = 0; r < placement.num_ranks(); ++r) {
+    const auto stages = placement.StagesOf(r);
+    for (std::size_t c = 0; c < stages.size(); ++c) chunk_of[stages[c]] = static_cast<int>(c);
+  }
   std::string out = fmt::format(
       "# timeline: 1 column = {:.4g} time unit(s); F forward, B backward, I input-grad, W "
       "weight-grad, X overlapped F&B; lower case = odd chunk; . idle\n",
@@ -70,7 +76,7 @@ std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns) {
       int end = static_cast<int>(std::lround(span.end / per_column));
       if (end == begin && span.end > span.start) end = begin + 1;
       for (int c = std::max(begin, 0); c < std::min(end, columns); ++c) {
-        row[c] = TimelineLetter(a, report.schedule.placement);
+        row[c] = TimelineLetter(a, chunk_of);
       }
     }
     out += fmt::format("rank {:>3} |{}|\n", r, row);
@@ -118,10 +124,11 @@ std::string FormatScheduleText(const ScheduleReport& report) {
     out += fmt::format("  {:>4}  {:<16} {:>8} {:>11.6g} {:>11.6g} {:>17}\n", r, stages,
                        s.ranks[r].size(), e.busy[r], e.makespan - e.busy[r], e.peak_activations[r]);
   }
-  const double megatron = e.bubble_ratio < 1.0 ? e.bubble_ratio / (1.0 - e.bubble_ratio) : 0.0;
+  const std::string megatron =
+      e.bubble_ratio < 1.0 ? fmt::format("{:.4f}", e.bubble_ratio / (1.0 - e.bubble_ratio)) : "inf";
   out += "#\n";
   out += fmt::format("makespan      {:.6g}\n", e.makespan);
-  out += fmt::format("bubble_ratio  {:.4f}   (idle/total; Megatron's idle/ideal = {:.4f})\n",
+  out += fmt::format("bubble_ratio  {:.4f}   (idle/total; Megatron's idle/ideal = {})\n",
                      e.bubble_ratio, megatron);
   out += "#\n" + FormatAsciiTimeline(report, 120);
   return out;

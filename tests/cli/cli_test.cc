@@ -124,7 +124,7 @@ TEST(Cli, TextReportMatchesGoldenFiles) {
 TEST(Cli, BadInputExitsTwoWithAMessageOnStderr) {
   const std::pair<const char*, const char*> cases[] = {
       {"schedule 2f2b -p 4 -m 8", "unknown schedule '2f2b'"},
-      {"schedule 1f1b -p 4 -m 0", "-m = 0: need at least 1 microbatch"},
+      {"schedule 1f1b -p 4 -m 0", "-m = 0: must be at least 1"},
       {"schedule 1f1b -m 8", "missing -p"},
       {"schedule 1f1b -p 4", "missing -m"},
       {"schedule", "missing schedule NAME"},
@@ -132,13 +132,15 @@ TEST(Cli, BadInputExitsTwoWithAMessageOnStderr) {
       {"schedule dualpipe -p 3 -m 8", "p = 3: DualPipe needs an even number of ranks"},
       {"schedule 1f1b -p 4 -m 8 --times F=1,X=2", "unknown key 'X'"},
       {"schedule 1f1b -p 4 -m 8 --times F=-1", "F='-1': must be a number in [0, 1e+12]"},
-      {"schedule 1f1b -p 4 -m 8 --latency -1", "p2p latency = -1"},
+      {"schedule 1f1b -p 4 -m 8 --latency -1", "--latency = -1: must be a number in [0, 1e+12]"},
       {"schedule 1f1b -p 4 -m 8 --times F=1e308", "must be a number in [0, 1e+12]"},
       {"schedule 1f1b -p 4 -m 8 --times F=nan", "must be a number in [0, 1e+12]"},
-      {"schedule 1f1b -p 4 -m 8 --latency 1e300", "p2p latency = 1e+300"},
+      {"schedule 1f1b -p 4 -m 8 --latency 1e300", "--latency = 1e+300"},
+      {"schedule interleaved-1f1b -p 4 -m 8 -v 1 --group-size 4", "chunk groups exist only"},
+      {"schedule csv:/tmp", "not a regular file"},
       {"schedule 1f1b -p 4 -m 8 --format xml", "--format"},
       {"schedule 1f1b -p four -m 8", "-p"},
-      {"schedule csv:/nonexistent.csv", "cannot open the file"},
+      {"schedule csv:/nonexistent.csv", "not a regular file (or it does not exist)"},
       {"schedule 1f1b -p 10000 -m 100000", "more than the limit of 16000000 chunks"},
       {"schedule 1f1b -p 16385 -m 1", "-p = 16385: more than the limit of 16384"},
       {"schedule interleaved-gpipe -p 16000 -v 2097152 -m 4194304", "more than the limit"},
@@ -159,6 +161,10 @@ TEST(Cli, InvalidCustomScheduleExitsTwoNamingRankAndAction) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("deadlock: rank 0 is stuck at action 1 (0B0)"), std::string::npos)
       << run.err;
+  // Values given explicitly are checked even though the file supplies them.
+  CommandResult zero = Pipette("schedule csv:" + path + " -m 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("-m = 0: must be at least 1"), std::string::npos) << zero.err;
 }
 
 }  // namespace

@@ -30,9 +30,17 @@ TEST(Evaluate, TwoRankOneMicrobatchByHand) {
   EXPECT_DOUBLE_EQ(e.timeline[1][0].end, 1 + c);  // the receive completes when the data arrives
   EXPECT_DOUBLE_EQ(e.timeline[1][1].start, 1 + c);
   EXPECT_DOUBLE_EQ(e.timeline[1][2].end, 4 + c);
-  // rank 0: F0, SEND_F0, RECV_B0, B0
+  // rank 0: F0, SEND_F0, RECV_B0, B0; the receive was posted at 1 and its data arrives at 4 + 2c.
+  EXPECT_DOUBLE_EQ(e.timeline[0][2].start, 1);
+  EXPECT_DOUBLE_EQ(e.timeline[0][2].end, 4 + 2 * c);
   EXPECT_DOUBLE_EQ(e.timeline[0][3].start, 4 + 2 * c);
   EXPECT_DOUBLE_EQ(e.timeline[0][3].end, 6 + 2 * c);
+}
+
+TEST(Evaluate, BusyTimeKeepsItsPrecisionLateInALongRun) {
+  Evaluation e = MustEvaluate(MustMake("1f1b", 2, 2), StageCost{0.001, 0.001, 0.001}, 1e12);
+  EXPECT_DOUBLE_EQ(e.busy[0], 0.006);
+  EXPECT_DOUBLE_EQ(e.busy[1], 0.006);
 }
 
 TEST(Evaluate, HeterogeneousStageCostsAreUsedPerStage) {

@@ -50,6 +50,10 @@ TEST(Registry, CommonRulesNameTheKey) {
   EXPECT_NE(Rejection("1f1b", 4, 8, 1, 4).find("--group-size = 4: schedule '1f1b' has no"),
             std::string::npos);
   EXPECT_NE(Rejection("gpipe", 10000, 10000, 1).find("more than the limit"), std::string::npos);
+  // p*v*m beyond 2^63 must not wrap around the limit.
+  EXPECT_NE(Rejection("interleaved-gpipe", 16000, 4194304, 2097152).find("more than the limit"),
+            std::string::npos);
+  EXPECT_EQ(Rejection("1f1b", 16385, 1), "-p = 16385: more than the limit of 16384 pipeline ranks");
 }
 
 TEST(Registry, ScheduleConstraintsNameTheRule) {

@@ -74,6 +74,17 @@ TEST(Validate, ReportsADeadlockWithWhatEachRankWaitsFor) {
             "(rank 0)");
 }
 
+TEST(Validate, RejectsAnOverlappedCellWhoseSecondHalfIsNotABackward) {
+  Result<Schedule> s = ParseComputeCsv("0F0,0I0,0W0,0F1,0I1,0W1\n", "x");
+  ASSERT_TRUE(s.ok());
+  Action cell = Action::Overlap(Action::F(0, 1), Action::B(0, 0));
+  cell.back_kind = ActionKind::kWeightBackward;  // only reachable through the API
+  s->ranks[0] = {Action::F(0, 0), Action::I(0, 0), cell, Action::I(0, 1), Action::W(0, 1)};
+  EXPECT_EQ(Validate(*s).message(),
+            "rank 0, action 2 ((0F1;0W0)): the second half of an overlapped cell must be a B or an "
+            "I backward");
+}
+
 TEST(Validate, ReportsAnOverlappedCellThatNeedsItself) {
   // The cell's backward needs the forward it is paired with: it can never start.
   EXPECT_NE(Problem("0F0,0B0\n(1F0;1B0)\n")

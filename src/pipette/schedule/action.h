@@ -39,17 +39,19 @@ constexpr bool IsInputBackward(ActionKind kind) {
   return kind == ActionKind::kInputBackward || kind == ActionKind::kFullBackward;
 }
 
+// 20 bytes: programs hold millions of them. The two kinds sit together to avoid padding.
 struct Action {
   ActionKind kind = ActionKind::kForward;
+  // Only for kOverlapped: the kind of the backward half (B or I); see back_stage.
+  ActionKind back_kind = ActionKind::kFullBackward;
   std::int32_t stage = 0;
   std::int32_t microbatch = 0;
-  // Only for kOverlapped: the backward half (kind B or I); (stage, microbatch) is the forward half.
-  ActionKind back_kind = ActionKind::kFullBackward;
+  // Only for kOverlapped: the backward half; (stage, microbatch) is the forward half.
   std::int32_t back_stage = 0;
   std::int32_t back_microbatch = 0;
 
   static constexpr Action Make(ActionKind kind, int stage, int microbatch) {
-    return Action{kind, stage, microbatch, ActionKind::kFullBackward, 0, 0};
+    return Action{kind, ActionKind::kFullBackward, stage, microbatch, 0, 0};
   }
   static constexpr Action F(int stage, int mb) { return Make(ActionKind::kForward, stage, mb); }
   static constexpr Action I(int stage, int mb) {
@@ -63,8 +65,8 @@ struct Action {
   }
   // REQUIRES: forward.kind == F, backward.kind is B or I.
   static constexpr Action Overlap(Action forward, Action backward) {
-    return Action{ActionKind::kOverlapped, forward.stage,  forward.microbatch,
-                  backward.kind,           backward.stage, backward.microbatch};
+    return Action{ActionKind::kOverlapped, backward.kind,  forward.stage,
+                  forward.microbatch,      backward.stage, backward.microbatch};
   }
 
   // For kOverlapped: the halves as plain actions.
@@ -78,6 +80,7 @@ struct Action {
            a.back_microbatch == b.back_microbatch;
   }
 };
+static_assert(sizeof(Action) == 20);
 
 // Returns the notation of `action`: "2F0", "(0F7;7B3)", "1SEND_F0".
 std::string ToString(const Action& action);

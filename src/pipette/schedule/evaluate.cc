@@ -29,6 +29,7 @@ class Evaluator {
     result_.busy.assign(program.p, 0.0);
     result_.peak_activations.assign(program.p, 0);
     if (options.record_timeline) {
+      pending_recv_.assign(ready_.size(), kNoRecv);
       result_.timeline.resize(program.p);
       for (int r = 0; r < program.p; ++r) {
         result_.timeline[r].resize(program.ranks[r].instructions.size());
@@ -66,6 +67,10 @@ class Evaluator {
   void Provide(std::size_t slot, int stage, double t) {
     ready_[slot] = t;
     const int r = prog_.placement.rank_of(stage);
+    if (options_.record_timeline && pending_recv_[slot] != kNoRecv) {
+      Interval& recv = result_.timeline[r][pending_recv_[slot]];
+      recv.end = std::max(recv.start, t);
+    }
     if (blocked_on_[r] == static_cast<std::int64_t>(slot)) {
       blocked_on_[r] = kNotBlocked;
       worklist_.push_back(r);
@@ -141,7 +146,11 @@ class Evaluator {
           const std::size_t slot = a.kind == ActionKind::kRecvForward
                                        ? ForwardSlot(a.stage, a.microbatch)
                                        : GradientSlot(a.stage, a.microbatch);
-          if (!std::isnan(ready_[slot])) span.end = std::max(clock, ready_[slot]);
+          if (!std::isnan(ready_[slot])) {
+            span.end = std::max(clock, ready_[slot]);
+          } else if (options_.record_timeline) {
+            pending_recv_[slot] = pc;  // its end is set when the data arrives (Provide)
+          }
           break;
         }
         case ActionKind::kOverlapped: {
@@ -150,12 +159,13 @@ class Evaluator {
               !InputsReady(r, a.backward_half(), start)) {
             return;
           }
-          const double end = start + costs_.Of(a);
+          const double cost = costs_.Of(a);
+          const double end = start + cost;
           ProduceLocal(r, a.forward_half(), end);
           ProduceLocal(r, a.backward_half(), end);
           Activations(r, a.forward_half());
           Activations(r, a.backward_half());
-          result_.busy[r] += end - start;
+          result_.busy[r] += cost;  // not end - start, which loses precision late in a long run
           span = {start, end};
           clock = end;
           break;
@@ -163,10 +173,11 @@ class Evaluator {
         default: {
           double start = clock;
           if (!InputsReady(r, a, start)) return;
-          const double end = start + costs_.Of(a);
+          const double cost = costs_.Of(a);
+          const double end = start + cost;
           ProduceLocal(r, a, end);
           Activations(r, a);
-          result_.busy[r] += end - start;
+          result_.busy[r] += cost;
           span = {start, end};
           clock = end;
           break;
@@ -198,6 +209,9 @@ class Evaluator {
   std::vector<std::int64_t> blocked_on_;
   std::vector<int> in_flight_;
   std::vector<int> worklist_;
+  // With record_timeline: per input slot, the index of a RECV posted before its data arrived.
+  static constexpr std::size_t kNoRecv = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> pending_recv_;
   Evaluation result_;
 };
 

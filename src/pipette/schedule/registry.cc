@@ -20,7 +20,8 @@ Status CheckAgreesWithFile(const char* key, int given, int in_file, const Schedu
 
 Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& params) {
   if (params.group_size != 0) {
-    return Status::InvalidArgument("--group-size does not apply to a schedule loaded from CSV");
+    return Status::InvalidArgument(fmt::format(
+        "--group-size = {}: does not apply to a schedule loaded from CSV", params.group_size));
   }
   PIPETTE_ASSIGN_OR_RETURN(Schedule schedule, LoadComputeCsv(std::string(path)));
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-p", params.p, schedule.p, schedule));

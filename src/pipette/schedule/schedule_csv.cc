@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -11,13 +12,19 @@
 namespace pipette {
 namespace {
 
+// Far more than the CSV of the largest schedule accepted (kMaxScheduleChunks).
+constexpr std::uintmax_t kMaxCsvBytes = std::uintmax_t{1} << 30;
+
 std::string_view StripLineEnd(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return line;
 }
 
 bool IsBlank(std::string_view cell) {
-  return cell.find_first_not_of(" \t") == std::string_view::npos || cell == "None";
+  const auto begin = cell.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return true;
+  cell.remove_prefix(begin);
+  return cell.substr(0, cell.find_last_not_of(" \t") + 1) == "None";
 }
 
 // Splits on commas that are not inside parentheses ("(0F7;7B3)" holds no comma, but a spreadsheet
@@ -46,6 +53,8 @@ std::string ToComputeCsv(const Schedule& schedule) {
     for (std::size_t k = 0; k < actions.size(); ++k) {
       if (k) out += ',';
       out += ToString(actions[k]);
+      // PyTorch's _Action.from_str needs the kind after an overlapped cell.
+      if (actions[k].kind == ActionKind::kOverlapped) out += "OVERLAP_F_B";
     }
     out += '\n';
   }
@@ -53,6 +62,7 @@ std::string ToComputeCsv(const Schedule& schedule) {
 }
 
 Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // spreadsheets' UTF-8 BOM
   std::vector<std::string_view> lines;
   for (std::size_t begin = 0; begin <= text.size();) {
     std::size_t end = text.find('\n', begin);
@@ -99,6 +109,11 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
         max_mb = std::max(max_mb, h.microbatch);
       }
       schedule.ranks[r].push_back(a);
+    }
+    if (schedule.ranks[r].empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "line {} holds no action: every line is a rank and every rank needs at least one",
+          r + 1));
     }
   }
   if (max_stage < 0) return Status::InvalidArgument("schedule CSV holds no action");
@@ -182,6 +197,16 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
 }
 
 Result<Schedule> LoadComputeCsv(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return Status::NotFound(
+        fmt::format("schedule CSV '{}': not a regular file (or it does not exist)", path));
+  }
+  const auto size = std::filesystem::file_size(path, error);
+  if (error || size > kMaxCsvBytes) {
+    return Status::InvalidArgument(fmt::format(
+        "schedule CSV '{}': {} bytes, more than the limit of {}", path, size, kMaxCsvBytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("schedule CSV '{}': cannot open the file", path));
   std::ostringstream text;

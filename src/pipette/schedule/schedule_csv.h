@@ -15,7 +15,8 @@
 
 namespace pipette {
 
-// Returns the compute-only CSV of `schedule`: p lines, each ending in '\n'.
+// Returns the compute-only CSV of `schedule`: p lines, each ending in '\n'. Overlapped cells are
+// written as PyTorch writes them, "(0F7;7B3)OVERLAP_F_B".
 std::string ToComputeCsv(const Schedule& schedule);
 
 // Parses compute-only CSV text into a Schedule named `name` (not yet validated: call Validate()).

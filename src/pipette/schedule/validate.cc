@@ -109,6 +109,12 @@ Status CheckStructure(const Schedule& s) {
     for (std::size_t pos = 0; pos < s.ranks[r].size(); ++pos) {
       const Action& a = s.ranks[r][pos];
       if (a.kind == ActionKind::kOverlapped) {
+        if (!IsInputBackward(a.back_kind)) {
+          return Invalid(
+              fmt::format("rank {}, action {} ({}): the second half of an overlapped cell "
+                          "must be a B or an I backward",
+                          r, pos, ToString(a)));
+        }
         PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a.forward_half(), seen));
         PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a.backward_half(), seen));
       } else {

@@ -31,7 +31,11 @@ inline int MegatronGroupSize(const ScheduleParams& params) {
 // leaves dependency bubbles; Megatron raises). v = 1 has no group and no rule.
 inline Status CheckMegatronInterleaved(const ScheduleParams& params) {
   if (params.v < 1) return Status::InvalidArgument(fmt::format("v = {}: must be >= 1", params.v));
-  if (params.v == 1) return Status::Ok();
+  if (params.v == 1) {
+    if (params.group_size == 0) return Status::Ok();
+    return Status::InvalidArgument(fmt::format(
+        "--group-size = {}: chunk groups exist only with v > 1 (v = 1 here)", params.group_size));
+  }
   const int p = params.p, m = params.m, g = MegatronGroupSize(params);
   if (m < p) {
     return Status::InvalidArgument(fmt::format(

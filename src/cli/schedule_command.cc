@@ -81,7 +81,12 @@ int Run(const ScheduleOptions& o) {
   Result<Schedule> schedule = MakeSchedule(o.name, o.params);
   if (!schedule.ok()) return Fail(schedule.status());
   Result<Program> program = Lower(*schedule);
-  if (!program.ok()) return Fail(program.status());
+  if (!program.ok()) {
+    if (from_csv) return Fail(program.status());
+    return Fail(Status::Internal(fmt::format("built-in schedule {} p={} v={} m={} is invalid: {}",
+                                             o.name, schedule->p, schedule->v, schedule->m,
+                                             program.status().message())));
+  }
   EvaluateOptions options;
   options.p2p_latency = o.latency;
   options.record_timeline = o.format == "text";

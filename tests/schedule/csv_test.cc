@@ -52,7 +52,10 @@ TEST(ScheduleCsv, EveryBuiltInScheduleRoundTrips) {
 }
 
 TEST(ScheduleCsv, IgnoresEmptyCellsNoneCarriageReturnsAndAByteOrderMark) {
-  Result<Schedule> s = ParseComputeCsv("\xEF\xBB\xBF" "0F0,,0B0, None \r\n,1F0, ,1B0\r\n\r\n", "x");
+  Result<Schedule> s = ParseComputeCsv(
+      "\xEF\xBB\xBF"
+      "0F0,,0B0, None \r\n,1F0, ,1B0\r\n\r\n",
+      "x");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->p, 2);
   EXPECT_EQ(s->v, 1);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/validate.h"
 #include "test_util.h"
 
 namespace pipette {
@@ -54,8 +55,10 @@ TEST(ScheduleGrid, EveryAcceptedRequestIsCompleteValidAndEvaluates) {
           ScheduleParams params{p, v, m, 0};
           if (!g->Check(params).ok()) continue;
           const std::string label = fmt::format("{} p={} v={} m={}", g->name(), p, v, m);
-          Result<Schedule> s = MakeSchedule(g->name(), params);  // includes Validate()
+          Result<Schedule> s = MakeSchedule(g->name(), params);
           ASSERT_TRUE(s.ok()) << label << ": " << s.status().message();
+          Status valid = Validate(*s);
+          ASSERT_TRUE(valid.ok()) << label << ": " << valid.message();
           ASSERT_EQ(s->num_stages(), p * v) << label;
           ExpectComplete(*s, label);
           Evaluation e = testing::MustEvaluate(*s, StageCost{1, 2, 1.5});

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,7 @@ class DependencyWalk {
   Status Run(Visitor&& visit) {
     const int p = s_.p;
     std::vector<std::size_t> next(p, 0);
-    std::vector<int> round, following;
+    std::vector<int> round, following, woken;
     for (int r = 0; r < p; ++r) {
       if (!s_.ranks[r].empty()) round.push_back(r);
     }
@@ -53,13 +54,21 @@ class DependencyWalk {
           parked_on_[r] = Slot(need);
           continue;
         }
-        Complete(a, following);
+        Complete(a, woken);
         visit(r, a);
         --remaining;
         if (++next[r] < s_.ranks[r].size()) following.push_back(r);
       }
-      std::sort(following.begin(), following.end());
-      round.swap(following);
+      // `following` is in rank order already; merge in the (few) woken ranks.
+      if (woken.empty()) {
+        round.swap(following);
+      } else {
+        std::sort(woken.begin(), woken.end());
+        round.clear();
+        std::merge(following.begin(), following.end(), woken.begin(), woken.end(),
+                   std::back_inserter(round));
+        woken.clear();
+      }
       following.clear();
     }
     return Status::Ok();

@@ -103,13 +103,9 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
                                                params.p, params.v, params.m, kMaxScheduleChunks));
   }
   PIPETTE_RETURN_IF_ERROR(generator->Check(params).WithContext(context));
-  Schedule schedule = generator->Generate(params);
-  Status valid = Validate(schedule);
-  if (!valid.ok()) {
-    return Status::Internal(fmt::format("{} generated an invalid schedule for p={} v={} m={}: {}",
-                                        context, params.p, params.v, params.m, valid.message()));
-  }
-  return schedule;
+  // Not validated here: generators are valid by construction (schedule_grid_test checks every one
+  // over a grid), and Lower(), which every execution goes through, validates whatever it lowers.
+  return generator->Generate(params);
 }
 
 }  // namespace pipette

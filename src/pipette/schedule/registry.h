@@ -19,7 +19,9 @@ const ScheduleGenerator* FindScheduleGenerator(std::string_view name);
 
 // Builds the schedule `name` for `params`. `name` is a built-in name or "csv:FILE" (p, v and m then
 // come from the file; a non-zero params.p/v/m must agree with it). v = 0 selects the schedule's
-// default and group_size = 0 its default. The result has passed validate().
+// default and group_size = 0 its default. A schedule from CSV has passed Validate(); a built-in
+// one is valid by construction (tests check every generator over a grid of p, v and m), and
+// Lower() validates again before anything executes.
 // Errors: NotFound for an unknown name or missing file; InvalidArgument naming the key, value and
 // rule for a bad parameter or a violated constraint; FailedPrecondition for an invalid custom
 // schedule (missing action, deadlock, ...).

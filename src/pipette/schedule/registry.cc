@@ -27,7 +27,9 @@ Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& pa
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-p", params.p, schedule.p, schedule));
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-v", params.v, schedule.v, schedule));
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-m", params.m, schedule.m, schedule));
-  PIPETTE_RETURN_IF_ERROR(Validate(schedule).WithContext(schedule.name));
+  // Validate() counts a rank's actions from 0 and skips empty cells; say so for file users.
+  PIPETTE_RETURN_IF_ERROR(Validate(schedule).WithContext(
+      schedule.name + " (rank r is line r+1; action k is its (k+1)-th non-empty cell)"));
   return schedule;
 }
 

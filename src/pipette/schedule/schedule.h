@@ -47,9 +47,9 @@ struct Schedule {
   std::size_t num_actions() const;
 };
 
-// Upper bound on S*m, the (stage, microbatch) chunks of one schedule. Memory grows by roughly 300
-// bytes per chunk through generation, lowering and evaluation, so this keeps one schedule within a
-// few GB and turns a typo such as -m 1000000000 into an error instead of an exhausted machine.
+// Upper bound on S*m, the (stage, microbatch) chunks of one schedule. Peak memory is about 430
+// bytes per chunk through generation, lowering, evaluation and output (6.9 GB at this limit), and
+// a typo such as -m 1000000000 becomes an error instead of an exhausted machine.
 inline constexpr long long kMaxScheduleChunks = 16'000'000;
 // Upper bound on p: far beyond any real pipeline, and it keeps generators whose warmup grows with
 // p (O(p^2) over all ranks) well under a second.

@@ -79,28 +79,23 @@ class DependencyWalk {
 
   // Returns the action this compute action waits for, or an action with stage -1 if none.
   Action Missing(const Action& a) const {
-    const StageRange route = s_.routes[a.microbatch];
+    if (a.kind == ActionKind::kOverlapped) {
+      Action f = Missing(a.forward_half());
+      return f.stage >= 0 ? f : Missing(a.backward_half());
+    }
+    const int in = InputStage(s_.routes[a.microbatch], a);
     switch (a.kind) {
       case ActionKind::kForward:
-        if (a.stage > route.first && !forward_done_[Key(a.stage - 1, a.microbatch)]) {
-          return Action::F(a.stage - 1, a.microbatch);
-        }
+        if (in >= 0 && !forward_done_[Key(in, a.microbatch)]) return Action::F(in, a.microbatch);
         break;
       case ActionKind::kInputBackward:
       case ActionKind::kFullBackward:
         if (!forward_done_[Key(a.stage, a.microbatch)]) return Action::F(a.stage, a.microbatch);
-        if (a.stage < route.last && !backward_done_[Key(a.stage + 1, a.microbatch)]) {
-          return Action::B(a.stage + 1, a.microbatch);
-        }
+        if (in >= 0 && !backward_done_[Key(in, a.microbatch)]) return Action::B(in, a.microbatch);
         break;
       case ActionKind::kWeightBackward:
         if (!backward_done_[Key(a.stage, a.microbatch)]) return Action::I(a.stage, a.microbatch);
         break;
-      case ActionKind::kOverlapped: {
-        Action f = Missing(a.forward_half());
-        if (f.stage >= 0) return f;
-        return Missing(a.backward_half());
-      }
       default:
         break;
     }
@@ -115,17 +110,13 @@ class DependencyWalk {
 
   // Marks `a` done and moves a rank parked on its output (its consumer on another rank) to `woken`.
   void Complete(const Action& a, std::vector<int>& woken) {
-    const StageRange route = s_.routes[a.microbatch];
-    int consumer_stage = -1;
     switch (a.kind) {
       case ActionKind::kForward:
         forward_done_[Key(a.stage, a.microbatch)] = 1;
-        if (a.stage < route.last) consumer_stage = a.stage + 1;
         break;
       case ActionKind::kInputBackward:
       case ActionKind::kFullBackward:
         backward_done_[Key(a.stage, a.microbatch)] = 1;
-        if (a.stage > route.first) consumer_stage = a.stage - 1;
         break;
       case ActionKind::kOverlapped:
         Complete(a.forward_half(), woken);
@@ -134,6 +125,7 @@ class DependencyWalk {
       default:
         return;
     }
+    const int consumer_stage = ConsumerStage(s_.routes[a.microbatch], a);
     if (consumer_stage < 0) return;
     const int consumer = s_.placement.rank_of(consumer_stage);
     if (parked_on_[consumer] == Slot(a)) {

@@ -79,14 +79,9 @@ class Evaluator {
 
   // Returns the input slot a plain compute action waits for, or -1 if it has none.
   std::int64_t InputSlot(const Action& a) const {
-    const StageRange route = prog_.routes[a.microbatch];
-    if (a.kind == ActionKind::kForward) {
-      return a.stage > route.first ? ForwardSlot(a.stage, a.microbatch) : -1;
-    }
-    if (IsInputBackward(a.kind)) {
-      return a.stage < route.last ? GradientSlot(a.stage, a.microbatch) : -1;
-    }
-    return -1;  // W: its I ran earlier on this rank
+    if (InputStage(prog_.routes[a.microbatch], a) < 0) return -1;
+    return a.kind == ActionKind::kForward ? ForwardSlot(a.stage, a.microbatch)
+                                          : GradientSlot(a.stage, a.microbatch);
   }
 
   // Folds the arrival time of a's input into `start`; returns false (and blocks rank r) if the
@@ -105,14 +100,10 @@ class Evaluator {
 
   // Hands a's output to a consumer on the same rank at time `end`.
   void ProduceLocal(int r, const Action& a, double end) {
-    const StageRange route = prog_.routes[a.microbatch];
-    if (a.kind == ActionKind::kForward && a.stage < route.last &&
-        prog_.placement.rank_of(a.stage + 1) == r) {
-      ready_[ForwardSlot(a.stage + 1, a.microbatch)] = end;
-    } else if (IsInputBackward(a.kind) && a.stage > route.first &&
-               prog_.placement.rank_of(a.stage - 1) == r) {
-      ready_[GradientSlot(a.stage - 1, a.microbatch)] = end;
-    }
+    const int consumer = ConsumerStage(prog_.routes[a.microbatch], a);
+    if (consumer < 0 || prog_.placement.rank_of(consumer) != r) return;
+    ready_[a.kind == ActionKind::kForward ? ForwardSlot(consumer, a.microbatch)
+                                          : GradientSlot(consumer, a.microbatch)] = end;
   }
 
   void Activations(int r, const Action& a) {

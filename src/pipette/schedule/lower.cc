@@ -31,20 +31,19 @@ Result<Program> Lower(const Schedule& s) {
   };
   // Appends the sends of one plain compute action placed on rank r, with their receives.
   auto communicate = [&](int r, const Action& a) {
-    const StageRange route = s.routes[a.microbatch];
-    if (a.kind == ActionKind::kForward && a.stage < route.last) {
-      const int peer = s.placement.rank_of(a.stage + 1);
-      if (peer != r) {
-        emit(r, Action::Make(ActionKind::kSendForward, a.stage, a.microbatch), peer);
-        emit(peer, Action::Make(ActionKind::kRecvForward, a.stage + 1, a.microbatch), r);
-      }
-    } else if (IsInputBackward(a.kind) && a.stage > route.first) {
-      const int peer = s.placement.rank_of(a.stage - 1);
-      if (peer != r) {
-        emit(r, Action::Make(ActionKind::kSendBackward, a.stage, a.microbatch), peer);
-        emit(peer, Action::Make(ActionKind::kRecvBackward, a.stage - 1, a.microbatch), r);
-      }
-    }
+    const int consumer_stage = ConsumerStage(s.routes[a.microbatch], a);
+    if (consumer_stage < 0) return;
+    const int peer = s.placement.rank_of(consumer_stage);
+    if (peer == r) return;  // a hand-off between stages of one rank carries no message
+    const bool forward = a.kind == ActionKind::kForward;
+    emit(r,
+         Action::Make(forward ? ActionKind::kSendForward : ActionKind::kSendBackward, a.stage,
+                      a.microbatch),
+         peer);
+    emit(peer,
+         Action::Make(forward ? ActionKind::kRecvForward : ActionKind::kRecvBackward,
+                      consumer_stage, a.microbatch),
+         r);
   };
 
   internal::DependencyWalk walk(s);  // finds any deadlock, like Validate()

@@ -25,6 +25,24 @@ struct StageRange {
   friend bool operator==(const StageRange&, const StageRange&) = default;
 };
 
+// The dataflow between stages, in one place for validate, lower, evaluate and the engines. For a
+// plain compute action `a` of a microbatch whose route is `route`:
+// Returns the stage whose output `a` takes as input (F: the stage before, I/B: the stage after), or
+// -1 when it has none (F on the route's first stage, I/B on its last, and W, whose input is its own
+// stage's I).
+inline int InputStage(const StageRange& route, const Action& a) {
+  if (a.kind == ActionKind::kForward) return a.stage > route.first ? a.stage - 1 : -1;
+  if (IsInputBackward(a.kind)) return a.stage < route.last ? a.stage + 1 : -1;
+  return -1;
+}
+// Returns the stage that takes a's output as input (F: the stage after, I/B: the stage before), or
+// -1 when none does.
+inline int ConsumerStage(const StageRange& route, const Action& a) {
+  if (a.kind == ActionKind::kForward) return a.stage < route.last ? a.stage + 1 : -1;
+  if (IsInputBackward(a.kind)) return a.stage > route.first ? a.stage - 1 : -1;
+  return -1;
+}
+
 // User-facing shape of a schedule request. Zero means "the schedule's default".
 struct ScheduleParams {
   int p = 0;           // pipeline ranks

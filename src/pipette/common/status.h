@@ -85,6 +85,7 @@ class [[nodiscard]] Result {
   T&& value() && { return std::get<T>(std::move(data_)); }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }  // `T x = *F();` moves, not copies
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 

@@ -1,0 +1,45 @@
+// ClusterSpec: a GPU cluster as the cost model and the simulator see it.
+//
+// nodes x gpus_per_node GPUs; one GPU type; an intra-node fabric (NVLink/NVSwitch: each GPU limited
+// by its own port, bandwidth per direction per GPU) and an inter-node fabric (InfiniBand: bandwidth
+// per NIC; nics_per_node NICs, one per GPU on DGX systems). Bandwidths are bytes/s per direction,
+// latencies seconds, FLOP/s dense (no sparsity). Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "pipette/model/dtype.h"
+
+namespace pipette {
+
+struct GpuSpec {
+  std::string name;                    // "H100-SXM5-80GB"
+  std::map<DType, double> peak_flops;  // dense tensor-core FLOP/s per dtype
+  std::int64_t memory_bytes = 0;       // HBM capacity
+  double hbm_bandwidth = 0;            // bytes/s
+};
+
+struct LinkSpec {
+  double bandwidth = 0;  // bytes/s per direction
+  double latency = 0;    // seconds
+};
+
+enum class Topology { kSingleSwitch, kFatTree };
+
+struct ClusterSpec {
+  std::string name;    // preset name or file
+  std::string source;  // where the figures come from (datasheet, paper)
+  int nodes = 1;
+  int gpus_per_node = 8;
+  GpuSpec gpu;
+  LinkSpec intra_node;  // per GPU port
+  LinkSpec inter_node;  // per NIC
+  int nics_per_node = 8;
+  Topology topology = Topology::kFatTree;
+
+  int world_size() const { return nodes * gpus_per_node; }
+};
+
+}  // namespace pipette

@@ -1,0 +1,41 @@
+// Layer: one vertex of a model graph, with everything the cost and memory models need.
+//
+// All amounts are for ONE microbatch of the model's Workload (micro_batch_size sequences of
+// seq_len tokens) and for the whole layer, before tensor parallelism: a cost model divides the
+// shardable parts by tp. FLOPs count a multiply-add as 2. Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pipette {
+
+struct Layer {
+  std::string name;             // unique in its graph, e.g. "block3.attn"
+  std::string type;             // "embedding", "attention", "mlp", "norm", "head", "loss", ...
+  std::string region = "main";  // stage region (a tower of a multimodal model): "vision", "text"
+
+  double fwd_flops = 0;    // forward
+  double igrad_flops = 0;  // backward, gradient with respect to the layer input (I)
+  double wgrad_flops = 0;  // backward, gradient with respect to the weights (W)
+
+  std::int64_t params = 0;  // parameters owned by this layer (tied weights are counted once)
+
+  // Bytes held from the forward until the backward, without recomputation and with full
+  // recomputation (then only the layer's input is kept).
+  std::int64_t activation_bytes = 0;
+  std::int64_t activation_bytes_recompute = 0;
+  // Bytes held from I until W by split-backward schedules (inputs of the weight GEMMs).
+  std::int64_t wgrad_input_bytes = 0;
+
+  std::int64_t output_bytes = 0;  // the layer's output: what crosses a stage boundary after it
+  std::int64_t hbm_bytes = 0;     // forward HBM traffic (weights + activations read and written)
+
+  // Tensor parallelism: bytes all-reduced across the tp group in the forward (the same again in
+  // the input-gradient backward); 0 for layers without TP collectives.
+  std::int64_t tp_allreduce_bytes = 0;
+  // Whether FLOPs, parameters and activations split over tp ranks (norms are replicated).
+  bool tp_sharded = true;
+};
+
+}  // namespace pipette

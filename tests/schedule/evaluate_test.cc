@@ -74,6 +74,11 @@ TEST(Evaluate, PeakActivationsCountChunksWhoseBackwardHasNotRun) {
   // W does not hold activations in this count: zb-h1 keeps 1F1B's.
   EXPECT_EQ(MustEvaluate(MustMake("zb-h1", 4, 8), {}).peak_activations,
             (std::vector<int>{4, 3, 2, 1}));
+  // ... but rank r defers r weight gradients, so up to r+1 chunks wait for their W.
+  EXPECT_EQ(MustEvaluate(MustMake("zb-h1", 4, 8), {}).peak_pending_w,
+            (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(MustEvaluate(MustMake("1f1b", 4, 8), {}).peak_pending_w,
+            (std::vector<int>{0, 0, 0, 0}));
 }
 
 TEST(Evaluate, RejectsCostsOfTheWrongShapeAndBadLatency) {

@@ -25,9 +25,11 @@ class Evaluator {
         pc_(program.p, 0),
         clock_(program.p, 0.0),
         blocked_on_(program.p, kNotBlocked),
-        in_flight_(program.p, 0) {
+        in_flight_(program.p, 0),
+        pending_w_(program.p, 0) {
     result_.busy.assign(program.p, 0.0);
     result_.peak_activations.assign(program.p, 0);
+    result_.peak_pending_w.assign(program.p, 0);
     if (options.record_timeline) {
       pending_recv_.assign(ready_.size(), kNoRecv);
       result_.timeline.resize(program.p);
@@ -111,6 +113,11 @@ class Evaluator {
       result_.peak_activations[r] = std::max(result_.peak_activations[r], ++in_flight_[r]);
     } else if (IsInputBackward(a.kind)) {
       --in_flight_[r];
+    }
+    if (a.kind == ActionKind::kInputBackward) {
+      result_.peak_pending_w[r] = std::max(result_.peak_pending_w[r], ++pending_w_[r]);
+    } else if (a.kind == ActionKind::kWeightBackward) {
+      --pending_w_[r];
     }
   }
 
@@ -199,6 +206,7 @@ class Evaluator {
   std::vector<double> clock_;
   std::vector<std::int64_t> blocked_on_;
   std::vector<int> in_flight_;
+  std::vector<int> pending_w_;
   std::vector<int> worklist_;
   // With record_timeline: per input slot, the index of a RECV posted before its data arrived.
   static constexpr std::size_t kNoRecv = static_cast<std::size_t>(-1);

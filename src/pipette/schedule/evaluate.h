@@ -33,6 +33,7 @@ struct Evaluation {
   double bubble_ratio = 0.0;
   std::vector<double> busy;           // per rank: total compute time
   std::vector<int> peak_activations;  // per rank: most chunks whose F ran and whose I/B did not
+  std::vector<int> peak_pending_w;    // per rank: most chunks whose I ran and whose W did not
   // Per rank, per instruction (same index as the program), when record_timeline is set.
   std::vector<std::vector<Interval>> timeline;
 };

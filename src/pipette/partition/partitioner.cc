@@ -1,0 +1,471 @@
+#include "pipette/partition/partitioner.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+namespace pipette {
+namespace {
+
+// One layer as the partitioner sees it.
+struct Item {
+  LayerId id;
+  LayerTimes times;
+  double time;  // f + i + w
+  double params_per_gpu;
+  double activation;   // bytes per in-flight chunk, per GPU
+  double wgrad_input;  // bytes per chunk waiting for W, per GPU
+};
+
+// A run of the topological order that belongs to one region: [begin, end).
+struct RegionRun {
+  std::string name;
+  std::size_t begin;
+  std::size_t end;
+  std::size_t size() const { return end - begin; }
+};
+
+class Partitioner {
+ public:
+  Partitioner(const ModelGraph& model, const Placement& placement, const CostModel& cost,
+              const PartitionRequest& request)
+      : model_(model), placement_(placement), cost_(cost), request_(request) {}
+
+  Result<StagePlan> Run() {
+    PIPETTE_ASSIGN_OR_RETURN(order_, model_.TopologicalOrder());
+    PIPETTE_RETURN_IF_ERROR(Prepare());
+    const int stages = placement_.num_stages();
+    if (static_cast<int>(items_.size()) < stages) {
+      return Status::InvalidArgument(fmt::format(
+          "model '{}' has {} layers, fewer than the {} stages (p*v = {}*{}): every stage needs a "
+          "layer",
+          model_.name, items_.size(), stages, placement_.num_ranks(),
+          stages / placement_.num_ranks()));
+    }
+    if (static_cast<int>(runs_.size()) > stages) {
+      return Status::InvalidArgument(fmt::format(
+          "model '{}' has {} regions but only {} stages: every region needs its own stage",
+          model_.name, runs_.size(), stages));
+    }
+    std::vector<std::size_t> starts;  // first item of each stage
+    if (request_.strategy == PartitionStrategy::kUniform) {
+      starts = Uniform();
+    } else {
+      PIPETTE_ASSIGN_OR_RETURN(starts, Balanced());
+      if (placement_.num_stages() > placement_.num_ranks()) RefineRanks(starts);
+    }
+    StagePlan plan = Build(starts);
+    if (request_.strategy == PartitionStrategy::kMemory) {
+      PIPETTE_RETURN_IF_ERROR(CheckMemory(plan));
+    }
+    return plan;
+  }
+
+ private:
+  Status Prepare() {
+    const double tp = std::max(1, request_.tp);
+    for (LayerId id : order_) {
+      const Layer& layer = model_.layer(id);
+      const double shards = layer.tp_sharded ? tp : 1;
+      const LayerTimes t = cost_.Times(layer);
+      const double kept =
+          request_.recompute ? layer.activation_bytes_recompute : layer.activation_bytes;
+      items_.push_back({id, t, t.f + t.i + t.w, layer.params / shards, kept / shards,
+                        layer.wgrad_input_bytes / shards});
+      if (runs_.empty() || runs_.back().name != layer.region) {
+        for (const RegionRun& run : runs_) {
+          if (run.name == layer.region) {
+            return Status::InvalidArgument(fmt::format(
+                "model '{}': region '{}' is not contiguous in topological order (layer '{}' "
+                "follows region '{}'): a region must form one run of stages",
+                model_.name, layer.region, layer.name, runs_.back().name));
+          }
+        }
+        runs_.push_back({layer.region, items_.size() - 1, items_.size()});
+      } else {
+        runs_.back().end = items_.size();
+      }
+    }
+    prefix_.assign(items_.size() + 1, 0.0);
+    for (std::size_t k = 0; k < items_.size(); ++k) prefix_[k + 1] = prefix_[k] + items_[k].time;
+    return Status::Ok();
+  }
+
+  double Time(std::size_t b, std::size_t e) const { return prefix_[e] - prefix_[b]; }
+
+  // Memory of the rank holding `stage` if it held only [b, e); 0 when memory does not matter.
+  // With v stages per rank each stage gets 1/v of the device and of the rank's peak counts.
+  bool Fits(std::size_t b, std::size_t e, int stage) const {
+    if (request_.strategy != PartitionStrategy::kMemory) return true;
+    const int rank = placement_.rank_of(stage);
+    const double share = static_cast<double>(placement_.num_stages()) / placement_.num_ranks();
+    double params = 0, activation = 0, wgrad = 0;
+    for (std::size_t k = b; k < e; ++k) {
+      params += items_[k].params_per_gpu;
+      activation += items_[k].activation;
+      wgrad += items_[k].wgrad_input;
+    }
+    const double chunks = std::ceil(request_.peak_chunks[rank] / share);
+    const double pending = std::ceil(request_.peak_pending_w[rank] / share);
+    const double bytes =
+        request_.memory->Static(params).total() + chunks * activation + pending * wgrad;
+    return bytes <= request_.device_memory / share;
+  }
+
+  // Greedy cut of run [b, e) into as few stages as possible with time <= limit (and memory), the
+  // first being global stage `first_stage`. Returns the stage starts, or an empty vector when a
+  // single layer does not fit or the stages run out.
+  std::vector<std::size_t> Greedy(std::size_t b, std::size_t e, double limit,
+                                  int first_stage) const {
+    std::vector<std::size_t> starts;
+    std::size_t begin = b;
+    while (begin < e) {
+      const int stage = first_stage + static_cast<int>(starts.size());
+      if (stage >= placement_.num_stages()) return {};  // needs more stages than there are
+      std::size_t end = begin;
+      while (end < e && Time(begin, end + 1) <= limit && Fits(begin, end + 1, stage)) ++end;
+      if (end == begin) return {};
+      starts.push_back(begin);
+      begin = end;
+    }
+    return starts;
+  }
+
+  // Splits stages (the one with most layers, latest first) until there are `count`; splitting
+  // never raises a stage's time.
+  void SplitTo(std::vector<std::size_t>& starts, std::size_t end, int count) const {
+    while (static_cast<int>(starts.size()) < count) {
+      std::size_t best = starts.size();
+      std::size_t best_size = 1;
+      for (std::size_t s = 0; s < starts.size(); ++s) {
+        const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : end;
+        if (stop - starts[s] >= best_size) {
+          best = s;
+          best_size = stop - starts[s];
+        }
+      }
+      if (best == starts.size() || best_size < 2) return;
+      const std::size_t stop = best + 1 < starts.size() ? starts[best + 1] : end;
+      // Cut the stage where its halves' times are closest.
+      std::size_t cut = starts[best] + 1;
+      for (std::size_t k = starts[best] + 1; k < stop; ++k) {
+        if (std::abs(Time(starts[best], k) - Time(k, stop)) <
+            std::abs(Time(starts[best], cut) - Time(cut, stop))) {
+          cut = k;
+        }
+      }
+      starts.insert(starts.begin() + best + 1, cut);
+    }
+  }
+
+  std::vector<std::size_t> Uniform() const {
+    // Stages per region proportional to its layers (at least one), largest remainders first.
+    const int stages = placement_.num_stages();
+    std::vector<int> count(runs_.size(), 1);
+    int left = stages - static_cast<int>(runs_.size());
+    const double layers = static_cast<double>(items_.size());
+    std::vector<double> want(runs_.size());
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      want[r] = stages * runs_[r].size() / layers;
+      const int extra = std::min<int>(left, std::max(0, static_cast<int>(std::floor(want[r])) - 1));
+      count[r] += extra;
+      left -= extra;
+    }
+    while (left > 0) {
+      std::size_t best = 0;
+      double best_gap = -1e300;
+      for (std::size_t r = 0; r < runs_.size(); ++r) {
+        if (count[r] >= static_cast<int>(runs_[r].size())) continue;
+        if (want[r] - count[r] > best_gap) {
+          best = r;
+          best_gap = want[r] - count[r];
+        }
+      }
+      ++count[best];
+      --left;
+    }
+    std::vector<std::size_t> starts;
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      const std::size_t n = runs_[r].size(), k = count[r];
+      for (std::size_t s = 0; s < k; ++s) starts.push_back(runs_[r].begin + s * n / k);
+    }
+    return starts;
+  }
+
+  // Fewest stages each region needs so that no stage exceeds `limit`; nullopt-like empty result
+  // when some layer alone exceeds it.
+  bool Feasible(double limit, std::vector<std::vector<std::size_t>>* cuts) const {
+    int used = 0;
+    for (const RegionRun& run : runs_) {
+      std::vector<std::size_t> starts = Greedy(run.begin, run.end, limit, used);
+      if (starts.empty()) return false;
+      used += static_cast<int>(starts.size());
+      if (used > placement_.num_stages()) return false;
+      if (cuts) cuts->push_back(std::move(starts));
+    }
+    return true;
+  }
+
+  Result<std::vector<std::size_t>> Balanced() const {
+    double lo = 0, hi = prefix_.back();
+    for (const Item& item : items_) lo = std::max(lo, item.time);
+    if (!Feasible(hi, nullptr)) {
+      // Only memory can make the whole-model bound infeasible.
+      return Status::InvalidArgument(fmt::format(
+          "model '{}' does not fit {} stages of {:.3g} GB each: no partition keeps every rank "
+          "within device memory (try more stages, --tp, --zero or --recompute)",
+          model_.name, placement_.num_stages(), request_.device_memory / 1e9));
+    }
+    if (Feasible(lo, nullptr)) hi = lo;
+    for (int iteration = 0; iteration < 200 && hi - lo > 1e-15 * hi; ++iteration) {
+      const double mid = lo + (hi - lo) / 2;
+      (Feasible(mid, nullptr) ? hi : lo) = mid;
+    }
+    std::vector<std::vector<std::size_t>> cuts;
+    Feasible(hi, &cuts);
+    // Spare stages go, one at a time, to the region whose slowest stage is slowest.
+    int spare = placement_.num_stages();
+    for (const auto& c : cuts) spare -= static_cast<int>(c.size());
+    while (spare > 0) {
+      std::size_t best = runs_.size();
+      double slowest = -1;
+      for (std::size_t r = 0; r < runs_.size(); ++r) {
+        if (cuts[r].size() >= runs_[r].size()) continue;
+        for (std::size_t s = 0; s < cuts[r].size(); ++s) {
+          const std::size_t stop = s + 1 < cuts[r].size() ? cuts[r][s + 1] : runs_[r].end;
+          if (Time(cuts[r][s], stop) > slowest) {
+            slowest = Time(cuts[r][s], stop);
+            best = r;
+          }
+        }
+      }
+      SplitTo(cuts[best], runs_[best].end, static_cast<int>(cuts[best].size()) + 1);
+      --spare;
+    }
+    std::vector<std::size_t> starts;
+    for (const auto& c : cuts) starts.insert(starts.end(), c.begin(), c.end());
+    return starts;
+  }
+
+  // Rank times for `starts`, sorted from slowest: the refinement's objective, compared
+  // lexicographically (slowest rank first, then the next slowest, ...).
+  std::vector<double> SortedRankTimes(const std::vector<std::size_t>& starts) const {
+    std::vector<double> times(placement_.num_ranks(), 0.0);
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
+      times[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop);
+    }
+    std::sort(times.begin(), times.end(), std::greater<>());
+    return times;
+  }
+
+  bool SameRegion(std::size_t a, std::size_t b) const {
+    return model_.layer(items_[a].id).region == model_.layer(items_[b].id).region;
+  }
+
+  // Whether `starts` is a valid cut: stages non-empty, region boundaries kept, memory fits.
+  bool Valid(const std::vector<std::size_t>& starts) const {
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
+      if (starts[s] >= stop) return false;
+      if (s > 0 && !SameRegion(starts[s] - 1, starts[s]) != region_cut_[s]) return false;
+      if (!Fits(starts[s], stop, static_cast<int>(s))) return false;
+    }
+    return true;
+  }
+
+  // Local search on the rank objective (sorted rank times, compared lexicographically; each
+  // accepted move makes them strictly smaller, so the search ends). Moves:
+  //  - shift one stage boundary by up to `reach` layers;
+  //  - shift two boundaries by up to 3 layers each, independently, one of them a boundary of the
+  //    slowest rank's stages (under the V layout rank r's two stages are far apart, and moving
+  //    load between ranks needs both ends of the outer stages to move at once).
+  void RefineRanks(std::vector<std::size_t>& starts) {
+    region_cut_.assign(starts.size(), false);
+    for (std::size_t s = 1; s < starts.size(); ++s) {
+      region_cut_[s] = !SameRegion(starts[s] - 1, starts[s]);
+    }
+    const long n = static_cast<long>(items_.size());
+    const long reach = std::min(n, 64L);
+    constexpr long kPairReach = 3;
+    std::vector<double> best = SortedRankTimes(starts);
+    std::vector<std::size_t> best_move;
+    auto consider = [&](const std::vector<std::size_t>& candidate) {
+      if (!Valid(candidate)) return;
+      std::vector<double> times = SortedRankTimes(candidate);
+      if (std::lexicographical_compare(times.begin(), times.end(), best.begin(), best.end(),
+                                       [](double x, double y) { return x < y - 1e-12 * y; })) {
+        best = std::move(times);
+        best_move = candidate;
+      }
+    };
+    auto shifted = [&](std::size_t boundary, long delta, std::vector<std::size_t>& cut) {
+      const long moved = static_cast<long>(cut[boundary]) + delta;
+      if (region_cut_[boundary] || moved <= 0 || moved >= n) return false;
+      cut[boundary] = static_cast<std::size_t>(moved);
+      return true;
+    };
+    for (std::size_t iteration = 0; iteration < 4 * items_.size(); ++iteration) {
+      best_move.clear();
+      for (std::size_t boundary = 1; boundary < starts.size(); ++boundary) {
+        for (long delta = -reach; delta <= reach; ++delta) {
+          std::vector<std::size_t> candidate = starts;
+          if (delta != 0 && shifted(boundary, delta, candidate)) consider(candidate);
+        }
+      }
+      // Boundaries of the slowest rank's stages.
+      std::vector<double> load(placement_.num_ranks(), 0.0);
+      for (std::size_t s = 0; s < starts.size(); ++s) {
+        const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
+        load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop);
+      }
+      const int slowest =
+          static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+      std::vector<std::size_t> own;
+      for (std::size_t s = 0; s < starts.size(); ++s) {
+        if (placement_.rank_of(static_cast<int>(s)) != slowest) continue;
+        if (s > 0) own.push_back(s);
+        if (s + 1 < starts.size()) own.push_back(s + 1);
+      }
+      for (std::size_t b1 : own) {
+        for (std::size_t b2 = 1; b2 < starts.size(); ++b2) {
+          if (b2 == b1) continue;
+          for (long d1 = -kPairReach; d1 <= kPairReach; ++d1) {
+            for (long d2 = -kPairReach; d2 <= kPairReach; ++d2) {
+              if (d1 == 0 || d2 == 0) continue;
+              std::vector<std::size_t> candidate = starts;
+              if (shifted(b1, d1, candidate) && shifted(b2, d2, candidate)) consider(candidate);
+            }
+          }
+        }
+      }
+      if (best_move.empty()) break;
+      starts = best_move;
+    }
+  }
+
+  StagePlan Build(const std::vector<std::size_t>& starts) const {
+    StagePlan plan;
+    plan.model = model_.name;
+    plan.total_params = model_.TotalParams();
+    plan.placement = placement_;
+    std::vector<int> stage_of(model_.num_layers(), -1);
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
+      StageInfo info;
+      info.index = static_cast<int>(s);
+      info.rank = placement_.rank_of(info.index);
+      info.region = model_.layer(items_[starts[s]].id).region;
+      for (std::size_t k = starts[s]; k < stop; ++k) {
+        const Item& item = items_[k];
+        const Layer& layer = model_.layer(item.id);
+        info.layers.push_back(item.id);
+        stage_of[item.id] = info.index;
+        info.params += layer.params;
+        info.params_per_gpu += item.params_per_gpu;
+        info.fwd_flops += layer.fwd_flops;
+        info.igrad_flops += layer.igrad_flops;
+        info.wgrad_flops += layer.wgrad_flops;
+        info.time_f += item.times.f;
+        info.time_i += item.times.i;
+        info.time_w += item.times.w;
+        info.activation_bytes += static_cast<std::int64_t>(item.activation);
+        info.wgrad_input_bytes += static_cast<std::int64_t>(item.wgrad_input);
+      }
+      plan.stages.push_back(std::move(info));
+    }
+    for (auto [e, end] = boost::edges(model_.graph); e != end; ++e) {
+      const int from = stage_of[boost::source(*e, model_.graph)];
+      const int to = stage_of[boost::target(*e, model_.graph)];
+      if (to > from) plan.stages[from].boundary_bytes += model_.graph[*e].bytes;
+    }
+    return plan;
+  }
+
+  Status CheckMemory(const StagePlan& plan) const {
+    const std::vector<MemoryBreakdown> memory = RankMemory(plan, request_);
+    for (int r = 0; r < placement_.num_ranks(); ++r) {
+      if (memory[r].total() > request_.device_memory) {
+        return Status::InvalidArgument(fmt::format(
+            "model '{}': rank {} needs {:.3g} GB (weights {:.3g}, gradients {:.3g}, optimizer "
+            "{:.3g}, activations {:.3g}) but the device has {:.3g} GB (try more stages, --tp, "
+            "--zero or --recompute)",
+            model_.name, r, memory[r].total() / 1e9, memory[r].weights / 1e9,
+            memory[r].gradients / 1e9, memory[r].optimizer / 1e9, memory[r].activations / 1e9,
+            request_.device_memory / 1e9));
+      }
+    }
+    return Status::Ok();
+  }
+
+  const ModelGraph& model_;
+  const Placement& placement_;
+  const CostModel& cost_;
+  const PartitionRequest& request_;
+  std::vector<LayerId> order_;
+  std::vector<Item> items_;
+  std::vector<RegionRun> runs_;
+  std::vector<double> prefix_;
+  std::vector<bool> region_cut_;  // per stage: it starts a new region (RefineRanks keeps those)
+};
+
+}  // namespace
+
+Result<PartitionStrategy> ParsePartitionStrategy(std::string_view text) {
+  for (auto s :
+       {PartitionStrategy::kUniform, PartitionStrategy::kBalanced, PartitionStrategy::kMemory}) {
+    if (text == PartitionStrategyName(s)) return s;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "--strategy = '{}': unknown strategy (expected uniform, balanced or memory)", text));
+}
+
+std::string_view PartitionStrategyName(PartitionStrategy strategy) {
+  switch (strategy) {
+    case PartitionStrategy::kUniform:
+      return "uniform";
+    case PartitionStrategy::kBalanced:
+      return "balanced";
+    case PartitionStrategy::kMemory:
+      return "memory";
+  }
+  return "?";
+}
+
+Result<StagePlan> Partition(const ModelGraph& model, const Placement& placement,
+                            const CostModel& cost, const PartitionRequest& request) {
+  if (request.strategy == PartitionStrategy::kMemory) {
+    const std::size_t p = placement.num_ranks();
+    if (request.memory == nullptr || request.device_memory <= 0 ||
+        request.peak_chunks.size() != p || request.peak_pending_w.size() != p) {
+      return Status::InvalidArgument(
+          "--strategy = memory needs a memory model, the device memory and the schedule's peak "
+          "in-flight chunks per rank");
+    }
+  }
+  Partitioner partitioner(model, placement, cost, request);
+  return partitioner.Run();
+}
+
+std::vector<MemoryBreakdown> RankMemory(const StagePlan& plan, const PartitionRequest& request) {
+  const int p = plan.placement.num_ranks();
+  std::vector<MemoryBreakdown> memory(p);
+  std::vector<double> params(p, 0), activation(p, 0), wgrad(p, 0);
+  for (const StageInfo& s : plan.stages) {
+    params[s.rank] += s.params_per_gpu;
+    // The peak counts are chunks of any of the rank's stages: charge the largest.
+    activation[s.rank] = std::max<double>(activation[s.rank], s.activation_bytes);
+    wgrad[s.rank] = std::max<double>(wgrad[s.rank], s.wgrad_input_bytes);
+  }
+  for (int r = 0; r < p; ++r) {
+    memory[r] = request.memory->Static(params[r]);
+    memory[r].activations =
+        request.peak_chunks[r] * activation[r] + request.peak_pending_w[r] * wgrad[r];
+  }
+  return memory;
+}
+
+}  // namespace pipette

@@ -13,5 +13,7 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 
 void RegisterScheduleCommand(CLI::App& app, int& exit_code);
+// `partition`, `models` and `clusters`.
+void RegisterPartitionCommands(CLI::App& app, int& exit_code);
 
 }  // namespace pipette::cli

@@ -167,4 +167,70 @@ TEST(Cli, InvalidCustomScheduleExitsTwoNamingRankAndAction) {
   EXPECT_NE(zero.err.find("-m = 0: must be at least 1"), std::string::npos) << zero.err;
 }
 
+TEST(Cli, PartitionJsonHasTheDocumentedKeys) {
+  CommandResult run = Pipette("partition --model gpt2-124m --pp 4 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::ordered_json::parse(run.out);
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  ASSERT_GE(keys.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + 4),
+            (std::vector<std::string>{"model", "total_params", "stages", "balance"}));
+  EXPECT_EQ(json["model"], "gpt2-124m");
+  ASSERT_EQ(json["stages"].size(), 4u);
+  std::vector<std::string> stage_keys;
+  for (const auto& item : json["stages"][0].items()) stage_keys.push_back(item.key());
+  EXPECT_EQ(stage_keys, (std::vector<std::string>{"index", "rank", "layers", "params", "fwd_flops",
+                                                  "time_f_s", "time_i_s", "time_w_s",
+                                                  "activation_bytes", "boundary_bytes"}));
+  EXPECT_EQ(json["stages"][0]["layers"][0], "embedding");
+  EXPECT_EQ(json["stages"][3]["layers"].back(), "loss");
+  std::int64_t params = 0;
+  for (const auto& stage : json["stages"]) params += stage["params"].get<std::int64_t>();
+  EXPECT_EQ(params, json["total_params"].get<std::int64_t>());
+}
+
+TEST(Cli, BalancedPartitionOfLlama2At8StagesBeatsUniform) {
+  auto balance = [](const std::string& strategy) {
+    CommandResult run =
+        Pipette("partition --model llama2-7b --pp 8 --format json --strategy " + strategy);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return run.exit_code == 0 ? nlohmann::json::parse(run.out)["balance"].get<double>() : 0.0;
+  };
+  const double balanced = balance("balanced");
+  const double uniform = balance("uniform");
+  EXPECT_LE(balanced, 1.10);
+  EXPECT_GT(uniform, balanced + 0.03);
+}
+
+TEST(Cli, PartitionBadInputExitsTwoNamingTheProblem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"partition --model nosuch --pp 4", "nosuch"},
+      {"partition --model llama2-7b --pp 4 --strategy fastest", "--strategy = 'fastest'"},
+      {"partition --model llama2-7b --pp 4 --tp 3", "--tp = 3"},
+      {"partition --model gpt2-124m --pp 64", "--pp"},
+      {"partition --model llama2-7b --pp 4 --dtype int4", "--dtype = 'int4'"},
+      {"partition --model llama2-7b --pp 4 --cluster nosuch", "nosuch"},
+      {"partition --model llama3-70b --pp 2 --strategy memory", "does not fit"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args << " -> " << run.err;
+    EXPECT_NE(run.err.find(message), std::string::npos) << args << " -> " << run.err;
+  }
+}
+
+TEST(Cli, ModelsAndClustersListThePresets) {
+  CommandResult models = Pipette("models");
+  EXPECT_EQ(models.exit_code, 0);
+  for (const char* name : {"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b",
+                           "llama3-8b", "llama3-70b"}) {
+    EXPECT_NE(models.out.find(std::string("  ") + name + " "), std::string::npos) << name;
+  }
+  CommandResult clusters = Pipette("clusters");
+  EXPECT_EQ(clusters.exit_code, 0);
+  EXPECT_NE(clusters.out.find("dgx-h100"), std::string::npos);
+  EXPECT_NE(clusters.out.find("dgx-a100"), std::string::npos);
+}
+
 }  // namespace

@@ -250,100 +250,149 @@ class Partitioner {
     return starts;
   }
 
-  // Rank times for `starts`, sorted from slowest: the refinement's objective, compared
-  // lexicographically (slowest rank first, then the next slowest, ...).
-  std::vector<double> SortedRankTimes(const std::vector<std::size_t>& starts) const {
-    std::vector<double> times(placement_.num_ranks(), 0.0);
-    for (std::size_t s = 0; s < starts.size(); ++s) {
-      const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
-      times[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop);
-    }
-    std::sort(times.begin(), times.end(), std::greater<>());
-    return times;
-  }
-
   bool SameRegion(std::size_t a, std::size_t b) const {
     return model_.layer(items_[a].id).region == model_.layer(items_[b].id).region;
   }
 
-  // Whether `starts` is a valid cut: stages non-empty, region boundaries kept, memory fits.
-  bool Valid(const std::vector<std::size_t>& starts) const {
-    for (std::size_t s = 0; s < starts.size(); ++s) {
-      const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
-      if (starts[s] >= stop) return false;
-      if (s > 0 && !SameRegion(starts[s] - 1, starts[s]) != region_cut_[s]) return false;
-      if (!Fits(starts[s], stop, static_cast<int>(s))) return false;
-    }
-    return true;
-  }
-
-  // Local search on the rank objective (sorted rank times, compared lexicographically; each
-  // accepted move makes them strictly smaller, so the search ends). Moves:
-  //  - shift one stage boundary by up to `reach` layers;
-  //  - shift two boundaries by up to 3 layers each, independently, one of them a boundary of the
-  //    slowest rank's stages (under the V layout rank r's two stages are far apart, and moving
-  //    load between ranks needs both ends of the outer stages to move at once).
+  // Local search on the rank objective (max rank time, then the sum of squared rank times; each
+  // accepted move lowers it strictly, so the search ends). Every move touches a boundary of the
+  // slowest rank's stages:
+  //  - shift that boundary by up to `reach` layers;
+  //  - shift it and any other boundary by up to 3 layers each, independently (under the V layout
+  //    rank r's two stages are far apart, and moving load between ranks needs both ends of the
+  //    outer stages to move at once).
+  // A move changes at most four stages, so candidates are scored from the affected ranks only.
   void RefineRanks(std::vector<std::size_t>& starts) {
-    region_cut_.assign(starts.size(), false);
-    for (std::size_t s = 1; s < starts.size(); ++s) {
-      region_cut_[s] = !SameRegion(starts[s] - 1, starts[s]);
-    }
+    const std::size_t stages = starts.size();
+    region_cut_.assign(stages, false);
+    for (std::size_t s = 1; s < stages; ++s) region_cut_[s] = !SameRegion(starts[s] - 1, starts[s]);
     const long n = static_cast<long>(items_.size());
     const long reach = std::min(n, 64L);
     constexpr long kPairReach = 3;
-    std::vector<double> best = SortedRankTimes(starts);
-    std::vector<std::size_t> best_move;
-    auto consider = [&](const std::vector<std::size_t>& candidate) {
-      if (!Valid(candidate)) return;
-      std::vector<double> times = SortedRankTimes(candidate);
-      if (std::lexicographical_compare(times.begin(), times.end(), best.begin(), best.end(),
-                                       [](double x, double y) { return x < y - 1e-12 * y; })) {
-        best = std::move(times);
-        best_move = candidate;
-      }
+    auto stop_of = [&](const std::vector<std::size_t>& cut, std::size_t s) {
+      return s + 1 < stages ? cut[s + 1] : items_.size();
     };
-    auto shifted = [&](std::size_t boundary, long delta, std::vector<std::size_t>& cut) {
-      const long moved = static_cast<long>(cut[boundary]) + delta;
-      if (region_cut_[boundary] || moved <= 0 || moved >= n) return false;
-      cut[boundary] = static_cast<std::size_t>(moved);
-      return true;
+    std::vector<double> load(placement_.num_ranks(), 0.0);
+    for (std::size_t s = 0; s < stages; ++s) {
+      load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop_of(starts, s));
+    }
+
+    struct Move {
+      std::size_t b1 = 0, b2 = 0;  // b2 == 0: single-boundary move
+      long d1 = 0, d2 = 0;
     };
-    for (std::size_t iteration = 0; iteration < 4 * items_.size(); ++iteration) {
-      best_move.clear();
-      for (std::size_t boundary = 1; boundary < starts.size(); ++boundary) {
-        for (long delta = -reach; delta <= reach; ++delta) {
-          std::vector<std::size_t> candidate = starts;
-          if (delta != 0 && shifted(boundary, delta, candidate)) consider(candidate);
-        }
-      }
-      // Boundaries of the slowest rank's stages.
-      std::vector<double> load(placement_.num_ranks(), 0.0);
-      for (std::size_t s = 0; s < starts.size(); ++s) {
-        const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : items_.size();
-        load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop);
-      }
+    for (std::size_t iteration = 0; iteration < 16 * stages; ++iteration) {
       const int slowest =
           static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+      double max_now = load[slowest], squares_now = 0;
+      for (double x : load) squares_now += x * x;
+      // The two largest loads with their ranks, to find the max over unaffected ranks quickly.
+      std::vector<int> top(load.size());
+      std::iota(top.begin(), top.end(), 0);
+      std::partial_sort(top.begin(), top.begin() + std::min<std::size_t>(6, top.size()), top.end(),
+                        [&](int x, int y) { return load[x] > load[y]; });
+      top.resize(std::min<std::size_t>(6, top.size()));
+
+      double best_max = max_now, best_squares = squares_now;
+      Move best;
+      bool found = false;
+      std::vector<std::size_t> candidate = starts;
+      // Scores `candidate` (which differs from `starts` at boundaries b1 and b2).
+      auto score = [&](std::size_t b1, std::size_t b2, const Move& move) {
+        std::size_t affected[4] = {b1 - 1, b1, b2 ? b2 - 1 : b1 - 1, b2 ? b2 : b1};
+        std::sort(affected, affected + 4);
+        const std::size_t* last = std::unique(affected, affected + 4);
+        std::vector<std::pair<int, double>> delta;  // rank, load change
+        for (const std::size_t* it = affected; it != last; ++it) {
+          const std::size_t s = *it;
+          if (s >= stages) continue;
+          const std::size_t b = candidate[s], e = stop_of(candidate, s);
+          if (b >= e) return;  // an empty stage
+          if (!Fits(b, e, static_cast<int>(s))) return;
+          const double change = Time(b, e) - Time(starts[s], stop_of(starts, s));
+          const int r = placement_.rank_of(static_cast<int>(s));
+          auto found_rank =
+              std::find_if(delta.begin(), delta.end(), [&](const auto& d) { return d.first == r; });
+          if (found_rank == delta.end()) {
+            delta.push_back({r, change});
+          } else {
+            found_rank->second += change;
+          }
+        }
+        double new_max = 0, squares = squares_now;
+        for (const auto& [r, change] : delta) {
+          const double updated = load[r] + change;
+          squares += updated * updated - load[r] * load[r];
+          new_max = std::max(new_max, updated);
+        }
+        auto untouched = [&](int r) {
+          return std::none_of(delta.begin(), delta.end(),
+                              [&](const auto& d) { return d.first == r; });
+        };
+        bool seen = false;
+        for (int r : top) {  // the largest load among ranks the move leaves alone
+          if (untouched(r)) {
+            new_max = std::max(new_max, load[r]);
+            seen = true;
+            break;
+          }
+        }
+        if (!seen) {  // every top rank was touched: scan the rest
+          for (std::size_t r = 0; r < load.size(); ++r) {
+            if (untouched(static_cast<int>(r))) new_max = std::max(new_max, load[r]);
+          }
+        }
+        const bool better = new_max < best_max - 1e-12 * best_max ||
+                            (new_max <= best_max + 1e-12 * best_max &&
+                             squares < best_squares - 1e-12 * best_squares);
+        if (better) {
+          best_max = new_max;
+          best_squares = squares;
+          best = move;
+          found = true;
+        }
+      };
+      auto movable = [&](std::size_t boundary, long delta) {
+        const long moved = static_cast<long>(starts[boundary]) + delta;
+        return !region_cut_[boundary] && moved > 0 && moved < n;
+      };
       std::vector<std::size_t> own;
-      for (std::size_t s = 0; s < starts.size(); ++s) {
+      for (std::size_t s = 0; s < stages; ++s) {
         if (placement_.rank_of(static_cast<int>(s)) != slowest) continue;
         if (s > 0) own.push_back(s);
-        if (s + 1 < starts.size()) own.push_back(s + 1);
+        if (s + 1 < stages) own.push_back(s + 1);
       }
       for (std::size_t b1 : own) {
-        for (std::size_t b2 = 1; b2 < starts.size(); ++b2) {
+        for (long d1 = -reach; d1 <= reach; ++d1) {
+          if (d1 == 0 || !movable(b1, d1)) continue;
+          candidate[b1] = starts[b1] + d1;
+          score(b1, 0, Move{b1, 0, d1, 0});
+          candidate[b1] = starts[b1];
+        }
+        for (std::size_t b2 = 1; b2 < stages; ++b2) {
           if (b2 == b1) continue;
           for (long d1 = -kPairReach; d1 <= kPairReach; ++d1) {
+            if (d1 == 0 || !movable(b1, d1)) continue;
             for (long d2 = -kPairReach; d2 <= kPairReach; ++d2) {
-              if (d1 == 0 || d2 == 0) continue;
-              std::vector<std::size_t> candidate = starts;
-              if (shifted(b1, d1, candidate) && shifted(b2, d2, candidate)) consider(candidate);
+              if (d2 == 0 || !movable(b2, d2)) continue;
+              candidate[b1] = starts[b1] + d1;
+              candidate[b2] = starts[b2] + d2;
+              score(b1, b2, Move{b1, b2, d1, d2});
+              candidate[b1] = starts[b1];
+              candidate[b2] = starts[b2];
             }
           }
         }
       }
-      if (best_move.empty()) break;
-      starts = best_move;
+      if (!found) break;
+      for (std::size_t s = 0; s < stages; ++s) {  // apply: recompute the loads it changes
+        load[placement_.rank_of(static_cast<int>(s))] -= Time(starts[s], stop_of(starts, s));
+      }
+      starts[best.b1] += best.d1;
+      if (best.b2) starts[best.b2] += best.d2;
+      for (std::size_t s = 0; s < stages; ++s) {
+        load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop_of(starts, s));
+      }
     }
   }
 

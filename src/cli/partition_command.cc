@@ -1,0 +1,260 @@
+// `pipette partition --model NAME|FILE --pp P [-v V] [--tp T] [--dp D] [--strategy S]
+//  [--cluster NAME|FILE] [--nodes N] [--schedule NAME] [-m M] [--micro-batch-size B]
+//  [--seq-len L] [--dtype D] [--zero Z] [--recompute] [--efficiency E] [--format text|json]`,
+// `pipette models` and `pipette clusters`.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "pipette/cluster/cluster_presets.h"
+#include "pipette/cluster/cluster_registry.h"
+#include "pipette/cluster/parallel_config.h"
+#include "pipette/common/build_info.h"
+#include "pipette/cost/memory_model.h"
+#include "pipette/cost/roofline_cost_model.h"
+#include "pipette/model/model_registry.h"
+#include "pipette/partition/partitioner.h"
+#include "pipette/schedule/evaluate.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+
+namespace pipette::cli {
+namespace {
+
+struct PartitionOptions {
+  std::string model;
+  ParallelConfig config;
+  std::string strategy = "balanced";
+  std::string cluster = "dgx-h100";
+  int nodes = 0;         // 0: as many as pp*dp*tp needs
+  std::string schedule;  // "": 1f1b for v = 1, interleaved-1f1b otherwise
+  std::string dtype = "bf16";
+  double efficiency = 0.5;
+  std::string format = "text";
+  CLI::Option* microbatches_option = nullptr;
+};
+
+int Fail(const Status& status) {
+  fmt::print(stderr, "pipette partition: {}\n", status.message());
+  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
+}
+
+std::string Gigabytes(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
+
+// Layer names of a stage, shortened to "first .. last (n)" when long.
+std::string LayerSummary(const ModelGraph& model, const StageInfo& stage) {
+  if (stage.layers.size() <= 3) {
+    std::string out;
+    for (LayerId id : stage.layers) out += (out.empty() ? "" : ",") + model.layer(id).name;
+    return out;
+  }
+  return fmt::format("{}..{} ({})", model.layer(stage.layers.front()).name,
+                     model.layer(stage.layers.back()).name, stage.layers.size());
+}
+
+int Run(PartitionOptions o) {
+  if (o.microbatches_option->count() == 0) o.config.microbatches = 2 * o.config.pp;
+  if (o.model.empty()) return Fail(Status::InvalidArgument("missing --model NAME|FILE"));
+  Result<DType> dtype = ParseDType(o.dtype, "--dtype");
+  if (!dtype.ok()) return Fail(dtype.status());
+  o.config.dtype = *dtype;
+  Result<PartitionStrategy> strategy = ParsePartitionStrategy(o.strategy);
+  if (!strategy.ok()) return Fail(strategy.status());
+  for (const auto& [key, value] :
+       {std::pair{"--pp", o.config.pp}, std::pair{"-v", o.config.v}, std::pair{"--tp", o.config.tp},
+        std::pair{"--dp", o.config.dp}}) {
+    if (value < 1)
+      return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be >= 1", key, value)));
+  }
+  if (o.nodes < 0) {
+    return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
+  }
+  if (o.schedule.empty()) o.schedule = o.config.v == 1 ? "1f1b" : "interleaved-1f1b";
+
+  const Workload workload{o.config.micro_batch_size, o.config.seq_len, o.config.dtype};
+  if (workload.micro_batch_size < 1 || workload.seq_len < 1) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--micro-batch-size = {}, --seq-len = {}: both must be >= 1",
+                    workload.micro_batch_size, workload.seq_len)));
+  }
+  Result<ModelGraph> model = MakeModel(o.model, workload);
+  if (!model.ok()) return Fail(model.status());
+  Result<ClusterSpec> base = MakeCluster(o.cluster, 0);
+  if (!base.ok()) return Fail(base.status());
+  const long long gpus = 1LL * o.config.pp * o.config.dp * o.config.tp;
+  const int nodes = o.nodes > 0 ? o.nodes
+                                : static_cast<int>(std::max<long long>(
+                                      1, (gpus + base->gpus_per_node - 1) / base->gpus_per_node));
+  Result<ClusterSpec> cluster = MakeCluster(o.cluster, nodes);
+  if (!cluster.ok()) return Fail(cluster.status());
+  if (Status valid = ValidateParallelConfig(o.config, *model, *cluster); !valid.ok()) {
+    return Fail(valid);
+  }
+
+  // The schedule gives the placement (loop or V) and the in-flight counts for memory.
+  Result<Schedule> schedule =
+      MakeSchedule(o.schedule, ScheduleParams{o.config.pp, o.config.v, o.config.microbatches, 0});
+  if (!schedule.ok()) return Fail(schedule.status());
+  Result<Program> program = Lower(*schedule);
+  if (!program.ok()) return Fail(program.status());
+  Result<Evaluation> counts = Evaluate(*program, Costs::Uniform(schedule->num_stages(), {}));
+  if (!counts.ok()) return Fail(counts.status());
+
+  Result<RooflineCostModel> cost =
+      RooflineCostModel::Make(*cluster, o.config, RooflineOptions{o.efficiency, 0.8});
+  if (!cost.ok()) return Fail(cost.status());
+  const MemoryModel memory(o.config);
+  PartitionRequest request;
+  request.strategy = *strategy;
+  request.tp = o.config.tp;
+  request.recompute = o.config.recompute;
+  request.memory = &memory;
+  request.device_memory = static_cast<double>(cluster->gpu.memory_bytes);
+  request.peak_chunks = counts->peak_activations;
+  request.peak_pending_w = counts->peak_pending_w;
+  Result<StagePlan> plan = Partition(*model, schedule->placement, *cost, request);
+  if (!plan.ok()) return Fail(plan.status());
+  const std::vector<MemoryBreakdown> rank_memory = RankMemory(*plan, request);
+
+  if (o.format == "json") {
+    nlohmann::ordered_json json;
+    json["model"] = plan->model;
+    json["total_params"] = plan->total_params;
+    auto& stages = json["stages"] = nlohmann::ordered_json::array();
+    for (const StageInfo& s : plan->stages) {
+      nlohmann::ordered_json stage;
+      stage["index"] = s.index;
+      stage["rank"] = s.rank;
+      auto& layers = stage["layers"] = nlohmann::ordered_json::array();
+      for (LayerId id : s.layers) layers.push_back(model->layer(id).name);
+      stage["params"] = s.params;
+      stage["fwd_flops"] = s.fwd_flops;
+      stage["time_f_s"] = s.time_f;
+      stage["time_i_s"] = s.time_i;
+      stage["time_w_s"] = s.time_w;
+      stage["activation_bytes"] = s.activation_bytes;
+      stage["boundary_bytes"] = s.boundary_bytes;
+      stages.push_back(std::move(stage));
+    }
+    json["balance"] = plan->balance();
+    json["rank_balance"] = plan->rank_balance();
+    json["strategy"] = PartitionStrategyName(*strategy);
+    json["schedule"] = o.schedule;
+    auto& mem = json["rank_memory_bytes"] = nlohmann::ordered_json::array();
+    for (const MemoryBreakdown& m : rank_memory) mem.push_back(m.total());
+    json["device_memory_bytes"] = cluster->gpu.memory_bytes;
+    std::cout << json.dump() << "\n";
+    return kExitOk;
+  }
+
+  const ParallelConfig& c = o.config;
+  fmt::print("# pipette {} partition {} ({:.4g} B params) strategy={}\n", Version(), plan->model,
+             plan->total_params / 1e9, PartitionStrategyName(*strategy));
+  fmt::print(
+      "# pp={} v={} tp={} dp={} schedule={} m={} micro_batch_size={} seq_len={} dtype={} "
+      "zero={} recompute={}\n",
+      c.pp, c.v, c.tp, c.dp, o.schedule, c.microbatches, c.micro_batch_size, c.seq_len,
+      DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no");
+  fmt::print("# cluster {}: {} x {} {} ({:.0f} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
+             cluster->name, cluster->nodes, cluster->gpus_per_node, cluster->gpu.name,
+             cluster->gpu.peak_flops.at(c.dtype) / 1e12, DTypeName(c.dtype),
+             cluster->gpu.memory_bytes / 1e9, o.efficiency);
+  fmt::print(
+      "#\n# stage rank region   params      fwd_flops   time_f   time_i   time_w  "
+      "activation   boundary  layers\n");
+  fmt::print(
+      "#    -    - -        [M]         [GFLOP]       [ms]     [ms]     [ms]        "
+      "[MB]       [MB]  -\n");
+  for (const StageInfo& s : plan->stages) {
+    fmt::print(
+        "  {:>5} {:>4} {:<8} {:>9.1f} {:>13.1f} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.1f} "
+        "{:>10.2f}  {}\n",
+        s.index, s.rank, s.region, s.params / 1e6, s.fwd_flops / 1e9, s.time_f * 1e3,
+        s.time_i * 1e3, s.time_w * 1e3, s.activation_bytes / 1e6, s.boundary_bytes / 1e6,
+        LayerSummary(*model, s));
+  }
+  fmt::print("#\nbalance       {:.4f}   (slowest stage F+I+W time / mean)\n", plan->balance());
+  fmt::print("rank_balance  {:.4f}   (slowest rank / mean)\n", plan->rank_balance());
+  fmt::print("#\n# rank  weights  gradients  optimizer  activations    total   device\n");
+  fmt::print("#    -     [GB]       [GB]       [GB]         [GB]     [GB]     [GB]\n");
+  for (std::size_t r = 0; r < rank_memory.size(); ++r) {
+    const MemoryBreakdown& m = rank_memory[r];
+    fmt::print("  {:>4} {:>8} {:>10} {:>10} {:>12} {:>8} {:>8}{}\n", r, Gigabytes(m.weights),
+               Gigabytes(m.gradients), Gigabytes(m.optimizer), Gigabytes(m.activations),
+               Gigabytes(m.total()), Gigabytes(cluster->gpu.memory_bytes),
+               m.total() > cluster->gpu.memory_bytes ? "  exceeds the device" : "");
+  }
+  return kExitOk;
+}
+
+int ListModelsCommand() {
+  fmt::print("# {:<14} {:<10} {:>14} {:>14}  {}\n", "name", "kind", "params", "published",
+             "source");
+  for (const ModelListing& m : ListModels()) {
+    fmt::print("  {:<14} {:<10} {:>14} {:>14}  {}\n", m.name, m.kind, m.params,
+               m.published_params > 0 ? std::to_string(m.published_params) : "-", m.source);
+  }
+  return kExitOk;
+}
+
+int ListClustersCommand() {
+  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>8} {:>9} {:>10} {:>10}  {}\n", "name", "gpus/node",
+             "gpu", "bf16", "memory", "hbm", "intra", "inter", "source");
+  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>8} {:>9} {:>10} {:>10}\n", "-", "-", "-",
+             "[TFLOP/s]", "[GB]", "[TB/s]", "[GB/s]", "[GB/s]");
+  for (const ClusterSpec& c : ClusterPresets()) {
+    const auto bf16 = c.gpu.peak_flops.find(DType::kBF16);
+    fmt::print("  {:<10} {:>9}  {:<20} {:>10.1f} {:>8.1f} {:>9.2f} {:>10.1f} {:>10.1f}  {}\n",
+               c.name, c.gpus_per_node, c.gpu.name,
+               bf16 == c.gpu.peak_flops.end() ? 0.0 : bf16->second / 1e12, c.gpu.memory_bytes / 1e9,
+               c.gpu.hbm_bandwidth / 1e12, c.intra_node.bandwidth / 1e9,
+               c.inter_node.bandwidth / 1e9, c.source);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PartitionOptions>();
+  CLI::App* cmd = app.add_subcommand("partition", "Cut a model into pipeline stages");
+  cmd->add_option("--model", o->model, "Model preset (see `pipette models`) or a .toml file");
+  cmd->add_option("--pp", o->config.pp, "Pipeline ranks")->required();
+  cmd->add_option("-v,--chunks", o->config.v, "Stages per rank")->capture_default_str();
+  cmd->add_option("--tp", o->config.tp, "Tensor-parallel ranks per stage")->capture_default_str();
+  cmd->add_option("--dp", o->config.dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")->capture_default_str();
+  cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipette clusters`) or .toml")
+      ->capture_default_str();
+  cmd->add_option("--nodes", o->nodes, "Nodes (default: as many as pp*dp*tp GPUs need)");
+  cmd->add_option("--schedule", o->schedule,
+                  "Schedule whose placement and in-flight counts apply (default 1f1b, or "
+                  "interleaved-1f1b for v > 1)");
+  o->microbatches_option =
+      cmd->add_option("-m,--microbatches", o->config.microbatches, "Microbatches (default 2*pp)");
+  cmd->add_option("--micro-batch-size", o->config.micro_batch_size, "Sequences per microbatch")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", o->config.seq_len, "Tokens per sequence")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")->capture_default_str();
+  cmd->add_option("--zero", o->config.zero_stage, "ZeRO stage 0-3")->capture_default_str();
+  cmd->add_flag("--recompute", o->config.recompute, "Full activation recomputation");
+  cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")
+      ->capture_default_str();
+  cmd->add_option("--format", o->format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([o, &exit_code] { exit_code = Run(*o); });
+
+  app.add_subcommand("models", "List the model presets")->callback([&exit_code] {
+    exit_code = ListModelsCommand();
+  });
+  app.add_subcommand("clusters", "List the cluster presets")->callback([&exit_code] {
+    exit_code = ListClustersCommand();
+  });
+}
+
+}  // namespace pipette::cli

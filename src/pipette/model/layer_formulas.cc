@@ -1,0 +1,231 @@
+#include "pipette/model/layer_formulas.h"
+
+#include <fmt/core.h>
+
+#include <utility>
+
+namespace pipette {
+namespace {
+
+// 2·m·n·k: one GEMM of an (m × k) by a (k × n) matrix.
+double Gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+
+Layer Named(std::string name, std::string type) {
+  Layer layer;
+  layer.name = std::move(name);
+  layer.type = std::move(type);
+  return layer;
+}
+
+}  // namespace
+
+TokenBatch TokensOf(const Workload& workload, std::int64_t extra_tokens) {
+  return TokenBatch{workload.micro_batch_size, workload.seq_len + extra_tokens,
+                    BytesOf(workload.dtype)};
+}
+
+Status CheckRange(std::string_view context, std::string_view key, std::int64_t value,
+                  std::int64_t min, std::int64_t max) {
+  const std::string prefix = context.empty() ? "" : fmt::format("{}: ", context);
+  if (value < min) {
+    return Status::InvalidArgument(
+        fmt::format("{}{} = {}: must be >= {}", prefix, key, value, min));
+  }
+  if (value > max) {
+    return Status::InvalidArgument(
+        fmt::format("{}{} = {}: more than the limit of {}", prefix, key, value, max));
+  }
+  return Status::Ok();
+}
+
+Status ValidateWorkload(const Workload& workload) {
+  PIPETTE_RETURN_IF_ERROR(
+      CheckRange("", "micro_batch_size", workload.micro_batch_size, 1, kMaxTokensPerMicrobatch));
+  PIPETTE_RETURN_IF_ERROR(CheckRange("", "seq_len", workload.seq_len, 1, kMaxSeqLen));
+  const std::int64_t tokens =
+      std::int64_t{workload.micro_batch_size} * std::int64_t{workload.seq_len};
+  if (tokens > kMaxTokensPerMicrobatch) {
+    return Status::InvalidArgument(fmt::format(
+        "micro_batch_size = {}, seq_len = {}: {} tokens per microbatch, more than the limit of {}",
+        workload.micro_batch_size, workload.seq_len, tokens, kMaxTokensPerMicrobatch));
+  }
+  return Status::Ok();
+}
+
+std::int64_t NormParams(std::int64_t hidden, bool bias) { return bias ? 2 * hidden : hidden; }
+
+Layer EmbeddingLayer(std::string name, std::int64_t vocab, std::int64_t hidden,
+                     std::int64_t positions, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "embedding");
+  layer.params = (vocab + positions) * hidden;
+  // The backward scatters the output gradient into the rows of the ids: it keeps only the ids.
+  layer.activation_bytes = kTokenIdBytes * t;
+  layer.activation_bytes_recompute = kTokenIdBytes * t;
+  layer.wgrad_input_bytes = kTokenIdBytes * t;
+  layer.output_bytes = e * t * hidden;
+  // Gather the token rows (and the position rows) and write the sum.
+  layer.hbm_bytes = kTokenIdBytes * t + e * t * hidden * (positions > 0 ? 3 : 2);
+  layer.tp_allreduce_bytes = e * t * hidden;
+  return layer;
+}
+
+Layer PatchEmbeddingLayer(std::string name, std::int64_t patch_values, std::int64_t hidden,
+                          std::int64_t positions, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "patch_embedding");
+  layer.params = patch_values * hidden + hidden + positions * hidden;
+  layer.fwd_flops = Gemm(t, hidden, patch_values);
+  layer.igrad_flops = 0;
+  layer.wgrad_flops = layer.fwd_flops;
+  layer.activation_bytes = e * t * patch_values;
+  layer.activation_bytes_recompute = e * t * patch_values;
+  layer.wgrad_input_bytes = e * t * patch_values;
+  layer.output_bytes = e * t * hidden;
+  layer.hbm_bytes = e * (layer.params + t * patch_values + 2 * t * hidden);
+  layer.tp_sharded = false;
+  return layer;
+}
+
+Layer AttentionLayer(std::string name, const AttentionShape& shape, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  const std::int64_t h = shape.hidden;
+  const std::int64_t kv = shape.kv_heads * (h / shape.heads);  // K and V width
+  const std::int64_t s = tokens.seq_len;
+  const std::int64_t scores = tokens.sequences * shape.heads * s * s;  // b·a·s² elements
+  Layer layer = Named(std::move(name), "attention");
+  layer.params = NormParams(h, shape.bias) + 2 * h * h + 2 * h * kv;
+  if (shape.bias) layer.params += 2 * h + 2 * kv;
+
+  const double weights = Gemm(t, h + 2 * kv, h) + Gemm(t, h, h);  // QKV and output projections
+  const double core = 2 * Gemm(t, s, h);                          // Q·Kᵀ and P·V, all heads
+  layer.fwd_flops = weights + core;
+  layer.igrad_flops = weights + 2 * core;
+  layer.wgrad_flops = weights;
+
+  // Korthikanti et al. §4.1 with GQA: norm input, QKV input, Q, K, V, output-projection input
+  // (dtype each), its dropout mask (1 byte); softmax output and dropout output (dtype) and
+  // attention dropout mask (1 byte) per score. 13·s·b·h + 5·a·s²·b at 16 bits and kv = h.
+  layer.activation_bytes = e * t * (4 * h + 2 * kv) + t * h + (2 * e + 1) * scores;
+  layer.activation_bytes_recompute = e * t * h;
+  layer.wgrad_input_bytes = 2 * e * t * h;  // inputs of the QKV and output projections
+  layer.output_bytes = e * t * h;
+  // norm 2, QKV GEMM 1 + (h+2kv), scores (Q, K) + b·a·s², softmax 2·b·a·s², context b·a·s² + V +
+  // h, output GEMM 2, residual add 3 (in elements of t·h unless stated).
+  layer.hbm_bytes = e * (layer.params + 11 * t * h + 4 * t * kv + 4 * scores);
+  layer.tp_allreduce_bytes = e * t * h;
+  return layer;
+}
+
+Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  const std::int64_t h = shape.hidden;
+  const std::int64_t f = shape.ffn_hidden;
+  const std::int64_t matrices = shape.gated ? 3 : 2;
+  Layer layer = Named(std::move(name), "mlp");
+  layer.params = NormParams(h, shape.bias) + matrices * h * f;
+  if (shape.bias) layer.params += (matrices - 1) * f + h;
+
+  layer.fwd_flops = static_cast<double>(matrices) * Gemm(t, f, h);
+  layer.igrad_flops = layer.fwd_flops;
+  layer.wgrad_flops = layer.fwd_flops;
+
+  // Korthikanti et al. §4.1: norm input, first GEMM input (dtype), then GELU input and second
+  // GEMM input (f wide), dropout mask (1 byte): 21·s·b·h at 16 bits and f = 4h. SwiGLU keeps the
+  // gate output, the up output and their product: three f-wide tensors.
+  layer.activation_bytes = e * t * (2 * h + (matrices == 3 ? 3 : 2) * f) + t * h;
+  layer.activation_bytes_recompute = e * t * h;
+  layer.wgrad_input_bytes = e * t * (h + f);  // input of the first GEMM(s) and of the last
+  layer.output_bytes = e * t * h;
+  // norm 2·t·h, first GEMM(s) t·h + (matrices−1)·t·f, activation (and gate product) read and
+  // write, last GEMM t·f + t·h, residual add 3·t·h.
+  layer.hbm_bytes = e * (layer.params + 7 * t * h + (shape.gated ? 6 : 4) * t * f);
+  layer.tp_allreduce_bytes = e * t * h;
+  return layer;
+}
+
+Layer NormLayer(std::string name, std::int64_t hidden, bool bias, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "norm");
+  layer.params = NormParams(hidden, bias);
+  layer.activation_bytes = e * t * hidden;
+  layer.activation_bytes_recompute = e * t * hidden;
+  layer.output_bytes = e * t * hidden;
+  layer.hbm_bytes = e * (layer.params + 2 * t * hidden);
+  layer.tp_sharded = false;
+  return layer;
+}
+
+Layer HeadLayer(std::string name, std::int64_t hidden, std::int64_t vocab, bool tied,
+                const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "head");
+  layer.params = tied ? 0 : vocab * hidden;
+  layer.fwd_flops = Gemm(t, vocab, hidden);
+  layer.igrad_flops = layer.fwd_flops;
+  layer.wgrad_flops = layer.fwd_flops;
+  layer.activation_bytes = e * t * hidden;
+  layer.activation_bytes_recompute = e * t * hidden;
+  layer.wgrad_input_bytes = e * t * hidden;
+  layer.output_bytes = e * t * vocab;
+  layer.hbm_bytes = e * (vocab * hidden + t * hidden + t * vocab);  // reads the matrix even if tied
+  return layer;
+}
+
+Layer LossLayer(std::string name, std::int64_t vocab, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "loss");
+  // The backward needs the softmax of the logits and the labels.
+  layer.activation_bytes = e * t * vocab + kTokenIdBytes * t;
+  layer.activation_bytes_recompute = e * t * vocab + kTokenIdBytes * t;
+  layer.output_bytes = 4;  // the loss, one fp32 scalar
+  layer.hbm_bytes = e * t * vocab + kTokenIdBytes * t;
+  layer.tp_sharded = false;
+  return layer;
+}
+
+Layer LinearLayer(std::string name, std::int64_t in, std::int64_t out, bool bias,
+                  const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "linear");
+  layer.params = in * out + (bias ? out : 0);
+  layer.fwd_flops = Gemm(t, out, in);
+  layer.igrad_flops = layer.fwd_flops;
+  layer.wgrad_flops = layer.fwd_flops;
+  layer.activation_bytes = e * t * in;
+  layer.activation_bytes_recompute = e * t * in;
+  layer.wgrad_input_bytes = e * t * in;
+  layer.output_bytes = e * t * out;
+  layer.hbm_bytes = e * (layer.params + t * in + t * out);
+  return layer;
+}
+
+Layer ProjectorLayer(std::string name, std::int64_t in, std::int64_t out,
+                     const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  Layer layer = Named(std::move(name), "projector");
+  layer.params = in * out + out + out * out + out;
+  layer.fwd_flops = Gemm(t, out, in) + Gemm(t, out, out);
+  layer.igrad_flops = layer.fwd_flops;
+  layer.wgrad_flops = layer.fwd_flops;
+  layer.activation_bytes = e * t * (in + 2 * out);  // input, GELU input, second GEMM input
+  layer.activation_bytes_recompute = e * t * in;
+  layer.wgrad_input_bytes = e * t * (in + out);
+  layer.output_bytes = e * t * out;
+  layer.hbm_bytes = e * (layer.params + t * in + 5 * t * out);
+  layer.tp_allreduce_bytes = e * t * out;
+  return layer;
+}
+
+}  // namespace pipette

@@ -1,0 +1,115 @@
+#include "pipette/model/model_presets.h"
+
+#include <array>
+
+namespace pipette {
+namespace {
+
+// GPT-2 (Radford et al. 2019) and GPT-3 (Brown et al. 2020): learned positions, LayerNorm and
+// biases, GELU MLP of 4h, the LM head tied to the token embedding, vocab 50257.
+DecoderSpec Gpt(std::string name, int layers, int hidden, int heads, int context,
+                std::int64_t published, std::string source) {
+  return DecoderSpec{.name = std::move(name),
+                     .layers = layers,
+                     .hidden = hidden,
+                     .heads = heads,
+                     .kv_heads = heads,
+                     .ffn_hidden = 4 * hidden,
+                     .vocab = 50257,
+                     .tied_embeddings = true,
+                     .gated_mlp = false,
+                     .bias = true,
+                     .published_params = published,
+                     .source = std::move(source),
+                     .learned_positions = true,
+                     .max_positions = context};
+}
+
+// Llama 2/3 (Touvron et al. 2023; Meta 2024): RoPE, RMSNorm, no biases, SwiGLU MLP.
+DecoderSpec Llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn,
+                  int vocab, bool tied, std::int64_t published, std::string source) {
+  return DecoderSpec{.name = std::move(name),
+                     .layers = layers,
+                     .hidden = hidden,
+                     .heads = heads,
+                     .kv_heads = kv_heads,
+                     .ffn_hidden = ffn,
+                     .vocab = vocab,
+                     .tied_embeddings = tied,
+                     .gated_mlp = true,
+                     .bias = false,
+                     .published_params = published,
+                     .source = std::move(source)};
+}
+
+DecoderSpec Llama32_1B() {
+  return Llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, true, 1'240'000'000,
+               "HF meta-llama/Llama-3.2-1B config.json (16 layers, 2048, 32 heads, 8 kv heads, "
+               "ffn 8192, vocab 128256, tied); 1.24B params (checkpoint: 1,235,814,400)");
+}
+
+}  // namespace
+
+std::span<const DecoderSpec> DecoderPresets() {
+  static const std::array<DecoderSpec, 8> kPresets = {
+      Gpt("gpt2-124m", 12, 768, 12, 1024, 124'000'000,
+          "Radford et al. 2019 (GPT-2); HF openai-community/gpt2 config.json (n_layer 12, n_embd "
+          "768, n_head 12, n_positions 1024, vocab 50257); OpenAI checkpoint '124M' "
+          "(github.com/openai/gpt-2)"),
+      Gpt("gpt2-1.5b", 48, 1600, 25, 1024, 1'558'000'000,
+          "Radford et al. 2019 (GPT-2); HF openai-community/gpt2-xl config.json (n_layer 48, "
+          "n_embd 1600, n_head 25); OpenAI checkpoint '1558M' (github.com/openai/gpt-2)"),
+      // Table 2.1 gives GPT-3 XL 24 heads of d_head 128, which does not multiply to d_model 2048;
+      // pipette keeps d_head 128 (16 heads). Heads change no parameter and no FLOP count.
+      Gpt("gpt3-1.3b", 24, 2048, 16, 2048, 1'320'000'000,
+          "Brown et al. 2020 (GPT-3 XL) Table 2.1 (24 layers, d_model 2048, d_head 128, context "
+          "2048) and Table D.1 (1,320M params)"),
+      Gpt("gpt3-175b", 96, 12288, 96, 2048, 174'600'000'000,
+          "Brown et al. 2020 (GPT-3) Table 2.1 (96 layers, d_model 12288, 96 heads of 128, "
+          "context 2048) and Table D.1 (174,600M params)"),
+      Llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, false, 6'740'000'000,
+            "Touvron et al. 2023 (Llama 2); HF meta-llama/Llama-2-7b-hf config.json; 6.74B params "
+            "(checkpoint: 6,738,415,616)"),
+      Llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, false, 8'030'000'000,
+            "Meta 2024 (Llama 3); HF meta-llama/Meta-Llama-3-8B config.json; 8.03B params "
+            "(checkpoint: 8,030,261,248)"),
+      Llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, false, 70'600'000'000,
+            "Meta 2024 (Llama 3); HF meta-llama/Meta-Llama-3-70B config.json; 70.6B params"),
+      Llama32_1B(),
+  };
+  return kPresets;
+}
+
+const DecoderSpec* FindDecoderPreset(std::string_view name) {
+  for (const DecoderSpec& spec : DecoderPresets()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::span<const TwoTowerSpec> TwoTowerPresets() {
+  static const std::array<TwoTowerSpec, 1> kPresets = {
+      TwoTowerSpec{.name = "vlm-small",
+                   .image_size = 224,
+                   .patch_size = 16,
+                   .channels = 3,
+                   .vision_layers = 12,
+                   .vision_hidden = 768,
+                   .vision_heads = 12,
+                   .vision_ffn = 3072,
+                   .text = Llama32_1B(),
+                   .source = "ViT-B/16 at 224 px (Dosovitskiy et al. 2021, Table 1: 12 layers, "
+                             "768, MLP 3072, 12 heads, 86M) + LLaVA-1.5 MLP projector (Liu et "
+                             "al. 2023) + the llama3.2-1b decoder"},
+  };
+  return kPresets;
+}
+
+const TwoTowerSpec* FindTwoTowerPreset(std::string_view name) {
+  for (const TwoTowerSpec& spec : TwoTowerPresets()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace pipette

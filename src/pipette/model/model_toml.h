@@ -1,0 +1,57 @@
+// Model files: a user's own model as a DAG of typed layers in TOML, built into a ModelGraph with
+// the same per-layer formulas as the presets (layer_formulas.h).
+//
+// Format (docs/models.md has the full reference; tests/data/models/tiny.toml is an example):
+//   name = "tiny"                 # optional; default: the file name without .toml
+//   [[layer]]                     # one table per layer, in any order that names inputs
+//   name = "block0.attn"          # unique
+//   type = "attention"            # embedding, attention, mlp, norm, head, loss, linear, custom
+//   hidden = 128                  # the shape keys the type needs (below)
+//   heads = 4
+//   region = "text"               # optional stage region; default "main"
+//   inputs = ["embedding"]        # optional; default: the layer before it in the file (none for
+//                                 # the first); [] makes a source
+// Shape keys (optional ones with their default):
+//   embedding: vocab, hidden, positions = 0 (rows of a learned position table)
+//   attention: hidden, heads, kv_heads = heads, bias = false
+//   mlp:       hidden, ffn_hidden, gated = false, bias = false
+//   norm:      hidden, bias = false (LayerNorm with bias, else RMSNorm)
+//   head:      hidden, vocab, tied = false
+//   loss:      vocab
+//   linear:    in, out, bias = false
+//   custom:    amounts PER TOKEN (multiplied by micro_batch_size·seq_len) except params:
+//              fwd_flops, params, activation_bytes, output_bytes; optional igrad_flops =
+//              fwd_flops, wgrad_flops = (params > 0 ? fwd_flops : 0), activation_bytes_recompute =
+//              the bytes of its inputs, wgrad_input_bytes = (wgrad_flops > 0 ? the bytes of its
+//              inputs : 0), hbm_bytes = params·dtype + inputs + output, tp_allreduce_bytes = 0,
+//              tp_sharded = false.
+// Every layer processes the workload's micro_batch_size·seq_len tokens; an edge carries its
+// producer's output_bytes. Layers are added to the graph in a topological order that keeps the
+// file's order where the inputs allow (so ids follow the file for a file written in data-flow
+// order). Attributes: blocks = the number of attention layers, heads and kv_heads = the gcd over
+// them (so a tp that divides them divides every layer's), hidden and vocab = those of the first
+// layer that has one.
+// Pure functions; safe from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "pipette/common/status.h"
+#include "pipette/model/model_graph.h"
+
+namespace pipette {
+
+// Reads and builds the model file at `path`.
+// Errors: NotFound for a missing file; IoError when it cannot be read; InvalidArgument for the
+// rest, each naming "<path>:<line>", the layer, the key, the value and the rule broken (TOML
+// syntax, unknown top-level key, missing or unknown key, wrong type, value out of range, unknown
+// type, duplicate name, unknown input, cycle) or the workload key.
+Result<ModelGraph> LoadModelToml(const std::string& path, const Workload& workload);
+
+// Builds the model from TOML `text`; `origin` names it in errors (a path, or "<test>") and its
+// stem is the model's default name.
+Result<ModelGraph> ParseModelToml(std::string_view text, const std::string& origin,
+                                  const Workload& workload);
+
+}  // namespace pipette

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "pipette/model/dtype.h"
 
@@ -27,6 +28,13 @@ struct LinkSpec {
 };
 
 enum class Topology { kSingleSwitch, kFatTree };
+
+// "single-switch", "fat-tree" (the spellings cluster files use).
+std::string_view TopologyName(Topology topology);
+
+// The most GPUs (nodes x gpus_per_node) a cluster may have: world_size() and every rank count
+// derived from it then fit in an int.
+inline constexpr int kMaxClusterGpus = 1 << 20;
 
 struct ClusterSpec {
   std::string name;    // preset name or file

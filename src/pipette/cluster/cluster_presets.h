@@ -1,0 +1,26 @@
+// The built-in clusters: one DGX node of H100 or A100 GPUs, figures from NVIDIA's datasheets.
+//
+// Every preset has nodes = 1; MakeCluster() (cluster_registry.h) sets another node count. Units are
+// those of ClusterSpec (bytes, bytes/s per direction, seconds, dense FLOP/s). docs/clusters.md
+// lists every figure with its source and the choices made (TF32 for fp32, 80e9-byte "80 GB").
+// The presets are immutable statics: safe to read from any thread.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "pipette/cluster/cluster_spec.h"
+
+namespace pipette {
+
+// Returns every preset, in the order `--list` prints them: dgx-h100, dgx-a100.
+std::span<const ClusterSpec> ClusterPresets();
+
+// Returns the preset called `name`, or nullptr.
+const ClusterSpec* FindClusterPreset(std::string_view name);
+
+// Returns the preset names joined by ", " (for error hints).
+std::string ClusterPresetNames();
+
+}  // namespace pipette

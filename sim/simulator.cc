@@ -1,0 +1,183 @@
+#include "sim/simulator.h"
+
+#include <fmt/core.h>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <simgrid/s4u.hpp>
+#include <string>
+
+namespace pipette {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+// Messages of one case in flight: the sender starts a host-to-host comm and registers it under
+// the message's key (receiving stage, microbatch, direction: unique within a case); the receiver
+// waits for the registration, then for the comm. SimGrid computes the transfer, so the data lands
+// at the send time plus the route's latency whenever the receiver looks. (Eager mailboxes with a
+// permanent receiver do not work for this in 3.32: a get posted while the put is in flight
+// completes at once.)
+struct Channels {
+  std::map<std::int64_t, sg4::CommPtr> in_flight;
+  sg4::MutexPtr mutex = sg4::Mutex::create();
+  std::vector<sg4::ConditionVariablePtr> arrived;  // one per receiving rank
+  std::vector<sg4::Host*> hosts;                   // one per rank
+};
+
+std::int64_t MessageKey(const Action& a) {
+  const bool gradient = a.kind == ActionKind::kSendBackward || a.kind == ActionKind::kRecvBackward;
+  // A SEND names the producing stage, a RECV the consuming one.
+  int stage = a.stage;
+  if (a.kind == ActionKind::kSendForward) stage = a.stage + 1;
+  if (a.kind == ActionKind::kSendBackward) stage = a.stage - 1;
+  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(a.microbatch) << 1) |
+         (gradient ? 1 : 0);
+}
+
+// RankRuntime on a SimGrid actor: compute is an execution on a host of speed 1 flop/s (so flops
+// are seconds); messages are host-to-host comms handed over through Channels.
+class SimGridRuntime final : public RankRuntime {
+ public:
+  SimGridRuntime(Channels& channels, int rank) : channels_(channels), rank_(rank) {}
+
+  double Now() override { return sg4::Engine::get_clock(); }
+
+  void Compute(const Instruction&, double seconds) override {
+    if (seconds > 0) sg4::this_actor::execute(seconds);
+  }
+
+  void Send(const Instruction& ins, std::int64_t) override {
+    // The ideal network carries 0 bytes: only the route's latency counts.
+    sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
+                            ->set_payload_size(0);
+    comm->start();
+    std::unique_lock lock(*channels_.mutex);
+    channels_.in_flight[MessageKey(ins.action)] = comm;
+    channels_.arrived[ins.peer]->notify_all();
+  }
+
+  void PostRecv(const Instruction&, std::int64_t) override {}
+
+  double WaitRecv(const Instruction& ins) override {
+    const std::int64_t key = MessageKey(ins.action);
+    std::unique_lock lock(*channels_.mutex);
+    auto it = channels_.in_flight.find(key);
+    while (it == channels_.in_flight.end()) {
+      channels_.arrived[rank_]->wait(lock);
+      it = channels_.in_flight.find(key);
+    }
+    sg4::CommPtr comm = it->second;
+    channels_.in_flight.erase(it);
+    lock.unlock();
+    comm->wait();
+    return comm->get_finish_time();
+  }
+
+ private:
+  Channels& channels_;
+  int rank_;
+};
+
+Status CheckCase(const SimulationCase& c, std::size_t index) {
+  if (c.program == nullptr) {
+    return Status::InvalidArgument(fmt::format("simulation case {}: no program", index));
+  }
+  if (static_cast<int>(c.costs.stages.size()) != c.program->num_stages()) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: {} stage costs for a program of {} stages", index,
+                    c.costs.stages.size(), c.program->num_stages()));
+  }
+  if (!(c.latency >= 0 && c.latency <= kMaxCost)) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: latency = {}: must be a number in [0, {:g}]", index,
+                    c.latency, kMaxCost));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases) {
+  static bool used = false;
+  if (used) {
+    return Status::FailedPrecondition(
+        "Simulate() runs once per process (SimGrid 3.32 has one engine per process): pass every "
+        "case to one call");
+  }
+  for (std::size_t c = 0; c < cases.size(); ++c) PIPETTE_RETURN_IF_ERROR(CheckCase(cases[c], c));
+  used = true;
+
+  int argc = 1;
+  char name[] = "pipette";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thresh:critical");
+  // SimGrid's defaults distort GPU fabrics (LV08 multiplies latency by 13, cross-traffic, a TCP
+  // window bound): plain CM02 makes a message take latency + size / bandwidth.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("contexts/guard-size:0");  // tens of thousands of actors fit
+
+  // One star zone: every rank's host hangs off its own link; a route crosses the sender's link and
+  // the receiver's, each with half the case's latency.
+  auto* zone = sg4::create_star_zone("ranks");
+  std::vector<std::vector<sg4::Host*>> hosts(cases.size());
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    for (int r = 0; r < cases[c].program->p; ++r) {
+      auto* host = zone->create_host(fmt::format("case{}-rank{}", c, r), 1.0)->seal();
+      auto* link = zone->create_link(host->get_name() + "-link", 1e30)
+                       ->set_latency(cases[c].latency / 2)
+                       ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                       ->seal();
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link)},
+                      true);
+      hosts[c].push_back(host);
+    }
+  }
+  zone->seal();
+
+  std::vector<SimulationResult> results(cases.size());
+  std::vector<std::vector<std::vector<TraceEvent>>> traces(cases.size());
+  std::vector<std::unique_ptr<Channels>> channels;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const SimulationCase& sc = cases[c];
+    traces[c].resize(sc.program->p);
+    channels.push_back(std::make_unique<Channels>());
+    Channels& ch = *channels.back();
+    ch.hosts = hosts[c];
+    for (int r = 0; r < sc.program->p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
+    for (int r = 0; r < sc.program->p; ++r) {
+      sg4::Actor::create(fmt::format("case{}-rank{}", c, r), hosts[c][r],
+                         [&sc, &traces, &ch, c, r] {
+                           SimGridRuntime runtime(ch, r);
+                           RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, traces[c][r]);
+                         });
+    }
+  }
+  engine.run();
+
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    SimulationResult& result = results[c];
+    const Program& program = *cases[c].program;
+    result.busy.assign(program.p, 0.0);
+    double total_busy = 0;
+    for (int r = 0; r < program.p; ++r) {
+      for (const TraceEvent& e : traces[c][r]) {
+        result.makespan = std::max(result.makespan, e.end);
+        if (IsCompute(e.action.kind)) result.busy[r] += cases[c].costs.Of(e.action);
+      }
+      total_busy += result.busy[r];
+      result.trace.insert(result.trace.end(), traces[c][r].begin(), traces[c][r].end());
+    }
+    result.bubble_ratio =
+        result.makespan > 0 ? 1.0 - total_busy / (program.p * result.makespan) : 0.0;
+  }
+  return results;
+}
+
+}  // namespace pipette

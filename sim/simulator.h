@@ -1,0 +1,44 @@
+// Simulator: runs lowered pipeline programs on a SimGrid 3.32 platform, one actor per rank, each
+// through the interpreter loop shared with the real engines (RunRank). SimGrid calls live only in
+// sim/.
+//
+// This first engine simulates an ideal network: every message takes exactly the case's fixed
+// latency (CM02 without cross-traffic or TCP-gamma bound; unbounded bandwidth, so messages are
+// simulated as 0 bytes while the trace keeps their real size). A send starts a host-to-host
+// transfer at once, whether or not the receiver is ready: evaluate()'s model. The cluster platform
+// (NVLink stars, InfiniBand fat-tree), data parallelism and memory tracking build on this.
+//
+// SimGrid allows one engine per process, so Simulate() runs every case it is given side by side in
+// one engine (separate hosts and links: the cases do not interact) and may be called
+// once per process.
+#pragma once
+
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/engine/rank_interpreter.h"
+#include "pipette/schedule/costs.h"
+#include "pipette/schedule/program.h"
+
+namespace pipette {
+
+struct SimulationCase {
+  const Program* program = nullptr;
+  Costs costs;         // one entry per stage, seconds
+  MessageSizes sizes;  // for the trace
+  double latency = 0;  // seconds per message
+};
+
+struct SimulationResult {
+  double makespan = 0;  // seconds from the common start to the end of the last action
+  double bubble_ratio = 0;
+  std::vector<double> busy;       // per rank
+  std::vector<TraceEvent> trace;  // every executed instruction, rank by rank, in program order
+};
+
+// Returns one result per case, or FailedPrecondition on a second call in the same process, or
+// InvalidArgument for a case without a program, with costs of the wrong shape or a negative or
+// non-finite latency.
+Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
+
+}  // namespace pipette

@@ -1,0 +1,40 @@
+// RunRank: the interpreter loop every engine shares. It runs one rank's lowered program strictly in
+// order with the semantics of evaluate() (docs/architecture.md): a compute action first waits for
+// the receive that carries its cross-rank input, then runs for its cost; sends and receive posts
+// take no time. Every executed instruction yields one trace event with the program's id.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipette/engine/rank_runtime.h"
+#include "pipette/schedule/costs.h"
+#include "pipette/schedule/program.h"
+
+namespace pipette {
+
+struct TraceEvent {
+  int rank = 0;
+  int instr_id = 0;  // index in the rank's program
+  Action action;
+  double start = 0;  // seconds; for a RECV: when posted
+  double end = 0;    // for a RECV: when its data arrived (never before it was posted)
+  std::int64_t bytes = 0;
+};
+
+// Bytes of every message: `stage_output_bytes[s]` is what stage s hands to the next stage (its
+// forward output; the gradient sent back to it has the same size). Empty: every message is 0 bytes.
+struct MessageSizes {
+  std::vector<std::int64_t> stage_output_bytes;
+
+  // Bytes of the SEND or RECV `action`.
+  std::int64_t Of(const Action& action) const;
+};
+
+// Runs rank `rank` of `program` on `runtime`, appending one event per instruction to `trace` (in
+// program order; RECV events are completed when waited for). REQUIRES: program from Lower(), costs
+// with one entry per stage.
+void RunRank(const Program& program, int rank, const Costs& costs, const MessageSizes& sizes,
+             RankRuntime& runtime, std::vector<TraceEvent>& trace);
+
+}  // namespace pipette

@@ -15,5 +15,6 @@ inline constexpr int kExitBadInput = 2;
 void RegisterScheduleCommand(CLI::App& app, int& exit_code);
 // `partition`, `models` and `clusters`.
 void RegisterPartitionCommands(CLI::App& app, int& exit_code);
+void RegisterSimulateCommand(CLI::App& app, int& exit_code);
 
 }  // namespace pipette::cli

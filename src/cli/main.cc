@@ -30,6 +30,7 @@ int Run(int argc, char** argv) {
   int exit_code = pipette::cli::kExitOk;
   pipette::cli::RegisterScheduleCommand(app, exit_code);
   pipette::cli::RegisterPartitionCommands(app, exit_code);
+  pipette::cli::RegisterSimulateCommand(app, exit_code);
 
   try {
     app.parse(argc, argv);

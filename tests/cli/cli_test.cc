@@ -233,4 +233,46 @@ TEST(Cli, ModelsAndClustersListThePresets) {
   EXPECT_NE(clusters.out.find("dgx-a100"), std::string::npos);
 }
 
+TEST(Cli, SimulateOnAnIdealNetworkReproducesTheScheduleMakespan) {
+  for (const char* args : {"1f1b -p 4 -m 8", "eager-1f1b -p 4 -m 8", "zb-h2 -p 4 -m 8",
+                           "interleaved-1f1b -p 4 -m 8 -v 2", "kimi-k2 -p 4 -m 8", "zbv -p 4 -m 8",
+                           "dualpipe -p 4 -m 8", "dualpipe-v -p 4 -m 10"}) {
+    const std::string spec = args;
+    const std::string name = spec.substr(0, spec.find(' '));
+    const std::string shape = spec.substr(spec.find(' '));
+    for (const char* latency : {"0", "0.25"}) {
+      CommandResult schedule =
+          Pipette("schedule " + spec + " --times F=1,I=2,W=1 --format json --latency " + latency);
+      ASSERT_EQ(schedule.exit_code, 0) << schedule.err;
+      // The same costs in milliseconds and the latency in microseconds.
+      CommandResult simulate =
+          Pipette("simulate --schedule " + name + shape + " --times F=1,I=2,W=1 --ideal-network " +
+                  "--format json --latency-us " + std::to_string(std::stod(latency) * 1000));
+      ASSERT_EQ(simulate.exit_code, 0) << simulate.err;
+      const double makespan = nlohmann::json::parse(schedule.out)["makespan"].get<double>();
+      const auto sim = nlohmann::json::parse(simulate.out);
+      EXPECT_NEAR(sim["step_time_s"].get<double>() * 1e3, makespan, 1e-9 * makespan) << spec;
+      EXPECT_NEAR(sim["bubble_ratio"].get<double>(),
+                  nlohmann::json::parse(schedule.out)["bubble_ratio"].get<double>(), 1e-12)
+          << spec;
+      EXPECT_EQ(sim["status"], "ok");
+    }
+  }
+}
+
+TEST(Cli, SimulateBadInputExitsTwo) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"simulate --ideal-network", "--times"},
+      {"simulate --times F=1 ", "--ideal-network is required"},
+      {"simulate --times F=1 --ideal-network --latency-us -3", "--latency-us = -3"},
+      {"simulate --times F=1 --ideal-network --schedule zbv -v 3", "v = 3"},
+      {"simulate --times Q=1 --ideal-network", "unknown key 'Q'"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_NE(run.err.find(message), std::string::npos) << args << " -> " << run.err;
+  }
+}
+
 }  // namespace

@@ -1,0 +1,56 @@
+// The cluster platform gives messages their alpha-beta times: S bytes over a path of bandwidth B
+// and latency A take A + S/B (CM02 without cross-traffic or TCP-gamma bound). ctest runs every
+// TEST in its own process, which SimGrid needs (one engine per process).
+#include "sim/cluster_platform.h"
+
+#include <gtest/gtest.h>
+#include <xbt/log.h>
+
+#include <simgrid/s4u.hpp>
+
+#include "pipette/cluster/cluster_registry.h"
+
+namespace pipette {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+// Sends `bytes` from GPU `from` to GPU `to` of a `nodes`-node dgx-h100 and returns the seconds.
+double MessageSeconds(int nodes, int from, int to, double bytes) {
+  int argc = 1;
+  char name[] = "test";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  const ClusterSpec cluster = *MakeCluster("dgx-h100", nodes);
+  const ClusterPlatform platform = BuildClusterPlatform(cluster, "");
+  double seconds = -1;
+  sg4::Actor::create("sender", platform.gpus[from], [&] {
+    const double start = sg4::Engine::get_clock();
+    sg4::Comm::sendto(platform.gpus[from], platform.gpus[to], static_cast<uint64_t>(bytes));
+    seconds = sg4::Engine::get_clock() - start;
+  });
+  engine.run();
+  return seconds;
+}
+
+TEST(ClusterPlatform, IntraNodeMessageTakesNvlinkLatencyPlusSizeOverBandwidth) {
+  const ClusterSpec c = *MakeCluster("dgx-h100", 1);
+  const double bytes = 1e9;
+  EXPECT_NEAR(MessageSeconds(1, 0, 5, bytes), c.intra_node.latency + bytes / c.intra_node.bandwidth,
+              1e-12);
+}
+
+TEST(ClusterPlatform, InterNodeMessageTakesNicLatencyPlusSizeOverNicBandwidth) {
+  const ClusterSpec c = *MakeCluster("dgx-h100", 2);
+  const double bytes = 1e9;
+  // One flow: its own NIC is the bottleneck (the node uplink aggregates all eight).
+  EXPECT_NEAR(MessageSeconds(2, 3, 8 + 6, bytes),
+              c.inter_node.latency + bytes / c.inter_node.bandwidth, 1e-12);
+}
+
+}  // namespace
+}  // namespace pipette

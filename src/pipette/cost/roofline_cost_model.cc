@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "pipette/cost/collectives.h"
+
 namespace pipette {
 
 Result<RooflineCostModel> RooflineCostModel::Make(const ClusterSpec& cluster,
@@ -35,8 +37,7 @@ Result<RooflineCostModel> RooflineCostModel::Make(const ClusterSpec& cluster,
 }
 
 double RooflineCostModel::RingAllReduceSeconds(double bytes, int ranks) const {
-  if (ranks <= 1 || bytes <= 0) return 0;
-  return 2.0 * (ranks - 1) / ranks * bytes / link_.bandwidth + 2.0 * (ranks - 1) * link_.latency;
+  return pipette::RingAllReduceSeconds(ranks, bytes, link_);
 }
 
 LayerTimes RooflineCostModel::Times(const Layer& layer) const {

@@ -1,7 +1,6 @@
 #include "sim/simulator.h"
 
 #include <fmt/core.h>
-#include <xbt/log.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,8 @@
 #include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
+
+#include "sim/sim_engine.h"
 
 namespace pipette {
 namespace {
@@ -111,17 +112,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   for (std::size_t c = 0; c < cases.size(); ++c) PIPETTE_RETURN_IF_ERROR(CheckCase(cases[c], c));
   used = true;
 
-  int argc = 1;
-  char name[] = "pipette";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:critical");
-  // SimGrid's defaults distort GPU fabrics (LV08 multiplies latency by 13, cross-traffic, a TCP
-  // window bound): plain CM02 makes a message take latency + size / bandwidth.
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  sg4::Engine::set_config("contexts/guard-size:0");  // tens of thousands of actors fit
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
 
   // One star zone: every rank's host hangs off its own link; a route crosses the sender's link and
   // the receiver's, each with half the case's latency.
@@ -159,7 +150,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
                          });
     }
   }
-  engine.run();
+  engine->run();
 
   for (std::size_t c = 0; c < cases.size(); ++c) {
     SimulationResult& result = results[c];

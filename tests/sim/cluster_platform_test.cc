@@ -5,13 +5,13 @@
 #include "sim/cluster_platform.h"
 
 #include <gtest/gtest.h>
-#include <xbt/log.h>
 
 #include <simgrid/s4u.hpp>
 
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cost/collectives.h"
 #include "sim/ring_allreduce.h"
+#include "sim/sim_engine.h"
 
 namespace pipette {
 namespace {
@@ -20,14 +20,7 @@ namespace sg4 = simgrid::s4u;
 
 // Sends `bytes` from GPU `from` to GPU `to` of a `nodes`-node dgx-h100 and returns the seconds.
 double MessageSeconds(int nodes, int from, int to, double bytes) {
-  int argc = 1;
-  char name[] = "test";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:critical");
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
   const ClusterSpec cluster = *MakeCluster("dgx-h100", nodes);
   const ClusterPlatform platform = BuildClusterPlatform(cluster, "");
   double seconds = -1;
@@ -36,7 +29,7 @@ double MessageSeconds(int nodes, int from, int to, double bytes) {
     sg4::Comm::sendto(platform.gpus[from], platform.gpus[to], static_cast<uint64_t>(bytes));
     seconds = sg4::Engine::get_clock() - start;
   });
-  engine.run();
+  engine->run();
   return seconds;
 }
 
@@ -63,18 +56,11 @@ namespace {
 
 // Runs a ring all-reduce of `bytes` over the first `n` GPUs of a `nodes`-node dgx-h100.
 double RingSeconds(int nodes, int n, double bytes) {
-  int argc = 1;
-  char name[] = "test";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:critical");
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
   const ClusterPlatform platform = BuildClusterPlatform(*MakeCluster("dgx-h100", nodes), "");
   double finish = 0;
   LaunchRingAllReduce({platform.gpus.begin(), platform.gpus.begin() + n}, bytes, &finish);
-  engine.run();
+  engine->run();
   return finish;
 }
 

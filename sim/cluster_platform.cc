@@ -10,9 +10,11 @@ namespace pipette {
 namespace sg4 = simgrid::s4u;
 using Direction = sg4::LinkInRoute::Direction;
 
-ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix) {
+ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
+                                     sg4::NetZone* parent) {
   ClusterPlatform platform;
   auto* top = sg4::create_star_zone(prefix + "switch");
+  if (parent != nullptr) top->set_parent(parent);
   const int gpus = cluster.gpus_per_node;
   const int nics = std::clamp(cluster.nics_per_node, 1, gpus);
   for (int n = 0; n < cluster.nodes; ++n) {

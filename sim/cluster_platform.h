@@ -18,7 +18,8 @@
 
 namespace simgrid::s4u {
 class Host;
-}
+class NetZone;
+}  // namespace simgrid::s4u
 
 namespace pipette {
 
@@ -26,8 +27,10 @@ struct ClusterPlatform {
   std::vector<simgrid::s4u::Host*> gpus;  // node * gpus_per_node + gpu
 };
 
-// Builds `cluster` under the engine's root zone with names starting with `prefix`. REQUIRES: a
-// SimGrid engine exists and the network model is configured (CM02 without cross-traffic).
-ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix);
+// Builds `cluster` with names starting with `prefix`, as a child of `parent` (nullptr: as the
+// engine's root zone). REQUIRES: a SimGrid engine exists and the network model is configured
+// (MakeEngine).
+ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
+                                     simgrid::s4u::NetZone* parent = nullptr);
 
 }  // namespace pipette

@@ -9,6 +9,7 @@
 #include <simgrid/s4u.hpp>
 #include <string>
 
+#include "sim/cluster_platform.h"
 #include "sim/sim_engine.h"
 
 namespace pipette {
@@ -27,6 +28,7 @@ struct Channels {
   sg4::MutexPtr mutex = sg4::Mutex::create();
   std::vector<sg4::ConditionVariablePtr> arrived;  // one per receiving rank
   std::vector<sg4::Host*> hosts;                   // one per rank
+  bool real_sizes = false;                         // messages carry their bytes (cluster)
 };
 
 std::int64_t MessageKey(const Action& a) {
@@ -51,10 +53,10 @@ class SimGridRuntime final : public RankRuntime {
     if (seconds > 0) sg4::this_actor::execute(seconds);
   }
 
-  void Send(const Instruction& ins, std::int64_t) override {
+  void Send(const Instruction& ins, std::int64_t bytes) override {
     // The ideal network carries 0 bytes: only the route's latency counts.
     sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
-                            ->set_payload_size(0);
+                            ->set_payload_size(channels_.real_sizes ? bytes : 0);
     comm->start();
     std::unique_lock lock(*channels_.mutex);
     channels_.in_flight[MessageKey(ins.action)] = comm;
@@ -92,6 +94,24 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: {} stage costs for a program of {} stages", index,
                     c.costs.stages.size(), c.program->num_stages()));
   }
+  if (c.cluster != nullptr) {
+    const int gpus = c.cluster->world_size();
+    std::vector<bool> used(gpus, false);
+    if (static_cast<int>(c.gpu_of_rank.size()) != c.program->p) {
+      return Status::InvalidArgument(
+          fmt::format("simulation case {}: {} GPU assignments for {} ranks", index,
+                      c.gpu_of_rank.size(), c.program->p));
+    }
+    for (int r = 0; r < c.program->p; ++r) {
+      const int g = c.gpu_of_rank[r];
+      if (g < 0 || g >= gpus || used[g]) {
+        return Status::InvalidArgument(fmt::format(
+            "simulation case {}: rank {} on GPU {}: cluster '{}' has GPUs 0..{}, one rank each",
+            index, r, g, c.cluster->name, gpus - 1));
+      }
+      used[g] = true;
+    }
+  }
   if (!(c.latency >= 0 && c.latency <= kMaxCost)) {
     return Status::InvalidArgument(
         fmt::format("simulation case {}: latency = {}: must be a number in [0, {:g}]", index,
@@ -114,11 +134,15 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
 
   const std::unique_ptr<sg4::Engine> engine = MakeEngine();
 
-  // One star zone: every rank's host hangs off its own link; a route crosses the sender's link and
-  // the receiver's, each with half the case's latency.
+  // Ideal-network cases share one star zone: every rank's host hangs off its own link; a route
+  // crosses the sender's link and the receiver's, each with half the case's latency. Cluster
+  // cases get their own platform.
+  auto* root = sg4::create_full_zone("root");
   auto* zone = sg4::create_star_zone("ranks");
+  zone->set_parent(root);
   std::vector<std::vector<sg4::Host*>> hosts(cases.size());
   for (std::size_t c = 0; c < cases.size(); ++c) {
+    if (cases[c].cluster != nullptr) continue;
     for (int r = 0; r < cases[c].program->p; ++r) {
       auto* host = zone->create_host(fmt::format("case{}-rank{}", c, r), 1.0)->seal();
       auto* link = zone->create_link(host->get_name() + "-link", 1e30)
@@ -131,6 +155,13 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
     }
   }
   zone->seal();
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    if (cases[c].cluster == nullptr) continue;
+    const ClusterPlatform platform =
+        BuildClusterPlatform(*cases[c].cluster, fmt::format("case{}-", c), root);
+    for (int g : cases[c].gpu_of_rank) hosts[c].push_back(platform.gpus[g]);
+  }
+  root->seal();
 
   std::vector<SimulationResult> results(cases.size());
   std::vector<std::vector<std::vector<TraceEvent>>> traces(cases.size());
@@ -141,6 +172,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
     channels.push_back(std::make_unique<Channels>());
     Channels& ch = *channels.back();
     ch.hosts = hosts[c];
+    ch.real_sizes = sc.cluster != nullptr;
     for (int r = 0; r < sc.program->p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
     for (int r = 0; r < sc.program->p; ++r) {
       sg4::Actor::create(fmt::format("case{}-rank{}", c, r), hosts[c][r],

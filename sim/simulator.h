@@ -2,11 +2,13 @@
 // through the interpreter loop shared with the real engines (RunRank). SimGrid calls live only in
 // sim/.
 //
-// This first engine simulates an ideal network: every message takes exactly the case's fixed
-// latency (CM02 without cross-traffic or TCP-gamma bound; unbounded bandwidth, so messages are
-// simulated as 0 bytes while the trace keeps their real size). A send starts a host-to-host
-// transfer at once, whether or not the receiver is ready: evaluate()'s model. The cluster platform
-// (NVLink stars, InfiniBand fat-tree), data parallelism and memory tracking build on this.
+// A case runs either on a cluster platform (cluster_platform.h: NVLink ports, rail NICs, node
+// uplinks; messages of their real size) or on an ideal network: every message takes exactly the
+// case's fixed latency (CM02 without cross-traffic or TCP-gamma bound; unbounded bandwidth, so
+// messages are simulated as 0 bytes while the trace keeps their real size). A send starts a
+// host-to-host transfer at once, whether or not the receiver is ready: evaluate()'s model. The
+// cluster platform (NVLink stars, InfiniBand fat-tree), data parallelism and memory tracking build
+// on this.
 //
 // SimGrid allows one engine per process, so Simulate() runs every case it is given side by side in
 // one engine (separate hosts and links: the cases do not interact) and may be called
@@ -15,6 +17,7 @@
 
 #include <vector>
 
+#include "pipette/cluster/cluster_spec.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/rank_interpreter.h"
 #include "pipette/schedule/costs.h"
@@ -25,8 +28,13 @@ namespace pipette {
 struct SimulationCase {
   const Program* program = nullptr;
   Costs costs;         // one entry per stage, seconds
-  MessageSizes sizes;  // for the trace
-  double latency = 0;  // seconds per message
+  MessageSizes sizes;  // bytes per message (traced; simulated on a cluster)
+  double latency = 0;  // ideal network: seconds per message
+  // A cluster instead of the ideal network: rank r runs on GPU gpu_of_rank[r] (node *
+  // gpus_per_node + gpu) and messages of their real size cross the platform of
+  // cluster_platform.h. nullptr: the ideal network.
+  const ClusterSpec* cluster = nullptr;
+  std::vector<int> gpu_of_rank;
 };
 
 struct SimulationResult {
@@ -37,8 +45,8 @@ struct SimulationResult {
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
-// InvalidArgument for a case without a program, with costs of the wrong shape or a negative or
-// non-finite latency.
+// InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
+// non-finite latency, or a GPU mapping that is not one distinct GPU of the cluster per rank.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
 
 }  // namespace pipette

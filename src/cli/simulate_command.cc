@@ -53,8 +53,11 @@ int Run(const SimulateOptions& o) {
   Result<Program> program = Lower(*schedule);
   if (!program.ok()) return Fail(program.status());
   const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
-  Result<std::vector<SimulationResult>> results = Simulate({SimulationCase{
-      &*program, Costs::Uniform(schedule->num_stages(), seconds), {}, o.latency_us / 1e6}});
+  SimulationCase one;
+  one.program = &*program;
+  one.costs = Costs::Uniform(schedule->num_stages(), seconds);
+  one.latency = o.latency_us / 1e6;
+  Result<std::vector<SimulationResult>> results = Simulate({one});
   if (!results.ok()) return Fail(results.status());
   const SimulationResult& r = results->front();
 

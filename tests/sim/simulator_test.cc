@@ -45,7 +45,11 @@ TEST(Simulator, ReproducesEvaluateExactlyForEverySchedule) {
           options.p2p_latency = latency;
           options.record_timeline = true;
           e.evaluation = *Evaluate(*e.program, costs, options);
-          cases.push_back({e.program.get(), costs, {}, latency});
+          SimulationCase sc;
+          sc.program = e.program.get();
+          sc.costs = costs;
+          sc.latency = latency;
+          cases.push_back(std::move(sc));
           expected.push_back(std::move(e));
         }
       }

@@ -1,0 +1,93 @@
+// Simulating on the cluster platform with real message sizes. Where no two messages share a link
+// direction at the same time, every message takes alpha + S/beta of its path, so the simulation
+// must equal evaluate() with that latency: GPipe (forwards then backwards, one message per port
+// direction at a time) and 1F1B on two GPUs, inside a node (NVLink) and across nodes (NIC), with
+// transfers shorter than a forward. Longer transfers overlap on a port and share it: slower.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "pipette/cluster/cluster_registry.h"
+#include "pipette/schedule/evaluate.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "sim/simulator.h"
+
+namespace pipette {
+namespace {
+
+struct Case {
+  std::string schedule;
+  int p, m;
+  std::vector<int> gpus;
+  double bytes;
+  int nodes;
+};
+
+TEST(ClusterSimulation, ContentionFreeRunsEqualEvaluateWithAlphaPlusSizeOverBeta) {
+  // Every transfer is shorter than a forward (1 ms), so a port never carries two at once.
+  const Case cases[] = {
+      {"gpipe", 4, 8, {0, 1, 2, 3}, 1e6, 1},  // NVLink: 4.2 us per message
+      {"1f1b", 2, 8, {2, 6}, 2e8, 1},         // NVLink: 0.45 ms
+      {"gpipe", 2, 6, {0, 8}, 2e7, 2},        // across nodes, its NIC: 0.4 ms
+      {"1f1b", 2, 8, {5, 13}, 3e7, 2},        // across nodes: 0.6 ms
+      // Contention: 2 ms transfers overlap on the sender's port and share its bandwidth.
+      {"gpipe", 2, 6, {0, 8}, 1e8, 2},
+  };
+  std::vector<std::unique_ptr<Program>> programs;
+  std::vector<std::unique_ptr<ClusterSpec>> clusters;
+  std::vector<double> expected;
+  std::vector<SimulationCase> sim_cases;
+  const StageCost cost{1e-3, 1.5e-3, 0.5e-3};
+  for (const Case& c : cases) {
+    clusters.push_back(std::make_unique<ClusterSpec>(*MakeCluster("dgx-h100", c.nodes)));
+    const ClusterSpec& cluster = *clusters.back();
+    programs.push_back(std::make_unique<Program>(
+        *Lower(*MakeSchedule(c.schedule, ScheduleParams{c.p, 0, c.m, 0}))));
+    const LinkSpec link = c.nodes == 1 ? cluster.intra_node : cluster.inter_node;
+    EvaluateOptions options;
+    options.p2p_latency = link.latency + c.bytes / link.bandwidth;
+    const Costs costs = Costs::Uniform(programs.back()->num_stages(), cost);
+    expected.push_back(Evaluate(*programs.back(), costs, options)->makespan);
+
+    SimulationCase sc;
+    sc.program = programs.back().get();
+    sc.costs = costs;
+    sc.sizes.stage_output_bytes.assign(programs.back()->num_stages(),
+                                       static_cast<std::int64_t>(c.bytes));
+    sc.cluster = &cluster;
+    sc.gpu_of_rank = c.gpus;
+    sim_cases.push_back(std::move(sc));
+  }
+  Result<std::vector<SimulationResult>> results = Simulate(sim_cases);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::size_t contended = sim_cases.size() - 1;
+  EXPECT_GT((*results)[contended].makespan, expected[contended] * 1.05);
+  for (std::size_t k = 0; k < contended; ++k) {
+    EXPECT_NEAR((*results)[k].makespan, expected[k], 1e-12 * expected[k])
+        << cases[k].schedule << " on GPUs " << cases[k].gpus[0] << ", " << cases[k].gpus[1];
+  }
+  // The messages are traced with their sizes.
+  for (const TraceEvent& e : (*results)[0].trace) {
+    if (!IsCompute(e.action.kind)) {
+      EXPECT_EQ(e.bytes, 1'000'000);
+    }
+  }
+}
+
+TEST(ClusterSimulation, RejectsABadGpuMapping) {
+  const ClusterSpec cluster = *MakeCluster("dgx-h100", 1);
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{2, 0, 2, 0}));
+  SimulationCase sc;
+  sc.program = &program;
+  sc.costs = Costs::Uniform(2, {});
+  sc.cluster = &cluster;
+  sc.gpu_of_rank = {3, 3};
+  Result<std::vector<SimulationResult>> results = Simulate({sc});
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().message(),
+            "simulation case 0: rank 1 on GPU 3: cluster 'dgx-h100' has GPUs 0..7, one rank each");
+}
+
+}  // namespace
+}  // namespace pipette

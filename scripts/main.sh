@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-./build/pipette schedule 1f1b -p 4 -m 8
+./build/pipette simulate

@@ -1,7 +1,11 @@
-// `pipette simulate --times F=..,I=..,W=.. [--schedule NAME] [-p P] [-v V] [-m M]
-//  [--ideal-network] [--latency-us X] [--format text|json]`: one training step of a schedule on
-// the SimGrid engine with per-chunk times in milliseconds. Model- and cluster-based simulation
-// (--model, --cluster, data parallelism, memory) is the next part of the SimGrid engine work.
+// `pipette simulate [--model NAME|FILE] [--cluster NAME|FILE] [--nodes N] [--pp P --dp D --tp T
+//  -v V] [--schedule NAME] [-m M] [--micro-batch-size B] [--seq-len L] [--dtype D] [--zero Z]
+//  [--recompute] [--efficiency E] [--ideal-network] [--latency-us X] [--format text|json]`: one
+// training step on the SimGrid engine. The model is partitioned (balanced) and timed with the
+// roofline; the pipeline runs on the cluster platform with real message sizes (or an ideal
+// network); the data-parallel gradient all-reduce of each stage follows its rank's last action
+// (analytic ring). With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is
+// bypassed and the step equals `pipette schedule`'s makespan.
 #include <fmt/core.h>
 
 #include <iostream>
@@ -9,7 +13,13 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "pipette/cluster/cluster_registry.h"
 #include "pipette/common/build_info.h"
+#include "pipette/cost/collectives.h"
+#include "pipette/cost/roofline_cost_model.h"
+#include "pipette/model/model_registry.h"
+#include "pipette/partition/partitioner.h"
+#include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "sim/simulator.h"
@@ -24,7 +34,21 @@ struct SimulateOptions {
   bool ideal_network = false;
   double latency_us = 0;
   std::string format = "text";
+  // Model path.
+  std::string model = "gpt3-1.3b";
+  std::string cluster = "dgx-h100";
+  int nodes = 0;  // 0: the preset's
+  int dp = 1;
+  int tp = 1;
+  int micro_batch_size = 1;
+  int seq_len = 2048;
+  std::string dtype = "bf16";
+  int zero = 0;
+  bool recompute = false;
+  double efficiency = 0.5;
 };
+
+int RunModel(const SimulateOptions& o);
 
 int Fail(const Status& status) {
   fmt::print(stderr, "pipette simulate: {}\n", status.message());
@@ -32,15 +56,11 @@ int Fail(const Status& status) {
 }
 
 int Run(const SimulateOptions& o) {
-  if (o.times.empty()) {
-    return Fail(Status::InvalidArgument(
-        "--times F=..,I=..,W=.. (milliseconds per chunk) is required: simulation from a model "
-        "and a cluster (--model, --cluster) is not available yet"));
-  }
+  if (o.times.empty()) return RunModel(o);
   if (!o.ideal_network) {
     return Fail(Status::InvalidArgument(
-        "--ideal-network is required with --times: the cluster network model is not available "
-        "yet"));
+        "--times needs --ideal-network: with per-chunk times there is no model to size the "
+        "messages on a cluster"));
   }
   if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
     return Fail(Status::InvalidArgument(
@@ -87,6 +107,163 @@ int Run(const SimulateOptions& o) {
   return kExitOk;
 }
 
+int RunModel(const SimulateOptions& o) {
+  Result<DType> dtype = ParseDType(o.dtype, "--dtype");
+  if (!dtype.ok()) return Fail(dtype.status());
+  if (o.nodes < 0)
+    return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
+  ParallelConfig config;
+  config.pp = o.params.p;
+  config.dp = o.dp;
+  config.tp = o.tp;
+  config.microbatches = o.params.m;
+  config.micro_batch_size = o.micro_batch_size;
+  config.seq_len = o.seq_len;
+  config.zero_stage = o.zero;
+  config.recompute = o.recompute;
+  config.dtype = *dtype;
+  Result<Schedule> schedule = MakeSchedule(o.schedule, o.params);
+  if (!schedule.ok()) return Fail(schedule.status());
+  config.v = schedule->v;
+  if (config.micro_batch_size < 1 || config.seq_len < 1) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--micro-batch-size = {}, --seq-len = {}: both must be >= 1",
+                    config.micro_batch_size, config.seq_len)));
+  }
+  Result<ModelGraph> model =
+      MakeModel(o.model, Workload{config.micro_batch_size, config.seq_len, config.dtype});
+  if (!model.ok()) return Fail(model.status());
+  Result<ClusterSpec> cluster = MakeCluster(o.cluster, o.nodes);
+  if (!cluster.ok()) return Fail(cluster.status());
+  if (Status valid = ValidateParallelConfig(config, *model, *cluster); !valid.ok()) {
+    return Fail(valid);  // e.g. more GPUs than the cluster has: never a silent resize
+  }
+  Result<Program> program = Lower(*schedule);
+  if (!program.ok()) return Fail(program.status());
+  Result<Evaluation> counts = Evaluate(*program, Costs::Uniform(schedule->num_stages(), {}));
+  if (!counts.ok()) return Fail(counts.status());
+  Result<RooflineCostModel> cost =
+      RooflineCostModel::Make(*cluster, config, RooflineOptions{o.efficiency, 0.8});
+  if (!cost.ok()) return Fail(cost.status());
+  const MemoryModel memory(config);
+  PartitionRequest request;
+  request.tp = config.tp;
+  request.recompute = config.recompute;
+  request.memory = &memory;
+  request.device_memory = static_cast<double>(cluster->gpu.memory_bytes);
+  request.peak_chunks = counts->peak_activations;
+  request.peak_pending_w = counts->peak_pending_w;
+  Result<StagePlan> plan = Partition(*model, schedule->placement, *cost, request);
+  if (!plan.ok()) return Fail(plan.status());
+
+  // Replica 0 of the pipeline: rank r on GPU r*tp (its tensor-parallel group is r*tp .. +tp-1);
+  // replica d's rank r on GPU (d*pp + r)*tp. Messages between stages carry the stage output split
+  // over the tensor-parallel group.
+  SimulationCase one;
+  one.program = &*program;
+  one.costs = plan->ToCosts();
+  for (const StageInfo& stage : plan->stages) {
+    one.sizes.stage_output_bytes.push_back(stage.boundary_bytes / config.tp);
+  }
+  if (o.ideal_network) {
+    one.latency = o.latency_us / 1e6;
+  } else {
+    one.cluster = &*cluster;
+    for (int r = 0; r < config.pp; ++r) one.gpu_of_rank.push_back(r * config.tp);
+  }
+  Result<std::vector<SimulationResult>> results = Simulate({one});
+  if (!results.ok()) return Fail(results.status());
+  const SimulationResult& sim = results->front();
+
+  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas), after the
+  // rank's last action.
+  const int gpn = cluster->gpus_per_node;
+  std::vector<double> rank_end(config.pp, 0.0), allreduce(config.pp, 0.0), grads(config.pp, 0.0);
+  for (const TraceEvent& e : sim.trace) rank_end[e.rank] = std::max(rank_end[e.rank], e.end);
+  for (const StageInfo& stage : plan->stages) grads[stage.rank] += stage.params_per_gpu;
+  double step = 0;
+  for (int r = 0; r < config.pp; ++r) {
+    bool crosses_nodes = false;
+    for (int d = 0; d < config.dp; ++d) {
+      const int here = (d * config.pp + r) * config.tp;
+      const int next = (((d + 1) % config.dp) * config.pp + r) * config.tp;
+      crosses_nodes |= here / gpn != next / gpn;
+    }
+    const LinkSpec& link = crosses_nodes ? cluster->inter_node : cluster->intra_node;
+    allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
+    step = std::max(step, rank_end[r] + allreduce[r]);
+  }
+  const std::vector<MemoryBreakdown> rank_memory = RankMemory(*plan, request);
+  int oom_rank = -1;
+  for (int r = 0; r < config.pp; ++r) {
+    if (rank_memory[r].total() > cluster->gpu.memory_bytes && oom_rank < 0) oom_rank = r;
+  }
+  double model_flops = 0;
+  for (std::size_t v = 0; v < model->num_layers(); ++v) {
+    const Layer& layer = model->layer(v);
+    model_flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
+  }
+  model_flops *= static_cast<double>(config.microbatches) * config.dp;
+  const double world = config.world_size();
+  const double mfu = model_flops / (step * world * cluster->gpu.peak_flops.at(config.dtype));
+  const double tokens_per_s = static_cast<double>(config.microbatches) * config.micro_batch_size *
+                              config.seq_len * config.dp / step;
+  const std::string status = oom_rank < 0 ? "ok" : "oom";
+
+  if (o.format == "json") {
+    nlohmann::ordered_json json;
+    json["model"] = model->name;
+    json["cluster"] = cluster->name;
+    json["nodes"] = cluster->nodes;
+    json["schedule"] = schedule->name;
+    json["pp"] = config.pp;
+    json["dp"] = config.dp;
+    json["tp"] = config.tp;
+    json["v"] = config.v;
+    json["m"] = config.microbatches;
+    json["step_time_s"] = step;
+    json["pipeline_time_s"] = sim.makespan;
+    json["allreduce_s"] = allreduce;
+    json["bubble_ratio"] = sim.bubble_ratio;
+    json["mfu"] = mfu;
+    json["tokens_per_s"] = tokens_per_s;
+    auto& peak = json["peak_memory_bytes"] = nlohmann::ordered_json::array();
+    for (const MemoryBreakdown& m : rank_memory) peak.push_back(m.total());
+    json["device_memory_bytes"] = cluster->gpu.memory_bytes;
+    json["status"] = status;
+    if (oom_rank >= 0) json["oom_rank"] = oom_rank;
+    std::cout << json.dump() << "\n";
+    return kExitOk;
+  }
+  fmt::print("# pipette {} simulate {} on {} ({} x {} {}), SimGrid{}\n", Version(), model->name,
+             cluster->name, cluster->nodes, cluster->gpus_per_node, cluster->gpu.name,
+             o.ideal_network ? ", ideal network" : "");
+  fmt::print(
+      "# {} pp={} dp={} tp={} v={} m={} micro_batch_size={} seq_len={} dtype={} zero={} "
+      "recompute={} efficiency={}\n",
+      schedule->name, config.pp, config.dp, config.tp, config.v, config.microbatches,
+      config.micro_batch_size, config.seq_len, DTypeName(config.dtype), config.zero_stage,
+      config.recompute ? "yes" : "no", o.efficiency);
+  fmt::print("status        {}{}\n", status,
+             oom_rank < 0 ? ""
+                          : fmt::format(" (rank {} needs {:.2f} GB of {:.2f} GB)", oom_rank,
+                                        rank_memory[oom_rank].total() / 1e9,
+                                        cluster->gpu.memory_bytes / 1e9));
+  fmt::print("step_time     {:.4f} ms   (pipeline {:.4f} ms + data-parallel all-reduce)\n",
+             step * 1e3, sim.makespan * 1e3);
+  fmt::print("tokens_per_s  {:.0f}\n", tokens_per_s);
+  fmt::print("mfu           {:.3f}\n", mfu);
+  fmt::print("bubble_ratio  {:.4f}   (pipeline, idle/total)\n", sim.bubble_ratio);
+  fmt::print("#\n# rank       busy  all-reduce       idle  peak_memory\n");
+  fmt::print("#    -       [ms]        [ms]       [ms]         [GB]\n");
+  for (int r = 0; r < config.pp; ++r) {
+    fmt::print("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, sim.busy[r] * 1e3,
+               allreduce[r] * 1e3, (step - sim.busy[r] - allreduce[r]) * 1e3,
+               rank_memory[r].total() / 1e9);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
@@ -96,10 +273,24 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("-p,--pp", o->params.p, "Pipeline ranks")->capture_default_str();
   cmd->add_option("-v,--chunks", o->params.v, "Stages per rank (default: the schedule's)");
   cmd->add_option("-m,--microbatches", o->params.m, "Microbatches")->capture_default_str();
-  cmd->add_option("--times", o->times, "Per-chunk times in ms: F=..,I=..,W=.. (B = I+W)");
+  cmd->add_option("--times", o->times,
+                  "Per-chunk times in ms, F=..,I=..,W=.. (B = I+W): bypasses the model");
   cmd->add_flag("--ideal-network", o->ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us");
   cmd->add_option("--latency-us", o->latency_us, "Per-message latency (microseconds)")
+      ->capture_default_str();
+  cmd->add_option("--model", o->model, "Model preset or .toml")->capture_default_str();
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")->capture_default_str();
+  cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
+  cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
+  cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")->capture_default_str();
+  cmd->add_option("--zero", o->zero, "ZeRO stage 0-3")->capture_default_str();
+  cmd->add_flag("--recompute", o->recompute, "Full activation recomputation");
+  cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")
       ->capture_default_str();
   cmd->add_option("--format", o->format, "text or json")
       ->capture_default_str()

@@ -262,8 +262,7 @@ TEST(Cli, SimulateOnAnIdealNetworkReproducesTheScheduleMakespan) {
 
 TEST(Cli, SimulateBadInputExitsTwo) {
   const std::pair<const char*, const char*> cases[] = {
-      {"simulate --ideal-network", "--times"},
-      {"simulate --times F=1 ", "--ideal-network is required"},
+      {"simulate --times F=1 ", "--times needs --ideal-network"},
       {"simulate --times F=1 --ideal-network --latency-us -3", "--latency-us = -3"},
       {"simulate --times F=1 --ideal-network --schedule zbv -v 3", "v = 3"},
       {"simulate --times Q=1 --ideal-network", "unknown key 'Q'"},
@@ -273,6 +272,51 @@ TEST(Cli, SimulateBadInputExitsTwo) {
     EXPECT_EQ(run.exit_code, 2) << args;
     EXPECT_NE(run.err.find(message), std::string::npos) << args << " -> " << run.err;
   }
+}
+
+TEST(Cli, SimulateWithoutArgumentsRunsTheDefaultModelOnTheDefaultCluster) {
+  CommandResult run = Pipette("simulate --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["model"], "gpt3-1.3b");
+  EXPECT_EQ(json["cluster"], "dgx-h100");
+  EXPECT_EQ(json["status"], "ok");
+  const double step = json["step_time_s"].get<double>();
+  EXPECT_GT(step, 0);
+  EXPECT_DOUBLE_EQ(step, json["pipeline_time_s"].get<double>());  // dp = 1: no all-reduce
+  EXPECT_GT(json["mfu"].get<double>(), 0.05);
+  EXPECT_LT(json["mfu"].get<double>(), 0.5);  // at most the roofline's efficiency
+  // 1F1B at p = 4, m = 8: the bubble is near (p-1)/(m+p-1) = 3/11.
+  EXPECT_NEAR(json["bubble_ratio"].get<double>(), 3.0 / 11, 0.03);
+  EXPECT_NEAR(json["tokens_per_s"].get<double>(), 8 * 2048 / step, 1e-6 * 8 * 2048 / step);
+  EXPECT_EQ(json["peak_memory_bytes"].size(), 4u);
+}
+
+TEST(Cli, SimulateAddsTheDataParallelAllReduce) {
+  CommandResult run = Pipette("simulate --dp 2 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  for (const auto& seconds : json["allreduce_s"]) EXPECT_GT(seconds.get<double>(), 0);
+  EXPECT_GT(json["step_time_s"].get<double>(), json["pipeline_time_s"].get<double>());
+}
+
+TEST(Cli, SimulateReportsOomNamingTheRank) {
+  CommandResult run = Pipette("simulate --model llama3-70b --pp 2 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["status"], "oom");
+  EXPECT_EQ(json["oom_rank"], 0);
+  CommandResult text = Pipette("simulate --model llama3-70b --pp 2");
+  EXPECT_NE(text.out.find("status        oom (rank 0 needs"), std::string::npos) << text.out;
+}
+
+TEST(Cli, SimulateRefusesMoreGpusThanTheClusterHas) {
+  CommandResult run = Pipette("simulate --pp 16 -m 32");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("more than the 8 GPUs"), std::string::npos) << run.err;
+  EXPECT_EQ(Pipette("simulate --pp 16 -m 32 --nodes 2 --format json").exit_code, 0);
+  EXPECT_EQ(Pipette("simulate --model nosuch").exit_code, 2);
+  EXPECT_EQ(Pipette("simulate --cluster nosuch").exit_code, 2);
 }
 
 }  // namespace

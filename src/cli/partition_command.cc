@@ -10,17 +10,13 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_plan.h"
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cluster/parallel_config.h"
 #include "pipette/common/build_info.h"
-#include "pipette/cost/memory_model.h"
-#include "pipette/cost/roofline_cost_model.h"
 #include "pipette/model/model_registry.h"
 #include "pipette/partition/partitioner.h"
-#include "pipette/schedule/evaluate.h"
-#include "pipette/schedule/lower.h"
-#include "pipette/schedule/registry.h"
 
 namespace pipette::cli {
 namespace {
@@ -59,9 +55,6 @@ std::string LayerSummary(const ModelGraph& model, const StageInfo& stage) {
 int Run(PartitionOptions o) {
   if (o.microbatches_option->count() == 0) o.config.microbatches = 2 * o.config.pp;
   if (o.model.empty()) return Fail(Status::InvalidArgument("missing --model NAME|FILE"));
-  Result<DType> dtype = ParseDType(o.dtype, "--dtype");
-  if (!dtype.ok()) return Fail(dtype.status());
-  o.config.dtype = *dtype;
   Result<PartitionStrategy> strategy = ParsePartitionStrategy(o.strategy);
   if (!strategy.ok()) return Fail(strategy.status());
   for (const auto& [key, value] :
@@ -73,52 +66,30 @@ int Run(PartitionOptions o) {
   if (o.nodes < 0) {
     return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
   }
-  if (o.schedule.empty()) o.schedule = o.config.v == 1 ? "1f1b" : "interleaved-1f1b";
-
-  const Workload workload{o.config.micro_batch_size, o.config.seq_len, o.config.dtype};
-  if (workload.micro_batch_size < 1 || workload.seq_len < 1) {
-    return Fail(Status::InvalidArgument(
-        fmt::format("--micro-batch-size = {}, --seq-len = {}: both must be >= 1",
-                    workload.micro_batch_size, workload.seq_len)));
-  }
-  Result<ModelGraph> model = MakeModel(o.model, workload);
-  if (!model.ok()) return Fail(model.status());
+  // Without --nodes: as many nodes as pp*dp*tp GPUs need.
   Result<ClusterSpec> base = MakeCluster(o.cluster, 0);
   if (!base.ok()) return Fail(base.status());
   const long long gpus = 1LL * o.config.pp * o.config.dp * o.config.tp;
-  const int nodes = o.nodes > 0 ? o.nodes
-                                : static_cast<int>(std::max<long long>(
-                                      1, (gpus + base->gpus_per_node - 1) / base->gpus_per_node));
-  Result<ClusterSpec> cluster = MakeCluster(o.cluster, nodes);
-  if (!cluster.ok()) return Fail(cluster.status());
-  if (Status valid = ValidateParallelConfig(o.config, *model, *cluster); !valid.ok()) {
-    return Fail(valid);
-  }
-
-  // The schedule gives the placement (loop or V) and the in-flight counts for memory.
-  Result<Schedule> schedule =
-      MakeSchedule(o.schedule, ScheduleParams{o.config.pp, o.config.v, o.config.microbatches, 0});
-  if (!schedule.ok()) return Fail(schedule.status());
-  Result<Program> program = Lower(*schedule);
-  if (!program.ok()) return Fail(program.status());
-  Result<Evaluation> counts = Evaluate(*program, Costs::Uniform(schedule->num_stages(), {}));
-  if (!counts.ok()) return Fail(counts.status());
-
-  Result<RooflineCostModel> cost =
-      RooflineCostModel::Make(*cluster, o.config, RooflineOptions{o.efficiency, 0.8});
-  if (!cost.ok()) return Fail(cost.status());
-  const MemoryModel memory(o.config);
-  PartitionRequest request;
-  request.strategy = *strategy;
-  request.tp = o.config.tp;
-  request.recompute = o.config.recompute;
-  request.memory = &memory;
-  request.device_memory = static_cast<double>(cluster->gpu.memory_bytes);
-  request.peak_chunks = counts->peak_activations;
-  request.peak_pending_w = counts->peak_pending_w;
-  Result<StagePlan> plan = Partition(*model, schedule->placement, *cost, request);
-  if (!plan.ok()) return Fail(plan.status());
-  const std::vector<MemoryBreakdown> rank_memory = RankMemory(*plan, request);
+  ModelPlanOptions options;
+  options.model = o.model;
+  options.cluster = o.cluster;
+  options.nodes = o.nodes > 0 ? o.nodes
+                              : static_cast<int>(std::max<long long>(
+                                    1, (gpus + base->gpus_per_node - 1) / base->gpus_per_node));
+  options.schedule =
+      o.schedule.empty() ? (o.config.v == 1 ? "1f1b" : "interleaved-1f1b") : o.schedule;
+  options.config = o.config;
+  options.dtype = o.dtype;
+  options.efficiency = o.efficiency;
+  options.strategy = *strategy;
+  Result<ModelPlan> built = BuildModelPlan(options);
+  if (!built.ok()) return Fail(built.status());
+  const ModelPlan& p = *built;
+  const StagePlan* plan = &p.plan;
+  const ModelGraph* model = &p.model;
+  const ClusterSpec* cluster = &p.cluster;
+  const std::vector<MemoryBreakdown>& rank_memory = p.rank_memory;
+  o.schedule = options.schedule;
 
   if (o.format == "json") {
     nlohmann::ordered_json json;
@@ -151,7 +122,7 @@ int Run(PartitionOptions o) {
     return kExitOk;
   }
 
-  const ParallelConfig& c = o.config;
+  const ParallelConfig& c = p.config;
   fmt::print("# pipette {} partition {} ({:.4g} B params) strategy={}\n", Version(), plan->model,
              plan->total_params / 1e9, PartitionStrategyName(*strategy));
   fmt::print(

@@ -13,13 +13,10 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "pipette/cluster/cluster_registry.h"
+#include "cli/model_plan.h"
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
-#include "pipette/cost/roofline_cost_model.h"
-#include "pipette/model/model_registry.h"
 #include "pipette/partition/partitioner.h"
-#include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "sim/simulator.h"
@@ -108,53 +105,32 @@ int Run(const SimulateOptions& o) {
 }
 
 int RunModel(const SimulateOptions& o) {
-  Result<DType> dtype = ParseDType(o.dtype, "--dtype");
-  if (!dtype.ok()) return Fail(dtype.status());
-  if (o.nodes < 0)
-    return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
-  ParallelConfig config;
-  config.pp = o.params.p;
-  config.dp = o.dp;
-  config.tp = o.tp;
-  config.microbatches = o.params.m;
-  config.micro_batch_size = o.micro_batch_size;
-  config.seq_len = o.seq_len;
-  config.zero_stage = o.zero;
-  config.recompute = o.recompute;
-  config.dtype = *dtype;
-  Result<Schedule> schedule = MakeSchedule(o.schedule, o.params);
-  if (!schedule.ok()) return Fail(schedule.status());
-  config.v = schedule->v;
-  if (config.micro_batch_size < 1 || config.seq_len < 1) {
-    return Fail(Status::InvalidArgument(
-        fmt::format("--micro-batch-size = {}, --seq-len = {}: both must be >= 1",
-                    config.micro_batch_size, config.seq_len)));
-  }
-  Result<ModelGraph> model =
-      MakeModel(o.model, Workload{config.micro_batch_size, config.seq_len, config.dtype});
-  if (!model.ok()) return Fail(model.status());
-  Result<ClusterSpec> cluster = MakeCluster(o.cluster, o.nodes);
-  if (!cluster.ok()) return Fail(cluster.status());
-  if (Status valid = ValidateParallelConfig(config, *model, *cluster); !valid.ok()) {
-    return Fail(valid);  // e.g. more GPUs than the cluster has: never a silent resize
-  }
-  Result<Program> program = Lower(*schedule);
-  if (!program.ok()) return Fail(program.status());
-  Result<Evaluation> counts = Evaluate(*program, Costs::Uniform(schedule->num_stages(), {}));
-  if (!counts.ok()) return Fail(counts.status());
-  Result<RooflineCostModel> cost =
-      RooflineCostModel::Make(*cluster, config, RooflineOptions{o.efficiency, 0.8});
-  if (!cost.ok()) return Fail(cost.status());
-  const MemoryModel memory(config);
-  PartitionRequest request;
-  request.tp = config.tp;
-  request.recompute = config.recompute;
-  request.memory = &memory;
-  request.device_memory = static_cast<double>(cluster->gpu.memory_bytes);
-  request.peak_chunks = counts->peak_activations;
-  request.peak_pending_w = counts->peak_pending_w;
-  Result<StagePlan> plan = Partition(*model, schedule->placement, *cost, request);
-  if (!plan.ok()) return Fail(plan.status());
+  ModelPlanOptions options;
+  options.model = o.model;
+  options.cluster = o.cluster;
+  options.nodes = o.nodes;
+  options.schedule = o.schedule;
+  options.config.pp = o.params.p;
+  options.config.v = o.params.v;
+  options.config.dp = o.dp;
+  options.config.tp = o.tp;
+  options.config.microbatches = o.params.m;
+  options.config.micro_batch_size = o.micro_batch_size;
+  options.config.seq_len = o.seq_len;
+  options.config.zero_stage = o.zero;
+  options.config.recompute = o.recompute;
+  options.dtype = o.dtype;
+  options.efficiency = o.efficiency;
+  Result<ModelPlan> built = BuildModelPlan(options);
+  if (!built.ok()) return Fail(built.status());
+  const ModelPlan& p = *built;
+  const ParallelConfig& config = p.config;
+  const StagePlan* plan = &p.plan;
+  const ModelGraph* model = &p.model;
+  const ClusterSpec* cluster = &p.cluster;
+  const Schedule* schedule = &p.schedule;
+  const Program* program = &p.program;
+  const std::vector<MemoryBreakdown>& rank_memory = p.rank_memory;
 
   // Replica 0 of the pipeline: rank r on GPU r*tp (its tensor-parallel group is r*tp .. +tp-1);
   // replica d's rank r on GPU (d*pp + r)*tp. Messages between stages carry the stage output split
@@ -193,7 +169,6 @@ int RunModel(const SimulateOptions& o) {
     allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
     step = std::max(step, rank_end[r] + allreduce[r]);
   }
-  const std::vector<MemoryBreakdown> rank_memory = RankMemory(*plan, request);
   int oom_rank = -1;
   for (int r = 0; r < config.pp; ++r) {
     if (rank_memory[r].total() > cluster->gpu.memory_bytes && oom_rank < 0) oom_rank = r;

@@ -94,20 +94,27 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: {} stage costs for a program of {} stages", index,
                     c.costs.stages.size(), c.program->num_stages()));
   }
+  if (c.replicas < 1 || (c.cluster == nullptr && c.replicas != 1)) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: replicas = {}: must be >= 1, and 1 on the ideal network",
+                    index, c.replicas));
+  }
   if (c.cluster != nullptr) {
     const int gpus = c.cluster->world_size();
-    std::vector<bool> used(gpus, false);
-    if (static_cast<int>(c.gpu_of_rank.size()) != c.program->p) {
+    const std::int64_t ranks = static_cast<std::int64_t>(c.program->p) * c.replicas;
+    if (static_cast<std::int64_t>(c.gpu_of_rank.size()) != ranks) {
       return Status::InvalidArgument(
-          fmt::format("simulation case {}: {} GPU assignments for {} ranks", index,
-                      c.gpu_of_rank.size(), c.program->p));
+          fmt::format("simulation case {}: {} GPU assignments for {} ranks x {} replicas", index,
+                      c.gpu_of_rank.size(), c.program->p, c.replicas));
     }
-    for (int r = 0; r < c.program->p; ++r) {
-      const int g = c.gpu_of_rank[r];
+    std::vector<bool> used(gpus, false);
+    for (std::int64_t k = 0; k < ranks; ++k) {
+      const int g = c.gpu_of_rank[k];
       if (g < 0 || g >= gpus || used[g]) {
         return Status::InvalidArgument(fmt::format(
-            "simulation case {}: rank {} on GPU {}: cluster '{}' has GPUs 0..{}, one rank each",
-            index, r, g, c.cluster->name, gpus - 1));
+            "simulation case {}: rank {} of replica {} on GPU {}: cluster '{}' has GPUs 0..{}, "
+            "one rank each",
+            index, k % c.program->p, k / c.program->p, g, c.cluster->name, gpus - 1));
       }
       used[g] = true;
     }
@@ -163,23 +170,29 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   }
   root->seal();
 
+  // One Channels per replica of each case: message keys are unique within a replica.
   std::vector<SimulationResult> results(cases.size());
-  std::vector<std::vector<std::vector<TraceEvent>>> traces(cases.size());
+  std::vector<std::vector<std::vector<std::vector<TraceEvent>>>> traces(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const SimulationCase& sc = cases[c];
-    traces[c].resize(sc.program->p);
-    channels.push_back(std::make_unique<Channels>());
-    Channels& ch = *channels.back();
-    ch.hosts = hosts[c];
-    ch.real_sizes = sc.cluster != nullptr;
-    for (int r = 0; r < sc.program->p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
-    for (int r = 0; r < sc.program->p; ++r) {
-      sg4::Actor::create(fmt::format("case{}-rank{}", c, r), hosts[c][r],
-                         [&sc, &traces, &ch, c, r] {
-                           SimGridRuntime runtime(ch, r);
-                           RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, traces[c][r]);
-                         });
+    const int p = sc.program->p;
+    traces[c].assign(sc.replicas, std::vector<std::vector<TraceEvent>>(p));
+    for (int d = 0; d < sc.replicas; ++d) {
+      channels.push_back(std::make_unique<Channels>());
+      Channels& ch = *channels.back();
+      ch.hosts.assign(hosts[c].begin() + static_cast<std::ptrdiff_t>(d) * p,
+                      hosts[c].begin() + static_cast<std::ptrdiff_t>(d + 1) * p);
+      ch.real_sizes = sc.cluster != nullptr;
+      for (int r = 0; r < p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
+      for (int r = 0; r < p; ++r) {
+        std::vector<TraceEvent>& trace = traces[c][d][r];
+        sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), ch.hosts[r],
+                           [&sc, &trace, &ch, r] {
+                             SimGridRuntime runtime(ch, r);
+                             RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, trace);
+                           });
+      }
     }
   }
   engine->run();
@@ -187,15 +200,24 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   for (std::size_t c = 0; c < cases.size(); ++c) {
     SimulationResult& result = results[c];
     const Program& program = *cases[c].program;
+    for (const auto& replica : traces[c]) {
+      std::vector<double>& ends = result.rank_end.emplace_back();
+      for (const auto& rank : replica) {
+        double end = 0;
+        for (const TraceEvent& e : rank) end = std::max(end, e.end);
+        ends.push_back(end);
+      }
+    }
+    result.makespan = *std::max_element(result.rank_end[0].begin(), result.rank_end[0].end());
     result.busy.assign(program.p, 0.0);
     double total_busy = 0;
     for (int r = 0; r < program.p; ++r) {
-      for (const TraceEvent& e : traces[c][r]) {
-        result.makespan = std::max(result.makespan, e.end);
+      std::vector<TraceEvent>& trace = traces[c].front()[r];
+      for (const TraceEvent& e : trace) {
         if (IsCompute(e.action.kind)) result.busy[r] += cases[c].costs.Of(e.action);
       }
       total_busy += result.busy[r];
-      result.trace.insert(result.trace.end(), traces[c][r].begin(), traces[c][r].end());
+      result.trace.insert(result.trace.end(), trace.begin(), trace.end());
     }
     result.bubble_ratio =
         result.makespan > 0 ? 1.0 - total_busy / (program.p * result.makespan) : 0.0;

@@ -30,11 +30,14 @@ struct SimulationCase {
   Costs costs;         // one entry per stage, seconds
   MessageSizes sizes;  // bytes per message (traced; simulated on a cluster)
   double latency = 0;  // ideal network: seconds per message
-  // A cluster instead of the ideal network: rank r runs on GPU gpu_of_rank[r] (node *
-  // gpus_per_node + gpu) and messages of their real size cross the platform of
-  // cluster_platform.h. nullptr: the ideal network.
+  // A cluster instead of the ideal network: rank r of replica d runs on GPU
+  // gpu_of_rank[d * p + r] (node * gpus_per_node + gpu) and messages of their real size cross the
+  // platform of cluster_platform.h. nullptr: the ideal network.
   const ClusterSpec* cluster = nullptr;
   std::vector<int> gpu_of_rank;
+  // Data-parallel replicas of the pipeline run side by side on the cluster, each with its own
+  // actors and messages, contending for the links they share. 1 on the ideal network.
+  int replicas = 1;
 };
 
 struct SimulationResult {
@@ -42,11 +45,14 @@ struct SimulationResult {
   double bubble_ratio = 0;
   std::vector<double> busy;       // per rank
   std::vector<TraceEvent> trace;  // every executed instruction, rank by rank, in program order
+  // Per replica, per rank: the end of the rank's last action. The fields above describe replica 0.
+  std::vector<std::vector<double>> rank_end;
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
 // InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
-// non-finite latency, or a GPU mapping that is not one distinct GPU of the cluster per rank.
+// non-finite latency, replicas < 1 (or > 1 on the ideal network), or a GPU mapping that is not one
+// distinct GPU of the cluster per rank of every replica.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
 
 }  // namespace pipette

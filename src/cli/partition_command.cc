@@ -26,7 +26,7 @@ struct PartitionOptions {
   ParallelConfig config;
   std::string strategy = "balanced";
   std::string cluster = "dgx-h100";
-  int nodes = 0;         // 0: as many as pp*dp*tp needs
+  int nodes = 0;         // 0: the cluster's own count
   std::string schedule;  // "": 1f1b for v = 1, interleaved-1f1b otherwise
   std::string dtype = "bf16";
   double efficiency = 0.5;
@@ -66,16 +66,10 @@ int Run(PartitionOptions o) {
   if (o.nodes < 0) {
     return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
   }
-  // Without --nodes: as many nodes as pp*dp*tp GPUs need.
-  Result<ClusterSpec> base = MakeCluster(o.cluster, 0);
-  if (!base.ok()) return Fail(base.status());
-  const long long gpus = 1LL * o.config.pp * o.config.dp * o.config.tp;
   ModelPlanOptions options;
   options.model = o.model;
   options.cluster = o.cluster;
-  options.nodes = o.nodes > 0 ? o.nodes
-                              : static_cast<int>(std::max<long long>(
-                                    1, (gpus + base->gpus_per_node - 1) / base->gpus_per_node));
+  options.nodes = o.nodes;  // 0: the cluster's own count; too few GPUs is an error, not a resize
   options.schedule =
       o.schedule.empty() ? (o.config.v == 1 ? "1f1b" : "interleaved-1f1b") : o.schedule;
   options.config = o.config;
@@ -201,7 +195,7 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")->capture_default_str();
   cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipette clusters`) or .toml")
       ->capture_default_str();
-  cmd->add_option("--nodes", o->nodes, "Nodes (default: as many as pp*dp*tp GPUs need)");
+  cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--schedule", o->schedule,
                   "Schedule whose placement and in-flight counts apply (default 1f1b, or "
                   "interleaved-1f1b for v > 1)");

@@ -10,12 +10,14 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/model_plan.h"
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
+#include "pipette/engine/memory_timeline.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -132,9 +134,9 @@ int RunModel(const SimulateOptions& o) {
   const Program* program = &p.program;
   const std::vector<MemoryBreakdown>& rank_memory = p.rank_memory;
 
-  // Replica 0 of the pipeline: rank r on GPU r*tp (its tensor-parallel group is r*tp .. +tp-1);
-  // replica d's rank r on GPU (d*pp + r)*tp. Messages between stages carry the stage output split
-  // over the tensor-parallel group.
+  // Every replica of the pipeline: replica d's rank r on GPU (d*pp + r)*tp (its tensor-parallel
+  // group is that GPU .. +tp-1). Messages between stages carry the stage output split over the
+  // tensor-parallel group.
   SimulationCase one;
   one.program = &*program;
   one.costs = plan->ToCosts();
@@ -145,17 +147,23 @@ int RunModel(const SimulateOptions& o) {
     one.latency = o.latency_us / 1e6;
   } else {
     one.cluster = &*cluster;
-    for (int r = 0; r < config.pp; ++r) one.gpu_of_rank.push_back(r * config.tp);
+    one.replicas = config.dp;
+    for (int d = 0; d < config.dp; ++d) {
+      for (int r = 0; r < config.pp; ++r)
+        one.gpu_of_rank.push_back((d * config.pp + r) * config.tp);
+    }
   }
   Result<std::vector<SimulationResult>> results = Simulate({one});
   if (!results.ok()) return Fail(results.status());
   const SimulationResult& sim = results->front();
 
-  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas), after the
-  // rank's last action.
+  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas), once the
+  // rank's last action has ended in every replica.
   const int gpn = cluster->gpus_per_node;
   std::vector<double> rank_end(config.pp, 0.0), allreduce(config.pp, 0.0), grads(config.pp, 0.0);
-  for (const TraceEvent& e : sim.trace) rank_end[e.rank] = std::max(rank_end[e.rank], e.end);
+  for (const std::vector<double>& ends : sim.rank_end) {
+    for (int r = 0; r < config.pp; ++r) rank_end[r] = std::max(rank_end[r], ends[r]);
+  }
   for (const StageInfo& stage : plan->stages) grads[stage.rank] += stage.params_per_gpu;
   double step = 0;
   for (int r = 0; r < config.pp; ++r) {
@@ -169,10 +177,19 @@ int RunModel(const SimulateOptions& o) {
     allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
     step = std::max(step, rank_end[r] + allreduce[r]);
   }
-  int oom_rank = -1;
-  for (int r = 0; r < config.pp; ++r) {
-    if (rank_memory[r].total() > cluster->gpu.memory_bytes && oom_rank < 0) oom_rank = r;
+  // Memory over simulated time: static state plus the activations the executed order holds.
+  std::vector<double> static_bytes;
+  for (const MemoryBreakdown& m : rank_memory) {
+    static_bytes.push_back(m.weights + m.gradients + m.optimizer);
   }
+  std::vector<StageMemory> stage_memory;
+  for (const StageInfo& stage : plan->stages) {
+    stage_memory.push_back({stage.activation_bytes, stage.wgrad_input_bytes});
+  }
+  const std::vector<RankMemoryTimeline> memory =
+      MemoryOverTime(sim.trace, static_bytes, stage_memory);
+  const std::optional<OutOfMemory> oom =
+      FirstOutOfMemory(memory, static_cast<double>(cluster->gpu.memory_bytes));
   double model_flops = 0;
   for (std::size_t v = 0; v < model->num_layers(); ++v) {
     const Layer& layer = model->layer(v);
@@ -183,7 +200,7 @@ int RunModel(const SimulateOptions& o) {
   const double mfu = model_flops / (step * world * cluster->gpu.peak_flops.at(config.dtype));
   const double tokens_per_s = static_cast<double>(config.microbatches) * config.micro_batch_size *
                               config.seq_len * config.dp / step;
-  const std::string status = oom_rank < 0 ? "ok" : "oom";
+  const std::string status = oom ? "oom" : "ok";
 
   if (o.format == "json") {
     nlohmann::ordered_json json;
@@ -203,10 +220,14 @@ int RunModel(const SimulateOptions& o) {
     json["mfu"] = mfu;
     json["tokens_per_s"] = tokens_per_s;
     auto& peak = json["peak_memory_bytes"] = nlohmann::ordered_json::array();
-    for (const MemoryBreakdown& m : rank_memory) peak.push_back(m.total());
+    for (const RankMemoryTimeline& line : memory) peak.push_back(line.peak_bytes);
     json["device_memory_bytes"] = cluster->gpu.memory_bytes;
     json["status"] = status;
-    if (oom_rank >= 0) json["oom_rank"] = oom_rank;
+    if (oom) {
+      json["oom_rank"] = oom->rank;
+      json["oom_time_s"] = oom->time;
+      json["oom_bytes"] = oom->bytes;
+    }
     std::cout << json.dump() << "\n";
     return kExitOk;
   }
@@ -219,11 +240,11 @@ int RunModel(const SimulateOptions& o) {
       schedule->name, config.pp, config.dp, config.tp, config.v, config.microbatches,
       config.micro_batch_size, config.seq_len, DTypeName(config.dtype), config.zero_stage,
       config.recompute ? "yes" : "no", o.efficiency);
-  fmt::print("status        {}{}\n", status,
-             oom_rank < 0 ? ""
-                          : fmt::format(" (rank {} needs {:.2f} GB of {:.2f} GB)", oom_rank,
-                                        rank_memory[oom_rank].total() / 1e9,
-                                        cluster->gpu.memory_bytes / 1e9));
+  fmt::print(
+      "status        {}{}\n", status,
+      !oom ? ""
+           : fmt::format(" (rank {} holds {:.2f} GB of {:.2f} GB at t = {:.4f} ms)", oom->rank,
+                         oom->bytes / 1e9, cluster->gpu.memory_bytes / 1e9, oom->time * 1e3));
   fmt::print("step_time     {:.4f} ms   (pipeline {:.4f} ms + data-parallel all-reduce)\n",
              step * 1e3, sim.makespan * 1e3);
   fmt::print("tokens_per_s  {:.0f}\n", tokens_per_s);
@@ -234,7 +255,7 @@ int RunModel(const SimulateOptions& o) {
   for (int r = 0; r < config.pp; ++r) {
     fmt::print("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, sim.busy[r] * 1e3,
                allreduce[r] * 1e3, (step - sim.busy[r] - allreduce[r]) * 1e3,
-               rank_memory[r].total() / 1e9);
+               memory[r].peak_bytes / 1e9);
   }
   return kExitOk;
 }

@@ -207,8 +207,9 @@ TEST(Cli, PartitionBadInputExitsTwoNamingTheProblem) {
   const std::pair<const char*, const char*> cases[] = {
       {"partition --model nosuch --pp 4", "nosuch"},
       {"partition --model llama2-7b --pp 4 --strategy fastest", "--strategy = 'fastest'"},
-      {"partition --model llama2-7b --pp 4 --tp 3", "--tp = 3"},
-      {"partition --model gpt2-124m --pp 64", "--pp"},
+      {"partition --model llama2-7b --pp 2 --tp 3", "--tp = 3"},
+      {"partition --model gpt2-124m --pp 64 --nodes 8", "--pp"},
+      {"partition --model llama2-7b --pp 16", "more than the 8 GPUs"},
       {"partition --model llama2-7b --pp 4 --dtype int4", "--dtype = 'int4'"},
       {"partition --model llama2-7b --pp 4 --cluster nosuch", "nosuch"},
       {"partition --model llama3-70b --pp 2 --strategy memory", "does not fit"},
@@ -300,14 +301,34 @@ TEST(Cli, SimulateAddsTheDataParallelAllReduce) {
   EXPECT_GT(json["step_time_s"].get<double>(), json["pipeline_time_s"].get<double>());
 }
 
-TEST(Cli, SimulateReportsOomNamingTheRank) {
+TEST(Cli, SimulateReportsOomNamingTheRankAndTime) {
+  // The weights alone do not fit: out of memory from the start.
   CommandResult run = Pipette("simulate --model llama3-70b --pp 2 --format json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto json = nlohmann::json::parse(run.out);
+  auto json = nlohmann::json::parse(run.out);
   EXPECT_EQ(json["status"], "oom");
   EXPECT_EQ(json["oom_rank"], 0);
+  EXPECT_EQ(json["oom_time_s"], 0.0);
   CommandResult text = Pipette("simulate --model llama3-70b --pp 2");
-  EXPECT_NE(text.out.find("status        oom (rank 0 needs"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("status        oom (rank 0 holds"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("at t = 0.0000 ms"), std::string::npos) << text.out;
+
+  // gpt3-1.3b fits with 4 sequences per microbatch; with 8, rank 0's in-flight activations
+  // overflow the 80 GB part-way through the warm-up.
+  run = Pipette("simulate --micro-batch-size 4 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "ok");
+  run = Pipette("simulate --micro-batch-size 8 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["status"], "oom");
+  EXPECT_EQ(json["oom_rank"], 0);
+  const double device = json["device_memory_bytes"].get<double>();
+  EXPECT_GT(json["oom_time_s"].get<double>(), 0);
+  EXPECT_LT(json["oom_time_s"].get<double>(), json["pipeline_time_s"].get<double>());
+  EXPECT_GT(json["oom_bytes"].get<double>(), device);
+  EXPECT_GE(json["peak_memory_bytes"][0].get<double>(), json["oom_bytes"].get<double>());
+  EXPECT_LT(json["peak_memory_bytes"][3].get<double>(), device);
 }
 
 TEST(Cli, SimulateRefusesMoreGpusThanTheClusterHas) {

@@ -117,13 +117,13 @@ TEST(ValidateParallelConfig, WorldSizeFitsTheCluster) {
   config.dp = 4;
   EXPECT_EQ(Rejection(config),
             "--pp * --dp * --tp = 4*4*8 = 128 GPUs: more than the 64 GPUs of cluster 'dgx-h100' "
-            "(8 nodes x 8)");
+            "(8 x 8; --nodes sets the node count)");
   config.pp = 2'000'000'000;
   config.dp = 2'000'000'000;
   config.tp = 2'000'000'000;
   EXPECT_EQ(Rejection(config),
             "--pp * --dp * --tp = 2000000000*2000000000*2000000000 = more than 2^63 GPUs: more "
-            "than the 64 GPUs of cluster 'dgx-h100' (8 nodes x 8)");
+            "than the 64 GPUs of cluster 'dgx-h100' (8 x 8; --nodes sets the node count)");
 }
 
 TEST(ValidateParallelConfig, TensorParallelismStaysInsideANode) {

@@ -86,7 +86,49 @@ TEST(ClusterSimulation, RejectsABadGpuMapping) {
   Result<std::vector<SimulationResult>> results = Simulate({sc});
   ASSERT_FALSE(results.ok());
   EXPECT_EQ(results.status().message(),
-            "simulation case 0: rank 1 on GPU 3: cluster 'dgx-h100' has GPUs 0..7, one rank each");
+            "simulation case 0: rank 1 of replica 0 on GPU 3: cluster 'dgx-h100' has GPUs 0..7, "
+            "one rank each");
+}
+
+TEST(ClusterSimulation, ReplicasSharingANicShareItsBandwidth) {
+  // Two nodes with one NIC each. Replica 0 runs on GPUs 0 and 8, replica 1 on GPUs 1 and 9: both
+  // replicas' messages cross the same NICs at the same moments, so each takes alpha + 2 S / beta.
+  // A third replica-free case with the same program is the reference with the NIC to itself.
+  ClusterSpec cluster = *MakeCluster("dgx-h100", 2);
+  cluster.nics_per_node = 1;
+  ClusterSpec alone = cluster;
+  const Program program = *Lower(*MakeSchedule("gpipe", ScheduleParams{2, 0, 3, 0}));
+  const Costs costs = Costs::Uniform(2, {1e-3, 1e-3, 1e-3});
+  const double bytes = 5e6;  // 0.1 ms on a 50 GB/s NIC: shorter than a forward
+  SimulationCase shared;
+  shared.program = &program;
+  shared.costs = costs;
+  shared.sizes.stage_output_bytes = {static_cast<std::int64_t>(bytes), 0};
+  shared.cluster = &cluster;
+  shared.replicas = 2;
+  shared.gpu_of_rank = {0, 8, 1, 9};
+  SimulationCase single = shared;
+  single.cluster = &alone;
+  single.replicas = 1;
+  single.gpu_of_rank = {0, 8};
+  Result<std::vector<SimulationResult>> results = Simulate({shared, single});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+
+  const LinkSpec nic = cluster.inter_node;
+  EvaluateOptions contended, free;
+  contended.p2p_latency = nic.latency + 2 * bytes / nic.bandwidth;
+  free.p2p_latency = nic.latency + bytes / nic.bandwidth;
+  const double want_shared = Evaluate(program, costs, contended)->makespan;
+  const double want_single = Evaluate(program, costs, free)->makespan;
+  ASSERT_GT(want_shared, want_single);
+  const SimulationResult& r = (*results)[0];
+  ASSERT_EQ(r.rank_end.size(), 2u);
+  for (const std::vector<double>& ends : r.rank_end) {
+    EXPECT_NEAR(std::max(ends[0], ends[1]), want_shared, 1e-12 * want_shared);
+  }
+  EXPECT_NEAR(r.makespan, want_shared, 1e-12 * want_shared);
+  EXPECT_NEAR((*results)[1].makespan, want_single, 1e-12 * want_single);
+  EXPECT_EQ(r.trace.size(), program.num_instructions()) << "the trace is replica 0's";
 }
 
 }  // namespace

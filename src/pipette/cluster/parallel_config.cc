@@ -59,7 +59,7 @@ Status CheckAgainstCluster(const ParallelConfig& config, const ClusterSpec& clus
     const std::string product = overflow ? "more than 2^63" : fmt::format("{}", world);
     return Status::InvalidArgument(
         fmt::format("--pp * --dp * --tp = {}*{}*{} = {} GPUs: more than the {} GPUs of cluster "
-                    "'{}' ({} nodes x {})",
+                    "'{}' ({} x {}; --nodes sets the node count)",
                     config.pp, config.dp, config.tp, product, gpus, cluster.name, cluster.nodes,
                     cluster.gpus_per_node));
   }

@@ -24,7 +24,7 @@ namespace sg4 = simgrid::s4u;
 // permanent receiver do not work for this in 3.32: a get posted while the put is in flight
 // completes at once.)
 struct Channels {
-  std::map<std::int64_t, sg4::CommPtr> in_flight;
+  std::map<std::pair<int, std::int64_t>, sg4::CommPtr> in_flight;  // (step, message key)
   sg4::MutexPtr mutex = sg4::Mutex::create();
   std::vector<sg4::ConditionVariablePtr> arrived;  // one per receiving rank
   std::vector<sg4::Host*> hosts;                   // one per rank
@@ -47,6 +47,9 @@ class SimGridRuntime final : public RankRuntime {
  public:
   SimGridRuntime(Channels& channels, int rank) : channels_(channels), rank_(rank) {}
 
+  // The training step whose messages the rank sends and receives.
+  void set_step(int step) { step_ = step; }
+
   double Now() override { return sg4::Engine::get_clock(); }
 
   void Compute(const Instruction&, double seconds) override {
@@ -59,14 +62,14 @@ class SimGridRuntime final : public RankRuntime {
                             ->set_payload_size(channels_.real_sizes ? bytes : 0);
     comm->start();
     std::unique_lock lock(*channels_.mutex);
-    channels_.in_flight[MessageKey(ins.action)] = comm;
+    channels_.in_flight[{step_, MessageKey(ins.action)}] = comm;
     channels_.arrived[ins.peer]->notify_all();
   }
 
   void PostRecv(const Instruction&, std::int64_t) override {}
 
   double WaitRecv(const Instruction& ins) override {
-    const std::int64_t key = MessageKey(ins.action);
+    const std::pair<int, std::int64_t> key{step_, MessageKey(ins.action)};
     std::unique_lock lock(*channels_.mutex);
     auto it = channels_.in_flight.find(key);
     while (it == channels_.in_flight.end()) {
@@ -83,6 +86,7 @@ class SimGridRuntime final : public RankRuntime {
  private:
   Channels& channels_;
   int rank_;
+  int step_ = 0;
 };
 
 Status CheckCase(const SimulationCase& c, std::size_t index) {
@@ -98,6 +102,24 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
     return Status::InvalidArgument(
         fmt::format("simulation case {}: replicas = {}: must be >= 1, and 1 on the ideal network",
                     index, c.replicas));
+  }
+  if (c.steps < 1) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: steps = {}: must be >= 1", index, c.steps));
+  }
+  if (!c.allreduce.empty()) {
+    if (static_cast<int>(c.allreduce.size()) != c.program->p) {
+      return Status::InvalidArgument(
+          fmt::format("simulation case {}: {} all-reduce times for {} ranks", index,
+                      c.allreduce.size(), c.program->p));
+    }
+    for (double t : c.allreduce) {
+      if (!(t >= 0 && t <= kMaxCost)) {
+        return Status::InvalidArgument(
+            fmt::format("simulation case {}: all-reduce time {}: must be a number in [0, {:g}]",
+                        index, t, kMaxCost));
+      }
+    }
   }
   if (c.cluster != nullptr) {
     const int gpus = c.cluster->world_size();
@@ -170,14 +192,24 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   }
   root->seal();
 
-  // One Channels per replica of each case: message keys are unique within a replica.
-  std::vector<SimulationResult> results(cases.size());
-  std::vector<std::vector<std::vector<std::vector<TraceEvent>>>> traces(cases.size());
+  // One Channels per replica of each case: message keys are unique within a replica and step.
+  // One barrier per rank of a case: the rank's all-reduce starts when every replica reaches it.
+  // Each actor writes its own trace and all-reduce events and its end of each step.
+  struct ActorLog {
+    std::vector<TraceEvent> trace;
+    std::vector<CollectiveEvent> collectives;
+    std::vector<double> step_end;
+  };
+  std::vector<std::vector<std::vector<ActorLog>>> logs(cases.size());  // case, replica, rank
   std::vector<std::unique_ptr<Channels>> channels;
+  std::vector<std::vector<sg4::BarrierPtr>> barriers(cases.size());
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const SimulationCase& sc = cases[c];
     const int p = sc.program->p;
-    traces[c].assign(sc.replicas, std::vector<std::vector<TraceEvent>>(p));
+    logs[c].assign(sc.replicas, std::vector<ActorLog>(p));
+    if (!sc.allreduce.empty()) {
+      for (int r = 0; r < p; ++r) barriers[c].push_back(sg4::Barrier::create(sc.replicas));
+    }
     for (int d = 0; d < sc.replicas; ++d) {
       channels.push_back(std::make_unique<Channels>());
       Channels& ch = *channels.back();
@@ -186,41 +218,68 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
       ch.real_sizes = sc.cluster != nullptr;
       for (int r = 0; r < p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
       for (int r = 0; r < p; ++r) {
-        std::vector<TraceEvent>& trace = traces[c][d][r];
+        ActorLog& log = logs[c][d][r];
+        sg4::BarrierPtr barrier = sc.allreduce.empty() ? nullptr : barriers[c][r];
         sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), ch.hosts[r],
-                           [&sc, &trace, &ch, r] {
+                           [&sc, &log, &ch, barrier, r] {
                              SimGridRuntime runtime(ch, r);
-                             RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, trace);
+                             for (int step = 0; step < sc.steps; ++step) {
+                               runtime.set_step(step);
+                               const std::size_t first = log.trace.size();
+                               RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, log.trace);
+                               for (std::size_t k = first; k < log.trace.size(); ++k)
+                                 log.trace[k].step = step;
+                               if (barrier) {
+                                 barrier->wait();
+                                 const double start = runtime.Now();
+                                 if (sc.allreduce[r] > 0)
+                                   sg4::this_actor::sleep_for(sc.allreduce[r]);
+                                 log.collectives.push_back({r, step, start, runtime.Now()});
+                               }
+                               double end = 0;
+                               for (std::size_t k = first; k < log.trace.size(); ++k) {
+                                 end = std::max(end, log.trace[k].end);
+                               }
+                               if (!log.collectives.empty())
+                                 end = std::max(end, log.collectives.back().end);
+                               log.step_end.push_back(end);
+                             }
                            });
       }
     }
   }
   engine->run();
 
+  std::vector<SimulationResult> results(cases.size());
   for (std::size_t c = 0; c < cases.size(); ++c) {
     SimulationResult& result = results[c];
-    const Program& program = *cases[c].program;
-    for (const auto& replica : traces[c]) {
-      std::vector<double>& ends = result.rank_end.emplace_back();
-      for (const auto& rank : replica) {
-        double end = 0;
-        for (const TraceEvent& e : rank) end = std::max(end, e.end);
-        ends.push_back(end);
+    const SimulationCase& sc = cases[c];
+    const int p = sc.program->p;
+    result.step_end.assign(sc.steps, 0.0);
+    for (const auto& replica : logs[c]) {
+      for (const ActorLog& log : replica) {
+        for (int s = 0; s < sc.steps; ++s) {
+          result.step_end[s] = std::max(result.step_end[s], log.step_end[s]);
+        }
       }
     }
-    result.makespan = *std::max_element(result.rank_end[0].begin(), result.rank_end[0].end());
-    result.busy.assign(program.p, 0.0);
+    result.makespan = result.step_end.back();
+    result.busy.assign(p, 0.0);
     double total_busy = 0;
-    for (int r = 0; r < program.p; ++r) {
-      std::vector<TraceEvent>& trace = traces[c].front()[r];
-      for (const TraceEvent& e : trace) {
-        if (IsCompute(e.action.kind)) result.busy[r] += cases[c].costs.Of(e.action);
+    for (int r = 0; r < p; ++r) {
+      ActorLog& log = logs[c].front()[r];
+      for (const TraceEvent& e : log.trace) {
+        if (e.step != 0) break;
+        result.pipeline_makespan = std::max(result.pipeline_makespan, e.end);
+        if (IsCompute(e.action.kind)) result.busy[r] += sc.costs.Of(e.action);
       }
       total_busy += result.busy[r];
-      result.trace.insert(result.trace.end(), trace.begin(), trace.end());
+      result.trace.insert(result.trace.end(), log.trace.begin(), log.trace.end());
+      result.collectives.insert(result.collectives.end(), log.collectives.begin(),
+                                log.collectives.end());
     }
     result.bubble_ratio =
-        result.makespan > 0 ? 1.0 - total_busy / (program.p * result.makespan) : 0.0;
+        result.pipeline_makespan > 0 ? 1.0 - total_busy / (p * result.pipeline_makespan) : 0.0;
   }
   return results;
 }

@@ -38,21 +38,43 @@ struct SimulationCase {
   // Data-parallel replicas of the pipeline run side by side on the cluster, each with its own
   // actors and messages, contending for the links they share. 1 on the ideal network.
   int replicas = 1;
+  // Training steps, run back to back: each rank starts step s+1 when its step s (all-reduce
+  // included) is over.
+  int steps = 1;
+  // Per rank, seconds of its data-parallel gradient all-reduce (empty: none). At the end of every
+  // step, rank r waits until rank r of every replica has finished its program, then all-reduces
+  // for this long (an analytic collective: cost/collectives.h).
+  std::vector<double> allreduce;
+};
+
+// One data-parallel all-reduce of one rank in one step.
+struct CollectiveEvent {
+  int rank = 0;
+  int step = 0;
+  double start = 0;  // when every replica's rank had finished its program
+  double end = 0;
 };
 
 struct SimulationResult {
-  double makespan = 0;  // seconds from the common start to the end of the last action
+  // Seconds from the common start to the end of everything (every replica, step and all-reduce).
+  double makespan = 0;
+  std::vector<double> step_end;  // per step: when its last action or all-reduce ended
+  // Replica 0, step 0: the end of its last instruction (the schedule's makespan, evaluate()'s on
+  // the ideal network), the busy time per rank and the bubble ratio 1 - sum(busy) / (p * that).
+  double pipeline_makespan = 0;
   double bubble_ratio = 0;
-  std::vector<double> busy;       // per rank
-  std::vector<TraceEvent> trace;  // every executed instruction, rank by rank, in program order
-  // Per replica, per rank: the end of the rank's last action. The fields above describe replica 0.
-  std::vector<std::vector<double>> rank_end;
+  std::vector<double> busy;
+  // Replica 0: every executed instruction of every step, rank by rank, step by step, in program
+  // order; and every all-reduce, rank by rank.
+  std::vector<TraceEvent> trace;
+  std::vector<CollectiveEvent> collectives;
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
 // InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
-// non-finite latency, replicas < 1 (or > 1 on the ideal network), or a GPU mapping that is not one
-// distinct GPU of the cluster per rank of every replica.
+// non-finite latency, replicas < 1 (or > 1 on the ideal network), steps < 1, all-reduce times not
+// one finite non-negative value per rank, or a GPU mapping that is not one distinct GPU of the
+// cluster per rank of every replica.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
 
 }  // namespace pipette

@@ -32,6 +32,7 @@ struct SimulateOptions {
   std::string times;
   bool ideal_network = false;
   double latency_us = 0;
+  int steps = 1;
   std::string format = "text";
   // Model path.
   std::string model = "gpt3-1.3b";
@@ -55,6 +56,12 @@ int Fail(const Status& status) {
 }
 
 int Run(const SimulateOptions& o) {
+  if (o.steps < 1 || o.steps > 1000) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--steps = {}: must be in [1, 1000] (steps repeat identically; the "
+                    "simulated time is what grows)",
+                    o.steps)));
+  }
   if (o.times.empty()) return RunModel(o);
   if (!o.ideal_network) {
     return Fail(Status::InvalidArgument(
@@ -76,6 +83,7 @@ int Run(const SimulateOptions& o) {
   one.program = &*program;
   one.costs = Costs::Uniform(schedule->num_stages(), seconds);
   one.latency = o.latency_us / 1e6;
+  one.steps = o.steps;
   Result<std::vector<SimulationResult>> results = Simulate({one});
   if (!results.ok()) return Fail(results.status());
   const SimulationResult& r = results->front();
@@ -86,7 +94,8 @@ int Run(const SimulateOptions& o) {
     json["p"] = schedule->p;
     json["v"] = schedule->v;
     json["m"] = schedule->m;
-    json["step_time_s"] = r.makespan;
+    json["steps"] = o.steps;
+    json["step_time_s"] = r.makespan / o.steps;
     json["bubble_ratio"] = r.bubble_ratio;
     json["busy_s"] = r.busy;
     json["status"] = "ok";
@@ -97,11 +106,13 @@ int Run(const SimulateOptions& o) {
              schedule->name, schedule->p, schedule->v, schedule->m);
   fmt::print("# per-chunk times F={} I={} W={} ms, message latency {} us\n", ms->f, ms->i, ms->w,
              o.latency_us);
-  fmt::print("step_time     {:.6g} ms\n", r.makespan * 1e3);
+  fmt::print("step_time     {:.6g} ms{}\n", r.makespan / o.steps * 1e3,
+             o.steps > 1 ? fmt::format("   (mean of {} steps)", o.steps) : "");
   fmt::print("bubble_ratio  {:.4f}   (idle/total)\n", r.bubble_ratio);
   fmt::print("#\n# rank       busy       idle\n#    -       [ms]       [ms]\n");
   for (std::size_t k = 0; k < r.busy.size(); ++k) {
-    fmt::print("  {:>4} {:>10.4g} {:>10.4g}\n", k, r.busy[k] * 1e3, (r.makespan - r.busy[k]) * 1e3);
+    fmt::print("  {:>4} {:>10.4g} {:>10.4g}\n", k, r.busy[k] * 1e3,
+               (r.pipeline_makespan - r.busy[k]) * 1e3);
   }
   return kExitOk;
 }
@@ -153,19 +164,15 @@ int RunModel(const SimulateOptions& o) {
         one.gpu_of_rank.push_back((d * config.pp + r) * config.tp);
     }
   }
-  Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) return Fail(results.status());
-  const SimulationResult& sim = results->front();
+  one.steps = o.steps;
 
-  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas), once the
-  // rank's last action has ended in every replica.
+  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas, over NVLink
+  // when the ring stays inside a node, else over the NICs), once the rank has finished its program
+  // in every replica. On the ideal network the replicas are not simulated: the all-reduce starts
+  // when replica 0's rank finishes.
   const int gpn = cluster->gpus_per_node;
-  std::vector<double> rank_end(config.pp, 0.0), allreduce(config.pp, 0.0), grads(config.pp, 0.0);
-  for (const std::vector<double>& ends : sim.rank_end) {
-    for (int r = 0; r < config.pp; ++r) rank_end[r] = std::max(rank_end[r], ends[r]);
-  }
+  std::vector<double> allreduce(config.pp, 0.0), grads(config.pp, 0.0);
   for (const StageInfo& stage : plan->stages) grads[stage.rank] += stage.params_per_gpu;
-  double step = 0;
   for (int r = 0; r < config.pp; ++r) {
     bool crosses_nodes = false;
     for (int d = 0; d < config.dp; ++d) {
@@ -175,8 +182,17 @@ int RunModel(const SimulateOptions& o) {
     }
     const LinkSpec& link = crosses_nodes ? cluster->inter_node : cluster->intra_node;
     allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
-    step = std::max(step, rank_end[r] + allreduce[r]);
   }
+  if (config.dp > 1) one.allreduce = allreduce;
+  Result<std::vector<SimulationResult>> results = Simulate({one});
+  if (!results.ok()) return Fail(results.status());
+  const SimulationResult& sim = results->front();
+  const double step = sim.makespan / o.steps;
+  std::vector<double> step_times;
+  for (std::size_t s = 0; s < sim.step_end.size(); ++s) {
+    step_times.push_back(sim.step_end[s] - (s == 0 ? 0.0 : sim.step_end[s - 1]));
+  }
+
   // Memory over simulated time: static state plus the activations the executed order holds.
   std::vector<double> static_bytes;
   for (const MemoryBreakdown& m : rank_memory) {
@@ -195,7 +211,7 @@ int RunModel(const SimulateOptions& o) {
     const Layer& layer = model->layer(v);
     model_flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
   }
-  model_flops *= static_cast<double>(config.microbatches) * config.dp;
+  model_flops *= static_cast<double>(config.microbatches) * config.dp;  // per step
   const double world = config.world_size();
   const double mfu = model_flops / (step * world * cluster->gpu.peak_flops.at(config.dtype));
   const double tokens_per_s = static_cast<double>(config.microbatches) * config.micro_batch_size *
@@ -213,8 +229,10 @@ int RunModel(const SimulateOptions& o) {
     json["tp"] = config.tp;
     json["v"] = config.v;
     json["m"] = config.microbatches;
+    json["steps"] = o.steps;
     json["step_time_s"] = step;
-    json["pipeline_time_s"] = sim.makespan;
+    json["step_times_s"] = step_times;
+    json["pipeline_time_s"] = sim.pipeline_makespan;
     json["allreduce_s"] = allreduce;
     json["bubble_ratio"] = sim.bubble_ratio;
     json["mfu"] = mfu;
@@ -245,8 +263,9 @@ int RunModel(const SimulateOptions& o) {
       !oom ? ""
            : fmt::format(" (rank {} holds {:.2f} GB of {:.2f} GB at t = {:.4f} ms)", oom->rank,
                          oom->bytes / 1e9, cluster->gpu.memory_bytes / 1e9, oom->time * 1e3));
-  fmt::print("step_time     {:.4f} ms   (pipeline {:.4f} ms + data-parallel all-reduce)\n",
-             step * 1e3, sim.makespan * 1e3);
+  fmt::print("step_time     {:.4f} ms   ({}pipeline {:.4f} ms + data-parallel all-reduce)\n",
+             step * 1e3, o.steps > 1 ? fmt::format("mean of {} steps; first step's ", o.steps) : "",
+             sim.pipeline_makespan * 1e3);
   fmt::print("tokens_per_s  {:.0f}\n", tokens_per_s);
   fmt::print("mfu           {:.3f}\n", mfu);
   fmt::print("bubble_ratio  {:.4f}   (pipeline, idle/total)\n", sim.bubble_ratio);
@@ -254,7 +273,7 @@ int RunModel(const SimulateOptions& o) {
   fmt::print("#    -       [ms]        [ms]       [ms]         [GB]\n");
   for (int r = 0; r < config.pp; ++r) {
     fmt::print("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, sim.busy[r] * 1e3,
-               allreduce[r] * 1e3, (step - sim.busy[r] - allreduce[r]) * 1e3,
+               allreduce[r] * 1e3, (step_times[0] - sim.busy[r] - allreduce[r]) * 1e3,
                memory[r].peak_bytes / 1e9);
   }
   return kExitOk;
@@ -275,6 +294,7 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
                 "Unbounded bandwidth; every message takes --latency-us");
   cmd->add_option("--latency-us", o->latency_us, "Per-message latency (microseconds)")
       ->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Training steps, back to back")->capture_default_str();
   cmd->add_option("--model", o->model, "Model preset or .toml")->capture_default_str();
   cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")->capture_default_str();
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");

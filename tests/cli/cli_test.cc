@@ -301,6 +301,30 @@ TEST(Cli, SimulateAddsTheDataParallelAllReduce) {
   EXPECT_GT(json["step_time_s"].get<double>(), json["pipeline_time_s"].get<double>());
 }
 
+TEST(Cli, SimulateRunsStepsBackToBack) {
+  CommandResult one = Pipette("simulate --dp 2 --format json");
+  CommandResult three = Pipette("simulate --dp 2 --steps 3 --format json");
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  const auto a = nlohmann::json::parse(one.out);
+  const auto b = nlohmann::json::parse(three.out);
+  ASSERT_EQ(b["step_times_s"].size(), 3u);
+  EXPECT_EQ(b["steps"], 3);
+  // The first step is the single-step run; later ones start as soon as each rank is free, so they
+  // take no longer; the reported step time is the mean.
+  EXPECT_DOUBLE_EQ(b["step_times_s"][0].get<double>(), a["step_time_s"].get<double>());
+  double sum = 0;
+  for (const auto& t : b["step_times_s"]) {
+    EXPECT_LE(t.get<double>(), a["step_time_s"].get<double>() * (1 + 1e-12));
+    sum += t.get<double>();
+  }
+  EXPECT_NEAR(b["step_time_s"].get<double>(), sum / 3, 1e-12);
+  for (const char* bad : {"--steps 0", "--steps -2", "--steps 1001"}) {
+    CommandResult run = Pipette(std::string("simulate ") + bad);
+    EXPECT_EQ(run.exit_code, 2) << bad;
+    EXPECT_NE(run.err.find("--steps"), std::string::npos) << run.err;
+  }
+}
+
 TEST(Cli, SimulateReportsOomNamingTheRankAndTime) {
   // The weights alone do not fit: out of memory from the start.
   CommandResult run = Pipette("simulate --model llama3-70b --pp 2 --format json");

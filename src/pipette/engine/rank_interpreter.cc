@@ -50,7 +50,7 @@ void RunRank(const Program& program, int rank, const Costs& costs, const Message
   for (std::size_t k = 0; k < instructions.size(); ++k) {
     const Instruction& ins = instructions[k];
     const Action& a = ins.action;
-    TraceEvent event{rank, static_cast<int>(k), a, 0, 0, 0};
+    TraceEvent event{rank, static_cast<int>(k), 0, a, 0, 0, 0};
     switch (a.kind) {
       case ActionKind::kSendForward:
       case ActionKind::kSendBackward:

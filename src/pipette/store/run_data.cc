@@ -1,0 +1,44 @@
+#include "pipette/store/run_data.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+
+namespace pipette {
+namespace {
+
+constexpr std::array<std::string_view, 10> kKindNames = {
+    "F", "I", "W", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "ALLREDUCE", "OPTIMIZER"};
+
+}  // namespace
+
+std::string_view EventKindName(EventKind kind) {
+  return kKindNames[static_cast<std::size_t>(kind)];
+}
+
+Result<EventKind> ParseEventKind(std::string_view text) {
+  for (std::size_t k = 0; k < kKindNames.size(); ++k) {
+    if (kKindNames[k] == text) return static_cast<EventKind>(k);
+  }
+  return Status::InvalidArgument(fmt::format(
+      "event kind '{}': must be one of F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, ALLREDUCE, "
+      "OPTIMIZER",
+      text));
+}
+
+double RunData::Metric(std::string_view name, double fallback) const {
+  for (const MetricRow& m : metrics) {
+    if (m.name == name) return m.value;
+  }
+  return fallback;
+}
+
+int RunData::NumRanks() const {
+  int ranks = 0;
+  for (const EventRow& e : events) ranks = std::max(ranks, e.rank + 1);
+  for (const MemoryRow& m : memory) ranks = std::max(ranks, m.rank + 1);
+  return ranks;
+}
+
+}  // namespace pipette

@@ -197,7 +197,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   // Each actor writes its own trace and all-reduce events and its end of each step.
   struct ActorLog {
     std::vector<TraceEvent> trace;
-    std::vector<CollectiveEvent> collectives;
+    std::vector<AllReduceEvent> collectives;
     std::vector<double> step_end;
   };
   std::vector<std::vector<std::vector<ActorLog>>> logs(cases.size());  // case, replica, rank
@@ -234,7 +234,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
                                  const double start = runtime.Now();
                                  if (sc.allreduce[r] > 0)
                                    sg4::this_actor::sleep_for(sc.allreduce[r]);
-                                 log.collectives.push_back({r, step, start, runtime.Now()});
+                                 log.collectives.push_back({r, step, start, runtime.Now(), 0});
                                }
                                double end = 0;
                                for (std::size_t k = first; k < log.trace.size(); ++k) {

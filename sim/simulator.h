@@ -47,14 +47,6 @@ struct SimulationCase {
   std::vector<double> allreduce;
 };
 
-// One data-parallel all-reduce of one rank in one step.
-struct CollectiveEvent {
-  int rank = 0;
-  int step = 0;
-  double start = 0;  // when every replica's rank had finished its program
-  double end = 0;
-};
-
 struct SimulationResult {
   // Seconds from the common start to the end of everything (every replica, step and all-reduce).
   double makespan = 0;
@@ -67,7 +59,7 @@ struct SimulationResult {
   // Replica 0: every executed instruction of every step, rank by rank, step by step, in program
   // order; and every all-reduce, rank by rank.
   std::vector<TraceEvent> trace;
-  std::vector<CollectiveEvent> collectives;
+  std::vector<AllReduceEvent> collectives;  // start: when every replica's rank had finished
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or

@@ -16,5 +16,7 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code);
 // `partition`, `models` and `clusters`.
 void RegisterPartitionCommands(CLI::App& app, int& exit_code);
 void RegisterSimulateCommand(CLI::App& app, int& exit_code);
+// `runs` and `export`.
+void RegisterStoreCommands(CLI::App& app, int& exit_code);
 
 }  // namespace pipette::cli

@@ -31,6 +31,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterScheduleCommand(app, exit_code);
   pipette::cli::RegisterPartitionCommands(app, exit_code);
   pipette::cli::RegisterSimulateCommand(app, exit_code);
+  pipette::cli::RegisterStoreCommands(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -15,9 +15,11 @@
 
 #include "cli/commands.h"
 #include "cli/model_plan.h"
+#include "cli/run_store.h"
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
 #include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/trace_rows.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -34,6 +36,7 @@ struct SimulateOptions {
   double latency_us = 0;
   int steps = 1;
   std::string format = "text";
+  RecordOptions record;
   // Model path.
   std::string model = "gpt3-1.3b";
   std::string cluster = "dgx-h100";
@@ -53,6 +56,41 @@ int RunModel(const SimulateOptions& o);
 int Fail(const Status& status) {
   fmt::print(stderr, "pipette simulate: {}\n", status.message());
   return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
+}
+
+// Per-rank metric rows "name[r]".
+void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
+                const std::vector<double>& values, const std::string& unit) {
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    metrics.push_back({fmt::format("{}[{}]", name, r), values[r], unit});
+  }
+}
+
+// Starts recording (exit code on failure in `exit_code`).
+std::optional<RunRecorder> BeginRecording(const SimulateOptions& o,
+                                          const nlohmann::ordered_json& config, int& exit_code) {
+  Result<RunRecorder> recorder = RunRecorder::Begin(o.record, "sim", config);
+  if (!recorder.ok()) {
+    exit_code = Fail(recorder.status());
+    return std::nullopt;
+  }
+  return std::move(*recorder);
+}
+
+// Finishes recording; returns the exit code.
+int FinishRecording(RunRecorder& recorder, RunData data, std::string_view status) {
+  Status s = recorder.Finish(std::move(data), status);
+  if (!s.ok()) {
+    fmt::print(stderr, "pipette simulate: recording run {} in '{}': {}\n", recorder.run_id(),
+               recorder.path(), s.message());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+std::string RecordedLine(const RunRecorder& recorder) {
+  if (!recorder.enabled()) return "";
+  return fmt::format("# recorded as run {} in {}\n", recorder.run_id(), recorder.path());
 }
 
 int Run(const SimulateOptions& o) {
@@ -84,9 +122,36 @@ int Run(const SimulateOptions& o) {
   one.costs = Costs::Uniform(schedule->num_stages(), seconds);
   one.latency = o.latency_us / 1e6;
   one.steps = o.steps;
+
+  nlohmann::ordered_json config;
+  config["command"] = "simulate";
+  config["schedule"] = schedule->name;
+  config["pp"] = schedule->p;
+  config["v"] = schedule->v;
+  config["m"] = schedule->m;
+  config["dp"] = 1;
+  config["tp"] = 1;
+  config["times_ms"] = {{"F", ms->f}, {"I", ms->i}, {"W", ms->w}};
+  config["ideal_network"] = true;
+  config["latency_us"] = o.latency_us;
+  config["steps"] = o.steps;
+  int exit_code = kExitOk;
+  std::optional<RunRecorder> recorder = BeginRecording(o, config, exit_code);
+  if (!recorder) return exit_code;
   Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) return Fail(results.status());
+  if (!results.ok()) {
+    (void)recorder->Fail(results.status().message());
+    return Fail(results.status());
+  }
   const SimulationResult& r = results->front();
+  RunData data;
+  data.events = ToEventRows(*program, r.trace);
+  data.metrics = {{"step_time_s", r.makespan / o.steps, "s"},
+                  {"pipeline_time_s", r.pipeline_makespan, "s"},
+                  {"bubble_ratio", r.bubble_ratio, "fraction"}};
+  AddPerRank(data.metrics, "busy_s", r.busy, "s");
+  exit_code = FinishRecording(*recorder, std::move(data), kRunOk);
+  if (exit_code != kExitOk) return exit_code;
 
   if (o.format == "json") {
     nlohmann::ordered_json json;
@@ -99,6 +164,10 @@ int Run(const SimulateOptions& o) {
     json["bubble_ratio"] = r.bubble_ratio;
     json["busy_s"] = r.busy;
     json["status"] = "ok";
+    if (recorder->enabled()) {
+      json["run_id"] = recorder->run_id();
+      json["db"] = recorder->path();
+    }
     std::cout << json.dump() << "\n";
     return kExitOk;
   }
@@ -114,6 +183,7 @@ int Run(const SimulateOptions& o) {
     fmt::print("  {:>4} {:>10.4g} {:>10.4g}\n", k, r.busy[k] * 1e3,
                (r.pipeline_makespan - r.busy[k]) * 1e3);
   }
+  fmt::print("{}", RecordedLine(*recorder));
   return kExitOk;
 }
 
@@ -184,8 +254,35 @@ int RunModel(const SimulateOptions& o) {
     allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
   }
   if (config.dp > 1) one.allreduce = allreduce;
+
+  nlohmann::ordered_json run_config;
+  run_config["command"] = "simulate";
+  run_config["model"] = model->name;
+  run_config["cluster"] = cluster->name;
+  run_config["nodes"] = cluster->nodes;
+  run_config["schedule"] = schedule->name;
+  run_config["pp"] = config.pp;
+  run_config["dp"] = config.dp;
+  run_config["tp"] = config.tp;
+  run_config["v"] = config.v;
+  run_config["m"] = config.microbatches;
+  run_config["micro_batch_size"] = config.micro_batch_size;
+  run_config["seq_len"] = config.seq_len;
+  run_config["dtype"] = DTypeName(config.dtype);
+  run_config["zero"] = config.zero_stage;
+  run_config["recompute"] = config.recompute;
+  run_config["efficiency"] = o.efficiency;
+  run_config["ideal_network"] = o.ideal_network;
+  run_config["latency_us"] = o.latency_us;
+  run_config["steps"] = o.steps;
+  int exit_code = kExitOk;
+  std::optional<RunRecorder> recorder = BeginRecording(o, run_config, exit_code);
+  if (!recorder) return exit_code;
   Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) return Fail(results.status());
+  if (!results.ok()) {
+    (void)recorder->Fail(results.status().message());
+    return Fail(results.status());
+  }
   const SimulationResult& sim = results->front();
   const double step = sim.makespan / o.steps;
   std::vector<double> step_times;
@@ -218,6 +315,33 @@ int RunModel(const SimulateOptions& o) {
                               config.seq_len * config.dp / step;
   const std::string status = oom ? "oom" : "ok";
 
+  RunData data;
+  std::vector<AllReduceEvent> allreduces = sim.collectives;
+  for (AllReduceEvent& a : allreduces) {
+    a.bytes = static_cast<std::int64_t>(grads[a.rank] * BytesOf(config.dtype));
+  }
+  data.events = ToEventRows(*program, sim.trace, allreduces);
+  data.memory = ToMemoryRows(memory);
+  data.metrics = {{"step_time_s", step, "s"},
+                  {"pipeline_time_s", sim.pipeline_makespan, "s"},
+                  {"bubble_ratio", sim.bubble_ratio, "fraction"},
+                  {"mfu", mfu, "fraction"},
+                  {"tokens_per_s", tokens_per_s, "tokens/s"},
+                  {"device_memory_bytes", static_cast<double>(cluster->gpu.memory_bytes), "B"}};
+  AddPerRank(data.metrics, "step_times_s", step_times, "s");
+  AddPerRank(data.metrics, "busy_s", sim.busy, "s");
+  AddPerRank(data.metrics, "allreduce_s", allreduce, "s");
+  std::vector<double> peaks;
+  for (const RankMemoryTimeline& line : memory) peaks.push_back(line.peak_bytes);
+  AddPerRank(data.metrics, "peak_memory_bytes", peaks, "B");
+  if (oom) {
+    data.metrics.push_back({"oom_rank", static_cast<double>(oom->rank), "rank"});
+    data.metrics.push_back({"oom_time_s", oom->time, "s"});
+    data.metrics.push_back({"oom_bytes", oom->bytes, "B"});
+  }
+  exit_code = FinishRecording(*recorder, std::move(data), status);
+  if (exit_code != kExitOk) return exit_code;
+
   if (o.format == "json") {
     nlohmann::ordered_json json;
     json["model"] = model->name;
@@ -245,6 +369,10 @@ int RunModel(const SimulateOptions& o) {
       json["oom_rank"] = oom->rank;
       json["oom_time_s"] = oom->time;
       json["oom_bytes"] = oom->bytes;
+    }
+    if (recorder->enabled()) {
+      json["run_id"] = recorder->run_id();
+      json["db"] = recorder->path();
     }
     std::cout << json.dump() << "\n";
     return kExitOk;
@@ -276,6 +404,7 @@ int RunModel(const SimulateOptions& o) {
                allreduce[r] * 1e3, (step_times[0] - sim.busy[r] - allreduce[r]) * 1e3,
                memory[r].peak_bytes / 1e9);
   }
+  fmt::print("{}", RecordedLine(*recorder));
   return kExitOk;
 }
 
@@ -311,6 +440,7 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", o->format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  AddRecordOptions(cmd, o->record);
   cmd->callback([o, &exit_code] { exit_code = Run(*o); });
 }
 

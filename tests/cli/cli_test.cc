@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -28,12 +29,15 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// Runs `pipette <args>` (args are passed through the shell; keep them simple).
+// Runs `pipette <args>` (args are passed through the shell; keep them simple) in a scratch working
+// directory of this test process, where the runs it records land (pipette.db).
 CommandResult Pipette(const std::string& args) {
-  // ctest runs each test in its own process, in parallel: one stderr file per process.
-  const std::string err_path =
-      ::testing::TempDir() + "pipette_cli_stderr_" + std::to_string(getpid()) + ".txt";
-  const std::string command = std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
+  // ctest runs each test in its own process, in parallel: one directory per process.
+  const std::string dir = ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string command =
+      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
   CommandResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;

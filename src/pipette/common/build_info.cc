@@ -8,6 +8,8 @@ namespace pipette {
 
 const char* Version() { return PIPETTE_VERSION_STRING; }
 
+const char* GitRevision() { return PIPETTE_GIT_REV; }
+
 std::vector<std::pair<std::string, std::string>> CoreLibraryVersions() {
   return {
       {"compiler", PIPETTE_CXX_COMPILER},

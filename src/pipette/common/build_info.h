@@ -11,6 +11,9 @@ namespace pipette {
 // Returns pipette's version ("0.1.0").
 const char* Version();
 
+// Returns the git commit pipette was configured from ("unknown" outside a checkout).
+const char* GitRevision();
+
 // Returns (library, version) pairs for the compiler and every library linked into the core, in a
 // stable order. Engines and front ends append their own (see cli/main.cc).
 std::vector<std::pair<std::string, std::string>> CoreLibraryVersions();

@@ -23,6 +23,15 @@ struct TraceEvent {
   std::int64_t bytes = 0;
 };
 
+// One data-parallel gradient all-reduce of one rank in one step (it follows the rank's program).
+struct AllReduceEvent {
+  int rank = 0;
+  int step = 0;
+  double start = 0;  // seconds
+  double end = 0;
+  std::int64_t bytes = 0;  // gradient bytes reduced (0 when the engine does not know)
+};
+
 // Bytes of every message: `stage_output_bytes[s]` is what stage s hands to the next stage (its
 // forward output; the gradient sent back to it has the same size). Empty: every message is 0 bytes.
 struct MessageSizes {

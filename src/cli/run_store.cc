@@ -1,0 +1,74 @@
+#include "cli/run_store.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "pipette/common/build_info.h"
+
+namespace pipette::cli {
+
+void AddRecordOptions(CLI::App* cmd, RecordOptions& o) {
+  cmd->add_option("--db", o.db, "Experiment database (SQLite)")->capture_default_str();
+  cmd->add_flag("--no-db", o.no_db, "Do not record the run");
+  cmd->add_option("--trace", o.trace,
+                  "What the run records: none (metrics), summary (+ memory, all-reduces), full "
+                  "(+ every instruction)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "summary", "full"}));
+  cmd->add_option("--experiment", o.experiment, "Record the run under this experiment");
+  cmd->add_option("--point-key", o.point_key, "The run's point in its experiment (sweeps)");
+}
+
+nlohmann::ordered_json LibraryVersions() {
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  for (const auto& [name, version] : CoreLibraryVersions()) json[name] = version;
+  json["CLI11"] = CLI11_VERSION;
+  json["nlohmann-json"] = fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
+                                      NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH);
+  return json;
+}
+
+Result<RunRecorder> RunRecorder::Begin(const RecordOptions& o, std::string_view engine,
+                                       const nlohmann::ordered_json& config) {
+  RunRecorder recorder;
+  if (o.no_db) return recorder;
+  recorder.level_ = o.trace == "none"      ? TraceLevel::kNone
+                    : o.trace == "summary" ? TraceLevel::kSummary
+                                           : TraceLevel::kFull;
+  PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open(o.db));
+  recorder.db_ = std::make_unique<ExperimentDb>(std::move(db));
+  recorder.path_ = o.db;
+  RunRecord run;
+  if (!o.experiment.empty()) {
+    PIPETTE_ASSIGN_OR_RETURN(run.experiment_id,
+                             recorder.db_->EnsureExperiment(o.experiment, "", ""));
+  }
+  run.engine = std::string(engine);
+  run.config = config.dump();
+  run.version = Version();
+  run.git_rev = GitRevision();
+  run.libraries = LibraryVersions().dump();
+  PIPETTE_ASSIGN_OR_RETURN(recorder.run_id_, recorder.db_->BeginRun(run, o.point_key));
+  return recorder;
+}
+
+Status RunRecorder::Finish(RunData data, std::string_view status) {
+  if (!enabled()) return Status::Ok();
+  if (level_ == TraceLevel::kNone) {
+    data.events.clear();
+    data.memory.clear();
+  } else if (level_ == TraceLevel::kSummary) {
+    std::erase_if(data.events, [](const EventRow& e) {
+      return e.kind != EventKind::kAllReduce && e.kind != EventKind::kOptimizer;
+    });
+  }
+  return db_->FinishRun(run_id_, data, status);
+}
+
+Status RunRecorder::Fail(std::string_view error) {
+  if (!enabled()) return Status::Ok();
+  return db_->FailRun(run_id_, error);
+}
+
+}  // namespace pipette::cli

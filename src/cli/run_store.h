@@ -1,0 +1,63 @@
+// Recording a command's run into the experiment database (store/experiment_db.h): the options every
+// engine command shares (--db, --no-db, --trace, --experiment), and RunRecorder, which opens the
+// database, registers the run as `running` before the work starts and finishes it with its rows
+// afterwards. Bad options are rejected before anything is written.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "pipette/common/status.h"
+#include "pipette/store/experiment_db.h"
+
+namespace pipette::cli {
+
+// What a run writes besides its run row and metrics.
+enum class TraceLevel {
+  kNone,     // metrics only
+  kSummary,  // + memory over time per rank and the all-reduce events
+  kFull,     // + one event per executed instruction
+};
+
+struct RecordOptions {
+  std::string db = "pipette.db";
+  bool no_db = false;
+  std::string trace = "full";
+  std::string experiment;  // sweeps: the experiment this run belongs to
+  std::string point_key;   // sweeps: the run's point in it
+};
+
+// Adds --db, --no-db, --trace, --experiment and --point-key to `cmd`.
+void AddRecordOptions(CLI::App* cmd, RecordOptions& options);
+
+// The library versions of this build, as a JSON object.
+nlohmann::ordered_json LibraryVersions();
+
+class RunRecorder {
+ public:
+  // Opens the database and inserts the run as `running`; nullopt-like (enabled() false) with
+  // --no-db. Errors: the database cannot be opened or written.
+  static Result<RunRecorder> Begin(const RecordOptions& options, std::string_view engine,
+                                   const nlohmann::ordered_json& config);
+
+  bool enabled() const { return db_ != nullptr; }
+  std::int64_t run_id() const { return run_id_; }
+  const std::string& path() const { return path_; }
+
+  // Writes `data` (filtered by the trace level) and the final status in one transaction.
+  Status Finish(RunData data, std::string_view status);
+  // Marks the run failed with `error`.
+  Status Fail(std::string_view error);
+
+ private:
+  std::unique_ptr<ExperimentDb> db_;
+  std::int64_t run_id_ = 0;
+  std::string path_;
+  TraceLevel level_ = TraceLevel::kFull;
+};
+
+}  // namespace pipette::cli

@@ -1,0 +1,155 @@
+// `pipette runs [--db FILE] [--experiment NAME] [--repair [--all-hosts]] [--format text|json]`:
+// the runs in an experiment database; --repair marks runs whose process died as failed.
+// `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
+// trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
+#include <fmt/core.h>
+
+#include <charconv>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/store_options.h"
+#include "pipette/store/experiment_db.h"
+#include "pipette/store/trace_export.h"
+
+namespace pipette::cli {
+namespace {
+
+int Fail(std::string_view command, const Status& status) {
+  fmt::print(stderr, "pipette {}: {}\n", command, status.message());
+  return status.code() == StatusCode::kInternal || status.code() == StatusCode::kIoError
+             ? kExitFailure
+             : kExitBadInput;
+}
+
+struct RunsOptions {
+  std::string db = "pipette.db";
+  std::string experiment;
+  bool repair = false;
+  bool all_hosts = false;
+  std::string format = "text";
+};
+
+int RunRuns(const RunsOptions& o) {
+  Result<ExperimentDb> db = OpenExistingDb(o.db);
+  if (!db.ok()) return Fail("runs", db.status());
+  if (o.repair) {
+    Result<int> repaired = db->RepairStale(o.all_hosts);
+    if (!repaired.ok()) return Fail("runs", repaired.status());
+    fmt::print(stderr, "pipette runs: marked {} stale run{} failed\n", *repaired,
+               *repaired == 1 ? "" : "s");
+  }
+  RunFilter filter;
+  if (!o.experiment.empty()) {
+    Result<std::optional<std::int64_t>> id = db->FindExperiment(o.experiment);
+    if (!id.ok()) return Fail("runs", id.status());
+    if (!*id) {
+      return Fail("runs",
+                  Status::NotFound(fmt::format("--experiment = '{}': no such experiment in '{}'",
+                                               o.experiment, o.db)));
+    }
+    filter.experiment_id = **id;
+  }
+  Result<std::vector<RunRecord>> runs = db->ListRuns(filter);
+  if (!runs.ok()) return Fail("runs", runs.status());
+  if (o.format == "json") {
+    nlohmann::ordered_json json = nlohmann::ordered_json::array();
+    for (const RunRecord& r : *runs) {
+      json.push_back({{"id", r.id},
+                      {"experiment_id", r.experiment_id},
+                      {"engine", r.engine},
+                      {"status", r.status},
+                      {"started_at", r.started_at},
+                      {"ended_at", r.ended_at},
+                      {"host", r.host},
+                      {"pid", r.pid},
+                      {"git_rev", r.git_rev},
+                      {"error", r.error},
+                      {"config", nlohmann::ordered_json::parse(r.config, nullptr, false)}});
+    }
+    std::cout << json.dump() << "\n";
+    return kExitOk;
+  }
+  fmt::print("# {} runs in {}\n", runs->size(), o.db);
+  fmt::print("#   id  engine  status   started_at                config\n");
+  for (const RunRecord& r : *runs) {
+    const auto config = nlohmann::json::parse(r.config, nullptr, false);
+    std::string summary;
+    for (const char* key : {"model", "schedule", "pp", "dp", "tp", "v", "m"}) {
+      if (config.is_object() && config.contains(key)) {
+        const auto& value = config[key];
+        summary +=
+            fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
+      }
+    }
+    fmt::print("{:>6}  {:<6}  {:<7}  {:<24} {}{}\n", r.id, r.engine, r.status, r.started_at,
+               summary, r.error.empty() ? "" : "  error: " + r.error);
+  }
+  return kExitOk;
+}
+
+struct ExportOptions {
+  std::string db = "pipette.db";
+  std::string run = "last";
+  std::string format = "chrome";
+  int step = 0;
+  std::string out;  // empty: standard output
+};
+
+int RunExport(const ExportOptions& o) {
+  Result<ExperimentDb> db = OpenExistingDb(o.db);
+  if (!db.ok()) return Fail("export", db.status());
+  Result<std::vector<std::int64_t>> ids = ResolveRuns(*db, o.run);
+  if (!ids.ok()) return Fail("export", ids.status());
+  if (ids->size() != 1) {
+    return Fail("export",
+                Status::InvalidArgument(fmt::format("--run = '{}': export takes one run", o.run)));
+  }
+  Result<RunData> run = db->LoadRun(ids->front());
+  if (!run.ok()) return Fail("export", run.status());
+  Result<std::string> text =
+      o.format == "chrome" ? ToChromeTrace(*run) : ToExecutedComputeCsv(*run, o.step);
+  if (!text.ok()) return Fail("export", text.status());
+  if (o.out.empty()) {
+    std::cout << *text;
+    if (o.format == "chrome") std::cout << "\n";
+    return kExitOk;
+  }
+  std::ofstream file(o.out, std::ios::binary);
+  file << *text;
+  if (!file.good()) {
+    return Fail("export", Status::IoError(fmt::format("--out = '{}': cannot write", o.out)));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterStoreCommands(CLI::App& app, int& exit_code) {
+  auto runs = std::make_shared<RunsOptions>();
+  CLI::App* cmd = app.add_subcommand("runs", "List the runs of an experiment database");
+  cmd->add_option("--db", runs->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--experiment", runs->experiment, "Only this experiment's runs");
+  cmd->add_flag("--repair", runs->repair, "Mark runs whose process died as failed");
+  cmd->add_flag("--all-hosts", runs->all_hosts,
+                "With --repair: also runs still `running` on other hosts");
+  cmd->add_option("--format", runs->format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([runs, &exit_code] { exit_code = RunRuns(*runs); });
+
+  auto exp = std::make_shared<ExportOptions>();
+  cmd = app.add_subcommand("export", "Export a run's trace (Chrome trace JSON or CSV)");
+  cmd->add_option("--db", exp->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--run", exp->run, "Run id, or last")->capture_default_str();
+  cmd->add_option("--format", exp->format, "chrome or csv")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chrome", "csv"}));
+  cmd->add_option("--step", exp->step, "csv: the training step")->capture_default_str();
+  cmd->add_option("--out", exp->out, "Output file (default: standard output)");
+  cmd->callback([exp, &exit_code] { exit_code = RunExport(*exp); });
+}
+
+}  // namespace pipette::cli

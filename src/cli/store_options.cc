@@ -1,0 +1,66 @@
+#include "cli/store_options.h"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <filesystem>
+
+namespace pipette::cli {
+
+Result<ExperimentDb> OpenExistingDb(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return Status::NotFound(fmt::format(
+        "--db = '{}': no such database (pipette simulate records into pipette.db by default)",
+        path));
+  }
+  return ExperimentDb::Open(path);
+}
+
+Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::string& text) {
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<RunRecord> all, db.ListRuns());
+  std::vector<std::int64_t> finished;
+  for (const RunRecord& r : all) {
+    if (r.status == kRunOk || r.status == kRunOom) finished.push_back(r.id);
+  }
+  std::vector<std::int64_t> ids;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (item.rfind("last", 0) == 0) {
+      int n = 1;
+      const std::string count = item.substr(4);
+      if (!count.empty()) {
+        auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+        if (ec != std::errc() || ptr != count.data() + count.size() || n < 1) {
+          return Status::InvalidArgument(
+              fmt::format("--run = '{}': '{}' must be last or lastN with N >= 1", text, item));
+        }
+      }
+      if (static_cast<std::size_t>(n) > finished.size()) {
+        return Status::NotFound(
+            fmt::format("--run = '{}': the database has {} finished runs", text, finished.size()));
+      }
+      ids.insert(ids.end(), finished.end() - n, finished.end());
+      continue;
+    }
+    std::int64_t id = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
+      return Status::InvalidArgument(
+          fmt::format("--run = '{}': '{}' is not a run id (ids, comma-separated, or last / lastN)",
+                      text, item));
+    }
+    bool known = false;
+    for (const RunRecord& r : all) known |= r.id == id;
+    if (!known)
+      return Status::NotFound(fmt::format("--run = '{}': no run {} in the database", text, id));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace pipette::cli

@@ -1,0 +1,21 @@
+// What the commands that read an experiment database share: opening one that must exist, and
+// turning --run values ("12", "3,4,9", "last", "last2") into run ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/store/experiment_db.h"
+
+namespace pipette::cli {
+
+// Opens `path`; NotFound naming --db when the file does not exist (reading never creates one).
+Result<ExperimentDb> OpenExistingDb(const std::string& path);
+
+// Run ids from a comma-separated list of ids and "last" (the newest finished run) or "lastN" (the
+// N newest finished runs, oldest first). Errors name --run, the value and the rule; ids must exist.
+Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::string& text);
+
+}  // namespace pipette::cli

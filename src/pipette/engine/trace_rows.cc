@@ -1,0 +1,89 @@
+#include "pipette/engine/trace_rows.h"
+
+namespace pipette {
+namespace {
+
+EventKind KindOf(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kForward:
+      return EventKind::kF;
+    case ActionKind::kInputBackward:
+      return EventKind::kI;
+    case ActionKind::kWeightBackward:
+      return EventKind::kW;
+    case ActionKind::kFullBackward:
+      return EventKind::kB;
+    case ActionKind::kSendForward:
+      return EventKind::kSendF;
+    case ActionKind::kRecvForward:
+      return EventKind::kRecvF;
+    case ActionKind::kSendBackward:
+      return EventKind::kSendB;
+    case ActionKind::kRecvBackward:
+      return EventKind::kRecvB;
+    case ActionKind::kOverlapped:
+      break;
+  }
+  return EventKind::kF;  // overlapped cells are split by the caller
+}
+
+}  // namespace
+
+std::vector<EventRow> ToEventRows(const Program& program, const std::vector<TraceEvent>& trace,
+                                  const std::vector<AllReduceEvent>& allreduces) {
+  // chunk_of[s]: how many of stage s's rank's stages come before it.
+  std::vector<int> chunk_of(program.num_stages(), 0), seen(program.p, 0);
+  for (int s = 0; s < program.num_stages(); ++s) chunk_of[s] = seen[program.placement.rank_of(s)]++;
+
+  std::vector<EventRow> rows;
+  rows.reserve(trace.size() + allreduces.size());
+  for (const TraceEvent& e : trace) {
+    auto add = [&](const Action& a) {
+      EventRow row;
+      row.rank = e.rank;
+      row.step = e.step;
+      row.instr_id = e.instr_id;
+      row.kind = KindOf(a.kind);
+      row.stage = a.stage;
+      row.chunk = chunk_of[a.stage];
+      row.microbatch = a.microbatch;
+      row.start_s = e.start;
+      row.end_s = e.end;
+      row.bytes = e.bytes;
+      rows.push_back(row);
+    };
+    if (e.action.kind == ActionKind::kOverlapped) {
+      add(e.action.forward_half());
+      add(e.action.backward_half());
+    } else {
+      add(e.action);
+    }
+  }
+  for (const AllReduceEvent& a : allreduces) {
+    EventRow row;
+    row.rank = a.rank;
+    row.step = a.step;
+    row.instr_id = -1;
+    row.kind = EventKind::kAllReduce;
+    row.stage = -1;
+    row.chunk = 0;
+    row.microbatch = -1;
+    row.start_s = a.start;
+    row.end_s = a.end;
+    row.bytes = a.bytes;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<MemoryRow> ToMemoryRows(const std::vector<RankMemoryTimeline>& timelines) {
+  std::vector<MemoryRow> rows;
+  for (std::size_t r = 0; r < timelines.size(); ++r) {
+    for (const MemorySample& s : timelines[r].samples) {
+      rows.push_back({static_cast<int>(r), s.time, s.bytes});
+    }
+  }
+  return rows;
+}
+
+}  // namespace pipette

@@ -1,0 +1,23 @@
+// Trace rows: an executed step (any engine's trace, all-reduces and memory over time) as the rows
+// the experiment database stores (store/run_data.h). One event row per executed instruction, two
+// for an overlapped (F;B) cell (sharing its instr_id), one per all-reduce. Pure functions.
+#pragma once
+
+#include <vector>
+
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/rank_interpreter.h"
+#include "pipette/schedule/program.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette {
+
+// The rows of `trace` (instructions of `program`) followed by `allreduces`. A row's chunk is its
+// stage's index among its rank's stages in ascending stage order.
+std::vector<EventRow> ToEventRows(const Program& program, const std::vector<TraceEvent>& trace,
+                                  const std::vector<AllReduceEvent>& allreduces = {});
+
+// Every sample of every rank's timeline, rank by rank.
+std::vector<MemoryRow> ToMemoryRows(const std::vector<RankMemoryTimeline>& timelines);
+
+}  // namespace pipette

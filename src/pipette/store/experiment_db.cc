@@ -1,0 +1,488 @@
+#include "pipette/store/experiment_db.h"
+
+#include <fmt/core.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+
+namespace pipette {
+namespace {
+
+constexpr int kBusyTimeoutMs = 60'000;
+
+// Schema versions, in order: migration k brings user_version k-1 to k. Never edit a released
+// step; add one.
+constexpr const char* kMigrations[] = {
+    // 1: the tables of the experiment store.
+    R"sql(
+CREATE TABLE experiments(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  description TEXT NOT NULL DEFAULT '',
+  spec TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER REFERENCES experiments(id) ON DELETE CASCADE,
+  engine TEXT NOT NULL CHECK (engine IN ('sim', 'cpu', 'cuda')),
+  config TEXT NOT NULL CHECK (json_valid(config)),
+  version TEXT NOT NULL,
+  git_rev TEXT NOT NULL,
+  libraries TEXT NOT NULL,
+  host TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'oom', 'failed')),
+  error TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE TABLE events(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  instr_id INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('F', 'I', 'W', 'B', 'SEND_F', 'RECV_F', 'SEND_B', 'RECV_B',
+                                     'ALLREDUCE', 'OPTIMIZER')),
+  stage INTEGER NOT NULL,
+  microbatch INTEGER NOT NULL,
+  start_s REAL NOT NULL,
+  end_s REAL NOT NULL,
+  bytes INTEGER NOT NULL
+) STRICT;
+CREATE INDEX events_by_run ON events(run_id);
+CREATE TABLE memory(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL,
+  t_s REAL NOT NULL,
+  bytes INTEGER NOT NULL
+) STRICT;
+CREATE INDEX memory_by_run ON memory(run_id);
+CREATE TABLE metrics(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  unit TEXT NOT NULL,
+  PRIMARY KEY (run_id, name)
+) STRICT;
+)sql",
+    // 2: training steps and chunks in events; the writing process and the sweep point in runs.
+    R"sql(
+ALTER TABLE events ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN chunk INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN point_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_point ON runs(experiment_id, point_key);
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+// A prepared statement (RAII). Bind indexes start at 1; columns at 0.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  Status status(std::string_view what) const {
+    if (rc_ == SQLITE_OK) return Status::Ok();
+    return Status::Internal(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  }
+  Statement& Bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& Bind(int i, int v) { return Bind(i, static_cast<std::int64_t>(v)); }
+  Statement& Bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement& Bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& BindNull(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  // One step: SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  // Runs a statement that returns no rows, then resets it for reuse.
+  Status Run(std::string_view what) {
+    const int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    if (rc == SQLITE_DONE) return Status::Ok();
+    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  }
+  std::int64_t Int(int c) const { return sqlite3_column_int64(stmt_, c); }
+  double Real(int c) const { return sqlite3_column_double(stmt_, c); }
+  std::string Text(int c) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, c);
+    return t == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(t));
+  }
+  bool IsNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// Rolls back unless committed (RAII for a write transaction).
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {}
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction() {
+    if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  // BEGIN IMMEDIATE: takes the write lock now (waiting up to the busy timeout), so the transaction
+  // never fails half-way on a lock held by another writer.
+  Status Begin() {
+    if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Status::IoError(fmt::format("begin transaction: {}", sqlite3_errmsg(db_)));
+    }
+    open_ = true;
+    return Status::Ok();
+  }
+  Status Commit() {
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Status::IoError(fmt::format("commit: {}", sqlite3_errmsg(db_)));
+    }
+    open_ = false;
+    return Status::Ok();
+  }
+
+ private:
+  sqlite3* db_;
+  bool open_ = false;
+};
+
+RunRecord ReadRun(const Statement& s) {
+  RunRecord r;
+  r.id = s.Int(0);
+  r.experiment_id = s.IsNull(1) ? 0 : s.Int(1);
+  r.engine = s.Text(2);
+  r.config = s.Text(3);
+  r.version = s.Text(4);
+  r.git_rev = s.Text(5);
+  r.libraries = s.Text(6);
+  r.host = s.Text(7);
+  r.pid = s.Int(8);
+  r.started_at = s.Text(9);
+  r.ended_at = s.Text(10);
+  r.status = s.Text(11);
+  r.error = s.Text(12);
+  return r;
+}
+
+constexpr const char* kRunColumns =
+    "id, experiment_id, engine, config, version, git_rev, libraries, host, pid, started_at, "
+    "ended_at, status, error";
+
+bool ProcessAlive(std::int64_t pid) {
+  if (pid <= 0) return false;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string UtcNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", text, static_cast<int>(ms));
+}
+
+Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_version) {
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  ExperimentDb db(raw);  // closes `raw` on every path below
+  if (rc != SQLITE_OK) {
+    return Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
+                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  for (const char* pragma :
+       {"PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"}) {
+    Status s = db.Exec(pragma);
+    if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
+  }
+  Status migrated = db.Migrate(up_to_version);
+  if (!migrated.ok()) {
+    if (migrated.code() == StatusCode::kFailedPrecondition) return migrated;
+    return Status::IoError(fmt::format("--db = '{}': {}", path, migrated.message()));
+  }
+  return db;
+}
+
+ExperimentDb::ExperimentDb(ExperimentDb&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)) {}
+
+ExperimentDb& ExperimentDb::operator=(ExperimentDb&& other) noexcept {
+  if (this != &other) {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+  }
+  return *this;
+}
+
+ExperimentDb::~ExperimentDb() {
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Status ExperimentDb::Exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error != nullptr ? error : sqlite3_errmsg(db_);
+    sqlite3_free(error);
+    return Status::IoError(message);
+  }
+  return Status::Ok();
+}
+
+int ExperimentDb::schema_version() const {
+  Statement s(db_, "PRAGMA user_version");
+  return s.Step() == SQLITE_ROW ? static_cast<int>(s.Int(0)) : -1;
+}
+
+Status ExperimentDb::Migrate(int up_to_version) {
+  // Under the write lock, so two processes opening a new file do not both create the tables.
+  Transaction tx(db_);
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  const int version = schema_version();
+  if (version > kSchemaVersion) {
+    return Status::FailedPrecondition(
+        fmt::format("the database has schema version {}, newer than this pipette's {}: use a newer "
+                    "pipette or another --db",
+                    version, kSchemaVersion));
+  }
+  for (int v = version; v < up_to_version; ++v) {
+    Status s = Exec(kMigrations[v]);
+    if (!s.ok()) {
+      return Status::IoError(fmt::format("migrating to schema {}: {}", v + 1, s.message()));
+    }
+    PIPETTE_RETURN_IF_ERROR(Exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str()));
+  }
+  return tx.Commit();
+}
+
+Result<std::int64_t> ExperimentDb::EnsureExperiment(std::string_view name,
+                                                    std::string_view description,
+                                                    std::string_view spec) {
+  Statement insert(db_,
+                   "INSERT INTO experiments(name, description, spec) VALUES (?, ?, ?) "
+                   "ON CONFLICT(name) DO NOTHING");
+  PIPETTE_RETURN_IF_ERROR(insert.status("insert experiment"));
+  PIPETTE_RETURN_IF_ERROR(insert.Bind(1, name)
+                              .Bind(2, description)
+                              .Bind(3, spec)
+                              .Run(fmt::format("experiment '{}'", name)));
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<std::int64_t> id, FindExperiment(name));
+  if (!id) return Status::Internal(fmt::format("experiment '{}' vanished", name));
+  return *id;
+}
+
+Result<std::optional<std::int64_t>> ExperimentDb::FindExperiment(std::string_view name) {
+  Statement s(db_, "SELECT id FROM experiments WHERE name = ?");
+  PIPETTE_RETURN_IF_ERROR(s.status("find experiment"));
+  s.Bind(1, name);
+  if (s.Step() == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  return std::optional<std::int64_t>();
+}
+
+Result<std::int64_t> ExperimentDb::BeginRun(RunRecord run, std::string_view point_key) {
+  if (run.host.empty()) run.host = HostName();
+  if (run.pid == 0) run.pid = getpid();
+  if (run.started_at.empty()) run.started_at = UtcNow();
+  Statement s(
+      db_,
+      "INSERT INTO runs(experiment_id, engine, config, version, git_rev, libraries, host, "
+      "pid, started_at, status, point_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+  PIPETTE_RETURN_IF_ERROR(s.status("insert run"));
+  if (run.experiment_id > 0) {
+    s.Bind(1, run.experiment_id);
+  } else {
+    s.BindNull(1);
+  }
+  s.Bind(2, run.engine).Bind(3, run.config).Bind(4, run.version).Bind(5, run.git_rev);
+  s.Bind(6, run.libraries).Bind(7, run.host).Bind(8, run.pid).Bind(9, run.started_at);
+  s.Bind(10, point_key);
+  PIPETTE_RETURN_IF_ERROR(s.Run("insert run"));
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::string_view status,
+                               std::string_view error) {
+  if (status != kRunOk && status != kRunOom && status != kRunFailed) {
+    return Status::Internal(fmt::format("run {}: final status '{}'", run_id, status));
+  }
+  Transaction tx(db_);
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  {
+    Statement check(db_, "SELECT status FROM runs WHERE id = ?");
+    PIPETTE_RETURN_IF_ERROR(check.status("find run"));
+    check.Bind(1, run_id);
+    if (check.Step() != SQLITE_ROW)
+      return Status::NotFound(fmt::format("run {}: no such run", run_id));
+    if (check.Text(0) != kRunRunning) {
+      return Status::FailedPrecondition(
+          fmt::format("run {}: already finished with status '{}'", run_id, check.Text(0)));
+    }
+  }
+  Statement event(
+      db_,
+      "INSERT INTO events(run_id, rank, step, instr_id, kind, stage, chunk, microbatch, "
+      "start_s, end_s, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(event.status("insert event"));
+  const char* kill_at = std::getenv("PIPETTE_FAULT_KILL_DURING_WRITE");  // tests: die mid-write
+  const std::size_t kill_after = kill_at ? std::strtoull(kill_at, nullptr, 10) : 0;
+  for (std::size_t k = 0; k < data.events.size(); ++k) {
+    if (kill_at != nullptr && k == kill_after) raise(SIGKILL);
+    const EventRow& e = data.events[k];
+    event.Bind(1, run_id).Bind(2, e.rank).Bind(3, e.step).Bind(4, e.instr_id);
+    event.Bind(5, EventKindName(e.kind)).Bind(6, e.stage).Bind(7, e.chunk).Bind(8, e.microbatch);
+    event.Bind(9, e.start_s).Bind(10, e.end_s).Bind(11, e.bytes);
+    PIPETTE_RETURN_IF_ERROR(event.Run("insert event"));
+  }
+  Statement memory(db_, "INSERT INTO memory(run_id, rank, t_s, bytes) VALUES (?, ?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(memory.status("insert memory"));
+  for (const MemoryRow& m : data.memory) {
+    memory.Bind(1, run_id).Bind(2, m.rank).Bind(3, m.t_s).Bind(
+        4, static_cast<std::int64_t>(std::llround(m.bytes)));
+    PIPETTE_RETURN_IF_ERROR(memory.Run("insert memory"));
+  }
+  Statement metric(db_, "INSERT INTO metrics(run_id, name, value, unit) VALUES (?, ?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(metric.status("insert metric"));
+  for (const MetricRow& m : data.metrics) {
+    metric.Bind(1, run_id).Bind(2, m.name).Bind(3, m.value).Bind(4, m.unit);
+    PIPETTE_RETURN_IF_ERROR(metric.Run(fmt::format("metric '{}'", m.name)));
+  }
+  Statement finish(db_, "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?");
+  PIPETTE_RETURN_IF_ERROR(finish.status("finish run"));
+  finish.Bind(1, status).Bind(2, error).Bind(3, UtcNow()).Bind(4, run_id);
+  PIPETTE_RETURN_IF_ERROR(finish.Run("finish run"));
+  return tx.Commit();
+}
+
+Status ExperimentDb::FailRun(std::int64_t run_id, std::string_view error) {
+  Statement s(db_,
+              "UPDATE runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status "
+              "= 'running'");
+  PIPETTE_RETURN_IF_ERROR(s.status("fail run"));
+  return s.Bind(1, error).Bind(2, UtcNow()).Bind(3, run_id).Run("fail run");
+}
+
+Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
+  RunData data;
+  {
+    Statement s(db_, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns).c_str());
+    PIPETTE_RETURN_IF_ERROR(s.status("load run"));
+    s.Bind(1, run_id);
+    if (s.Step() != SQLITE_ROW) {
+      return Status::NotFound(fmt::format("--run = {}: no such run in this database", run_id));
+    }
+    data.run = ReadRun(s);
+  }
+  if (with_events) {
+    Statement s(
+        db_,
+        "SELECT rank, step, instr_id, kind, stage, chunk, microbatch, start_s, end_s, bytes "
+        "FROM events WHERE run_id = ? ORDER BY rowid");
+    PIPETTE_RETURN_IF_ERROR(s.status("load events"));
+    s.Bind(1, run_id);
+    while (s.Step() == SQLITE_ROW) {
+      EventRow e;
+      e.rank = static_cast<int>(s.Int(0));
+      e.step = static_cast<int>(s.Int(1));
+      e.instr_id = static_cast<int>(s.Int(2));
+      PIPETTE_ASSIGN_OR_RETURN(e.kind, ParseEventKind(s.Text(3)));
+      e.stage = static_cast<int>(s.Int(4));
+      e.chunk = static_cast<int>(s.Int(5));
+      e.microbatch = static_cast<int>(s.Int(6));
+      e.start_s = s.Real(7);
+      e.end_s = s.Real(8);
+      e.bytes = s.Int(9);
+      data.events.push_back(e);
+    }
+  }
+  {
+    Statement s(db_, "SELECT rank, t_s, bytes FROM memory WHERE run_id = ? ORDER BY rowid");
+    PIPETTE_RETURN_IF_ERROR(s.status("load memory"));
+    s.Bind(1, run_id);
+    while (s.Step() == SQLITE_ROW) {
+      data.memory.push_back({static_cast<int>(s.Int(0)), s.Real(1), static_cast<double>(s.Int(2))});
+    }
+  }
+  {
+    Statement s(db_, "SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY rowid");
+    PIPETTE_RETURN_IF_ERROR(s.status("load metrics"));
+    s.Bind(1, run_id);
+    while (s.Step() == SQLITE_ROW) data.metrics.push_back({s.Text(0), s.Real(1), s.Text(2)});
+  }
+  return data;
+}
+
+Result<std::vector<RunRecord>> ExperimentDb::ListRuns(const RunFilter& filter) {
+  std::string sql = fmt::format("SELECT {} FROM runs WHERE 1", kRunColumns);
+  if (filter.experiment_id) sql += " AND experiment_id = ?1";
+  if (filter.status) sql += " AND status = ?2";
+  sql += " ORDER BY id";
+  Statement s(db_, sql.c_str());
+  PIPETTE_RETURN_IF_ERROR(s.status("list runs"));
+  if (filter.experiment_id) s.Bind(1, *filter.experiment_id);
+  if (filter.status) s.Bind(2, *filter.status);
+  std::vector<RunRecord> runs;
+  while (s.Step() == SQLITE_ROW) runs.push_back(ReadRun(s));
+  return runs;
+}
+
+Result<std::optional<std::int64_t>> ExperimentDb::FindFinishedRun(std::int64_t experiment_id,
+                                                                  std::string_view point_key) {
+  Statement s(db_,
+              "SELECT id FROM runs WHERE experiment_id = ? AND point_key = ? AND status IN "
+              "('ok', 'oom') ORDER BY id LIMIT 1");
+  PIPETTE_RETURN_IF_ERROR(s.status("find run"));
+  s.Bind(1, experiment_id).Bind(2, point_key);
+  if (s.Step() == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  return std::optional<std::int64_t>();
+}
+
+Result<int> ExperimentDb::RepairStale(bool all_hosts) {
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<RunRecord> running,
+                           ListRuns(RunFilter{std::nullopt, std::string(kRunRunning)}));
+  const std::string host = HostName();
+  int repaired = 0;
+  for (const RunRecord& run : running) {
+    const bool here = run.host == host;
+    if (here ? ProcessAlive(run.pid) : !all_hosts) continue;
+    PIPETTE_RETURN_IF_ERROR(FailRun(
+        run.id, fmt::format("stale: process {} on {} ended without finishing the run (marked by "
+                            "pipette runs --repair at {})",
+                            run.pid, run.host, UtcNow())));
+    ++repaired;
+  }
+  return repaired;
+}
+
+}  // namespace pipette

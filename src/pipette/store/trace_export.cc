@@ -1,0 +1,204 @@
+#include "pipette/store/trace_export.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "pipette/schedule/action.h"
+
+namespace pipette {
+namespace {
+
+bool IsComputeKind(EventKind k) { return k <= EventKind::kB; }
+
+ActionKind ToActionKind(EventKind k) {
+  switch (k) {
+    case EventKind::kF:
+      return ActionKind::kForward;
+    case EventKind::kI:
+      return ActionKind::kInputBackward;
+    case EventKind::kW:
+      return ActionKind::kWeightBackward;
+    case EventKind::kB:
+      return ActionKind::kFullBackward;
+    case EventKind::kSendF:
+      return ActionKind::kSendForward;
+    case EventKind::kRecvF:
+      return ActionKind::kRecvForward;
+    case EventKind::kSendB:
+      return ActionKind::kSendBackward;
+    default:
+      return ActionKind::kRecvBackward;
+  }
+}
+
+// One executed instruction: its rows (two for an overlapped cell).
+struct Instruction {
+  const EventRow* first = nullptr;
+  const EventRow* second = nullptr;
+
+  Action action() const {
+    const Action a = Action::Make(ToActionKind(first->kind), first->stage, first->microbatch);
+    if (second == nullptr) return a;
+    const Action b = Action::Make(ToActionKind(second->kind), second->stage, second->microbatch);
+    return a.kind == ActionKind::kForward ? Action::Overlap(a, b) : Action::Overlap(b, a);
+  }
+};
+
+// Instructions of the run in row order; overlapped halves (same rank, step and instr_id, both
+// compute) are joined. All-reduce rows stay single.
+std::vector<Instruction> Instructions(const RunData& run) {
+  std::vector<Instruction> out;
+  std::map<std::tuple<int, int, int>, std::size_t> compute;  // (rank, step, instr_id) -> index
+  for (const EventRow& e : run.events) {
+    if (IsComputeKind(e.kind) && e.instr_id >= 0) {
+      auto [it, fresh] = compute.try_emplace({e.rank, e.step, e.instr_id}, out.size());
+      if (!fresh) {
+        out[it->second].second = &e;
+        continue;
+      }
+    }
+    out.push_back({&e, nullptr});
+  }
+  return out;
+}
+
+std::string_view StreamOf(EventKind k) {
+  switch (k) {
+    case EventKind::kSendF:
+    case EventKind::kSendB:
+      return "send";
+    case EventKind::kRecvF:
+    case EventKind::kRecvB:
+      return "recv";
+    case EventKind::kAllReduce:
+    case EventKind::kOptimizer:
+      return "all-reduce";
+    default:
+      return "compute";
+  }
+}
+
+int StreamIndex(std::string_view stream) {
+  if (stream == "compute") return 0;
+  if (stream == "send") return 1;
+  if (stream == "recv") return 2;
+  return 3;
+}
+
+}  // namespace
+
+Result<std::string> ToChromeTrace(const RunData& run) {
+  if (run.events.empty()) {
+    return Status::FailedPrecondition(fmt::format(
+        "run {} has no events (recorded with --trace none or summary): nothing to export",
+        run.run.id));
+  }
+  std::vector<Instruction> instructions = Instructions(run);
+  // Lanes: per (rank, stream), greedily the first lane whose last event ended by this start.
+  std::vector<std::size_t> order(instructions.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return instructions[a].first->start_s < instructions[b].first->start_s;
+  });
+  std::map<std::pair<int, std::string_view>, std::vector<double>> lane_end;
+  std::map<std::pair<int, int>, std::string> threads;  // (rank, tid) -> thread name
+  std::vector<int> tid_of(instructions.size());
+  for (std::size_t k : order) {
+    const EventRow& e = *instructions[k].first;
+    const std::string_view stream = StreamOf(e.kind);
+    std::vector<double>& ends = lane_end[{e.rank, stream}];
+    std::size_t lane = 0;
+    while (lane < ends.size() && ends[lane] > e.start_s) ++lane;
+    if (lane == ends.size()) ends.push_back(0);
+    ends[lane] = std::max(e.end_s, e.start_s);
+    // Tracks sort as compute, send, recv, all-reduce, each stream's lanes in order.
+    tid_of[k] = StreamIndex(stream) * 1000 + static_cast<int>(lane);
+    threads[{e.rank, tid_of[k]}] =
+        lane == 0 ? std::string(stream) : fmt::format("{} {}", stream, lane);
+  }
+
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  std::map<int, bool> ranks;
+  for (const auto& [key, name] : threads) ranks[key.first] = true;
+  for (const auto& [rank, unused] : ranks) {
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", rank},
+                      {"args", {{"name", fmt::format("rank {}", rank)}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "process_sort_index"},
+                      {"pid", rank},
+                      {"args", {{"sort_index", rank}}}});
+  }
+  for (const auto& [key, name] : threads) {
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", key.first},
+                      {"tid", key.second},
+                      {"args", {{"name", name}}}});
+  }
+  for (std::size_t k = 0; k < instructions.size(); ++k) {
+    const Instruction& ins = instructions[k];
+    const EventRow& e = *ins.first;
+    const bool collective = e.kind == EventKind::kAllReduce || e.kind == EventKind::kOptimizer;
+    nlohmann::ordered_json x;
+    x["name"] = collective ? std::string(EventKindName(e.kind)) : ToString(ins.action());
+    x["cat"] = std::string(StreamOf(e.kind));
+    x["ph"] = "X";
+    x["ts"] = e.start_s * 1e6;
+    x["dur"] = std::max(0.0, e.end_s - e.start_s) * 1e6;
+    x["pid"] = e.rank;
+    x["tid"] = tid_of[k];
+    nlohmann::ordered_json args;
+    args["step"] = e.step;
+    if (!collective) {
+      args["instr_id"] = e.instr_id;
+      args["stage"] = e.stage;
+      args["chunk"] = e.chunk;
+      args["microbatch"] = e.microbatch;
+    }
+    args["bytes"] = e.bytes;
+    x["args"] = std::move(args);
+    events.push_back(std::move(x));
+  }
+  nlohmann::ordered_json json;
+  json["traceEvents"] = std::move(events);
+  json["displayTimeUnit"] = "ms";
+  json["otherData"] = {{"run_id", run.run.id}, {"engine", run.run.engine}};
+  return json.dump();
+}
+
+Result<std::string> ToExecutedComputeCsv(const RunData& run, int step) {
+  std::vector<Instruction> instructions = Instructions(run);
+  std::erase_if(instructions, [&](const Instruction& i) {
+    return !IsComputeKind(i.first->kind) || i.first->step != step;
+  });
+  if (instructions.empty()) {
+    return Status::FailedPrecondition(fmt::format(
+        "run {} has no compute events in step {} (recorded with --trace none or summary?)",
+        run.run.id, step));
+  }
+  std::stable_sort(instructions.begin(), instructions.end(),
+                   [](const Instruction& a, const Instruction& b) {
+                     return std::tie(a.first->rank, a.first->start_s, a.first->instr_id) <
+                            std::tie(b.first->rank, b.first->start_s, b.first->instr_id);
+                   });
+  const int ranks = run.NumRanks();
+  std::vector<std::string> lines(ranks);
+  for (const Instruction& ins : instructions) {
+    std::string& line = lines[ins.first->rank];
+    if (!line.empty()) line += ',';
+    const Action a = ins.action();
+    line += ToString(a);
+    if (a.kind == ActionKind::kOverlapped) line += "OVERLAP_F_B";
+  }
+  std::string out;
+  for (const std::string& line : lines) out += line + '\n';
+  return out;
+}
+
+}  // namespace pipette

@@ -1,0 +1,28 @@
+// Exports of a recorded run: Chrome trace-event JSON (opens in Perfetto and chrome://tracing) and
+// PyTorch's compute-only CSV of the order the ranks actually executed. Pure functions of RunData.
+//
+// Chrome trace: one process per rank ("rank r"), named threads ("compute", "send", "recv",
+// "all-reduce"; a stream whose events overlap in time, such as receives posted ahead of their
+// data, is spread over numbered lanes "recv 1", "recv 2", ... so that no two events on one track
+// overlap), one complete ("X") event per executed instruction (an overlapped (F;B) cell is one
+// event named like "(0F7;7B3)") and per all-reduce, timestamps in microseconds from the run's
+// start, with the instruction's stage, microbatch, chunk, step, bytes and id as args.
+#pragma once
+
+#include <string>
+
+#include "pipette/common/status.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette {
+
+// The run's events as Chrome trace-event JSON. FailedPrecondition when the run has no events
+// (recorded with --trace none or summary).
+Result<std::string> ToChromeTrace(const RunData& run);
+
+// One line per rank: the compute instructions of training step `step` in the order they started,
+// in PyTorch notation ("0F0,0F1,0B0,..."; overlapped cells "(0F7;7B3)OVERLAP_F_B"). Ranks with no
+// compute in that step give empty lines. FailedPrecondition when the run has no compute events.
+Result<std::string> ToExecutedComputeCsv(const RunData& run, int step = 0);
+
+}  // namespace pipette

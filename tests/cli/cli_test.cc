@@ -369,3 +369,133 @@ TEST(Cli, SimulateRefusesMoreGpusThanTheClusterHas) {
 }
 
 }  // namespace
+
+namespace pipette {
+namespace {
+
+// The scratch directory Pipette() runs in.
+std::string ScratchDir() {
+  return ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
+}
+
+nlohmann::json RunsJson(const std::string& db) {
+  CommandResult runs = Pipette("runs --db " + db + " --format json");
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  return nlohmann::json::parse(runs.out);
+}
+
+TEST(CliStore, SimulateRecordsARunWithItsRowsByDefault) {
+  std::filesystem::remove(ScratchDir() + "/pipette.db");
+  CommandResult run = Pipette("simulate --dp 2 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["db"], "pipette.db");
+  const int id = json["run_id"].get<int>();
+  const auto runs = RunsJson("pipette.db");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["id"], id);
+  EXPECT_EQ(runs[0]["engine"], "sim");
+  EXPECT_EQ(runs[0]["status"], "ok");
+  EXPECT_EQ(runs[0]["config"]["dp"], 2);
+  EXPECT_EQ(runs[0]["config"]["schedule"], "1f1b");
+  // One X event per instruction (4 ranks of 1F1B, m = 8: 2*8 compute + sends + receives) plus
+  // one all-reduce per rank.
+  CommandResult chrome = Pipette("export --run last --format chrome");
+  ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+  int x = 0, allreduce = 0;
+  const auto chrome_json = nlohmann::json::parse(chrome.out);
+  for (const auto& e : chrome_json["traceEvents"]) {
+    x += e["ph"] == "X";
+    allreduce += e["name"] == "ALLREDUCE";
+  }
+  const int compute = 4 * 16, messages = 2 * (3 * 8 * 2);  // 3 links, 8 microbatches, 2 directions
+  EXPECT_EQ(x, compute + messages + 4);
+  EXPECT_EQ(allreduce, 4);
+  CommandResult csv = Pipette("export --run " + std::to_string(id) + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0F6,0B3,0F7,0B4,0B5,0B6,0B7");
+}
+
+TEST(CliStore, BadInputWritesNothing) {
+  std::filesystem::remove(ScratchDir() + "/bad.db");
+  EXPECT_EQ(Pipette("simulate --db bad.db --pp 16").exit_code, 2);
+  EXPECT_EQ(Pipette("simulate --db bad.db --trace everything").exit_code, 2);
+  EXPECT_EQ(Pipette("simulate --db bad.db --model nosuch").exit_code, 2);
+  // Nothing recorded (the file may exist, with no runs).
+  if (std::filesystem::exists(ScratchDir() + "/bad.db")) {
+    EXPECT_EQ(RunsJson("bad.db").size(), 0u);
+  }
+  EXPECT_EQ(Pipette("simulate --no-db --db nodb.db").exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/nodb.db"));
+  CommandResult missing = Pipette("runs --db nosuch.db");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--db = 'nosuch.db'"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/nosuch.db"));
+}
+
+TEST(CliStore, TraceLevelsChooseTheRows) {
+  std::filesystem::remove(ScratchDir() + "/levels.db");
+  for (const char* level : {"none", "summary", "full"}) {
+    ASSERT_EQ(Pipette(std::string("simulate --db levels.db --dp 2 --trace ") + level).exit_code, 0);
+  }
+  // none: no events; summary: the all-reduces only; full: everything.
+  EXPECT_EQ(Pipette("export --db levels.db --run 1").exit_code, 2);
+  CommandResult summary = Pipette("export --db levels.db --run 2");
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  int x = 0;
+  const auto summary_json = nlohmann::json::parse(summary.out);
+  for (const auto& e : summary_json["traceEvents"]) x += e["ph"] == "X";
+  EXPECT_EQ(x, 4);
+  CommandResult full = Pipette("export --db levels.db --run 3");
+  ASSERT_EQ(full.exit_code, 0);
+  EXPECT_GT(full.out.size(), 10 * summary.out.size());
+}
+
+TEST(CliStore, TwoProcessesWritingOneDatabaseLoseNothing) {
+  std::filesystem::remove(ScratchDir() + "/shared.db");
+  // Four simulations of 64 microbatches at once, all creating and writing one new database.
+  CommandResult run = Pipette(
+      "--version >/dev/null; "
+      "for k in 1 2 3 4; do " +
+      std::string(PIPETTE_BINARY) +
+      " simulate --db shared.db -m 64 --dp 2 >/dev/null & done; wait");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto runs = RunsJson("shared.db");
+  ASSERT_EQ(runs.size(), 4u);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r["status"], "ok");
+    CommandResult chrome = Pipette("export --db shared.db --run " + r["id"].dump());
+    ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+    int x = 0;
+    const auto chrome_json = nlohmann::json::parse(chrome.out);
+    for (const auto& e : chrome_json["traceEvents"]) x += e["ph"] == "X";
+    EXPECT_EQ(x, 4 * 128 + 2 * 3 * 64 * 2 + 4) << "run " << r["id"];
+  }
+}
+
+TEST(CliStore, AProcessKilledMidWriteLeavesARunningRunWithNoRowsThatRepairFails) {
+  std::filesystem::remove(ScratchDir() + "/killed.db");
+  ASSERT_EQ(Pipette("simulate --db killed.db").exit_code, 0);
+  // The second run dies (SIGKILL) after writing 20 of its event rows inside its transaction.
+  CommandResult killed =
+      Pipette("--version >/dev/null; PIPETTE_FAULT_KILL_DURING_WRITE=20 " +
+              std::string(PIPETTE_BINARY) + " simulate --db killed.db; echo exit=$?");
+  EXPECT_NE(killed.out.find("exit=137"), std::string::npos) << killed.out << killed.err;
+  auto runs = RunsJson("killed.db");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["status"], "ok");
+  EXPECT_EQ(runs[1]["status"], "running");
+  EXPECT_EQ(Pipette("export --db killed.db --run 2").exit_code, 2) << "no rows of the dead run";
+  CommandResult last = Pipette("export --db killed.db --run last --format csv");
+  EXPECT_EQ(last.exit_code, 0) << "last is the newest finished run";
+  CommandResult repair = Pipette("runs --db killed.db --repair");
+  ASSERT_EQ(repair.exit_code, 0) << repair.err;
+  EXPECT_NE(repair.err.find("marked 1 stale run failed"), std::string::npos) << repair.err;
+  runs = RunsJson("killed.db");
+  EXPECT_EQ(runs[1]["status"], "failed");
+  EXPECT_EQ(runs[0]["status"], "ok");
+}
+
+}  // namespace
+}  // namespace pipette

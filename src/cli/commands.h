@@ -18,5 +18,8 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code);
 void RegisterSimulateCommand(CLI::App& app, int& exit_code);
 // `runs` and `export`.
 void RegisterStoreCommands(CLI::App& app, int& exit_code);
+// `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
+// against the swept command's options).
+void RegisterSweepCommand(CLI::App& app, int& exit_code);
 
 }  // namespace pipette::cli

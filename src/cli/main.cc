@@ -32,6 +32,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterPartitionCommands(app, exit_code);
   pipette::cli::RegisterSimulateCommand(app, exit_code);
   pipette::cli::RegisterStoreCommands(app, exit_code);
+  pipette::cli::RegisterSweepCommand(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,252 @@
+// End-to-end tests of `pipette sweep`: points recorded under the spec's experiment, resuming,
+// parallel children writing one database, invalid specs and invalid points, dry runs, figures.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "pipette/store/experiment_db.h"
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// This test process's scratch directory (ctest runs each test in its own process).
+std::string ScratchDir() {
+  const std::string dir = ::testing::TempDir() + "pipette_sweep_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes `text` to `name` in the scratch directory.
+void WriteSpec(const std::string& name, const std::string& text) {
+  std::ofstream(ScratchDir() + "/" + name) << text;
+}
+
+// Runs `pipette <args>` (through the shell; keep them simple) in the scratch directory.
+CommandResult Pipette(const std::string& args) {
+  const std::string dir = ScratchDir();
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string command =
+      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
+  CommandResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = ReadFile(err_path);
+  return run;
+}
+
+// The runs of `experiment` in `db` (in the scratch directory), via `pipette runs --format json`.
+nlohmann::json Runs(const std::string& db, const std::string& experiment) {
+  CommandResult run = Pipette("runs --db " + db + " --experiment " + experiment + " --format json");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return nlohmann::json::parse(run.out, nullptr, false);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// 2 schedules x 2 microbatch counts on the ideal network.
+constexpr const char* kSmall = R"(name = "small"
+description = "two schedules, two m"
+[fixed]
+times = "F=1,I=1,W=1"
+ideal-network = true
+[axes]
+schedule = ["1f1b", "gpipe"]
+pp = [4]
+m = [4, 8]
+)";
+
+TEST(SweepCli, RecordsEveryPointOnceAndResumes) {
+  WriteSpec("small.toml", kSmall);
+  CommandResult first = Pipette("sweep small.toml --db small.db -j 2");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(Contains(first.err, "small: 4 points, 0 already done, running 4 with -j 2"))
+      << first.err;
+  EXPECT_TRUE(Contains(first.out, "ran                4   (ok 4, oom 0)")) << first.out;
+  nlohmann::json runs = Runs("small.db", "small");
+  ASSERT_EQ(runs.size(), 4u) << runs.dump();
+  std::set<std::pair<std::string, int>> points;
+  for (const auto& r : runs) {
+    EXPECT_EQ(r["status"], "ok");
+    EXPECT_EQ(r["config"]["pp"], 4);
+    points.emplace(r["config"]["schedule"].get<std::string>(), r["config"]["m"].get<int>());
+  }
+  EXPECT_EQ(points, (std::set<std::pair<std::string, int>>{
+                        {"1f1b", 4}, {"1f1b", 8}, {"gpipe", 4}, {"gpipe", 8}}));
+
+  CommandResult again = Pipette("sweep small.toml --db small.db -j 2");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(Contains(again.err, "small: 4 points, 4 already done, running 0")) << again.err;
+  EXPECT_TRUE(Contains(again.out, "ran                0")) << again.out;
+  EXPECT_EQ(Runs("small.db", "small").size(), 4u);
+}
+
+TEST(SweepCli, ParallelChildrenLoseNoRows) {
+  WriteSpec("wide.toml", R"([fixed]
+times = "F=1,I=2,W=1"
+ideal-network = true
+pp = 2
+[axes]
+schedule = ["1f1b", "gpipe", "zb-h1"]
+m = [2, 3, 4, 5]
+)");
+  CommandResult run = Pipette("sweep wide.toml --db wide.db -j 6");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  pipette::Result<pipette::ExperimentDb> db =
+      pipette::ExperimentDb::Open(ScratchDir() + "/wide.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  pipette::Result<std::optional<std::int64_t>> experiment = db->FindExperiment("wide");
+  ASSERT_TRUE(experiment.ok() && experiment->has_value());
+  std::set<std::int64_t> ids;
+  for (const char* schedule : {"1f1b", "gpipe", "zb-h1"}) {
+    for (int m = 2; m <= 5; ++m) {
+      const std::string key = "ideal-network=true;m=" + std::to_string(m) +
+                              ";pp=2;schedule=" + schedule + ";times=F=1,I=2,W=1";
+      pipette::Result<std::optional<std::int64_t>> id = db->FindFinishedRun(**experiment, key);
+      ASSERT_TRUE(id.ok() && id->has_value()) << key;
+      ids.insert(**id);
+    }
+  }
+  EXPECT_EQ(ids.size(), 12u);
+  pipette::Result<std::vector<pipette::RunRecord>> all = db->ListRuns({**experiment, std::nullopt});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 12u);
+}
+
+TEST(SweepCli, InvalidSpecExitsTwoNamingFileKeyAndRuleWithoutWriting) {
+  WriteSpec("bad-axis.toml", "[axes]\nm = 8\n");
+  CommandResult run = Pipette("sweep bad-axis.toml --db bad.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err,
+            "pipette sweep: bad-axis.toml:2: [axes] m = 8: an axis must be a list of values, e.g. "
+            "[8]\n");
+  WriteSpec("bad-key.toml", "[fixed]\nm = 8\n[axes]\nm = [8]\n");
+  run = Pipette("sweep bad-key.toml --db bad.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(Contains(run.err, "[axes] m = [ 8 ]: 'm' is also in [fixed]")) << run.err;
+  WriteSpec("bad-option.toml", "[axes]\nmicro-batches = [8]\n");
+  run = Pipette("sweep bad-option.toml --db bad.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(Contains(run.err, "[axes] micro-batches: simulate has no option --micro-batches"))
+      << run.err;
+  run = Pipette("sweep missing.toml --db bad.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(Contains(run.err, "sweep spec 'missing.toml': no such file")) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/bad.db"));
+}
+
+TEST(SweepCli, InvalidPointIsReportedAndDoesNotFailTheSweep) {
+  // zb-h2 needs m >= 2p: its m = 4 point is invalid.
+  WriteSpec("mixed.toml", R"([fixed]
+times = "F=1,I=1,W=1"
+ideal-network = true
+pp = 4
+[axes]
+schedule = ["1f1b", "zb-h2"]
+m = [4, 8]
+)");
+  CommandResult run = Pipette("sweep mixed.toml --db mixed.db");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(Contains(run.err,
+                       "invalid  ideal-network=true;m=4;pp=4;schedule=zb-h2;"
+                       "times=F=1,I=1,W=1: pipette simulate: "))
+      << run.err;
+  EXPECT_TRUE(Contains(run.out, "ran                3")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "invalid            1")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "failed             0")) << run.out;
+  EXPECT_EQ(Runs("mixed.db", "mixed").size(), 3u);
+}
+
+TEST(SweepCli, DryRunListsThePointsAndWhichAreDone) {
+  WriteSpec("dry.toml", R"([fixed]
+times = "F=1,I=1,W=1"
+ideal-network = true
+pp = 2
+schedule = "1f1b"
+[axes]
+m = [2, 4]
+[[figures]]
+kind = "bubble"
+out = "figs/dry.png"
+)");
+  CommandResult dry = Pipette("sweep dry.toml --db dry.db --dry-run");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/dry.db"));
+  EXPECT_TRUE(Contains(dry.out, "# sweep dry (dry.toml): 2 points, 0 done, 2 to run; db dry.db"))
+      << dry.out;
+  EXPECT_TRUE(Contains(dry.out,
+                       "       1  to run      ideal-network=true;m=2;pp=2;schedule=1f1b;"
+                       "times=F=1,I=1,W=1\n"))
+      << dry.out;
+  EXPECT_TRUE(Contains(dry.out, "# figure bubble figs/dry.png from 2 points")) << dry.out;
+
+  // Run one point by hand under the experiment: the dry run then shows it done.
+  CommandResult one = Pipette(
+      "simulate --times F=1,I=1,W=1 --ideal-network -p 2 --schedule 1f1b -m 2 --db dry.db "
+      "--experiment dry --point-key 'ideal-network=true;m=2;pp=2;schedule=1f1b;"
+      "times=F=1,I=1,W=1' --format json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto id = nlohmann::json::parse(one.out)["run_id"].get<std::int64_t>();
+  dry = Pipette("sweep dry.toml --db dry.db --dry-run");
+  EXPECT_TRUE(Contains(dry.out, "2 points, 1 done, 1 to run")) << dry.out;
+  EXPECT_TRUE(Contains(dry.out, "       1  done " + std::to_string(id))) << dry.out;
+}
+
+TEST(SweepCli, FiguresAreDrawnOrWarnedAboutWithoutFailing) {
+  WriteSpec("fig.toml", R"([fixed]
+times = "F=1,I=1,W=1"
+ideal-network = true
+pp = 2
+schedule = "1f1b"
+[axes]
+m = [2]
+[[figures]]
+kind = "bubble"
+out = "fig.png"
+)");
+  // Until `pipette plot` is merged the sweep warns; once it is, the figure is drawn.
+  const bool has_plot = Contains(Pipette("--help").out, "\n  plot ");
+  CommandResult run = Pipette("sweep fig.toml --db fig.db");
+  if (has_plot) {
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(Contains(run.err, "drew bubble figure fig.png")) << run.err;
+    EXPECT_TRUE(std::filesystem::exists(ScratchDir() + "/fig.png"));
+  } else {
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(Contains(run.err,
+                         "warning: bubble figure fig.png not drawn: this pipette has no "
+                         "`plot` command yet"))
+        << run.err;
+    EXPECT_TRUE(Contains(run.out, "figures            0   drawn (1 not drawn, 0 failed)"))
+        << run.out;
+  }
+}
+
+}  // namespace

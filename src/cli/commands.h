@@ -16,7 +16,7 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code);
 // `partition`, `models` and `clusters`.
 void RegisterPartitionCommands(CLI::App& app, int& exit_code);
 void RegisterSimulateCommand(CLI::App& app, int& exit_code);
-// `runs` and `export`.
+// `runs`, `export` and `plot`.
 void RegisterStoreCommands(CLI::App& app, int& exit_code);
 // `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
 // against the swept command's options).

@@ -2,6 +2,8 @@
 // the runs in an experiment database; --repair marks runs whose process died as failed.
 // `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
 // trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
+// `pipette plot timeline|bubble|memory|compare --db FILE --run ID[,ID...]|last|lastN
+// [--out FILE.png|.svg] [--size WxH] [--x KEY]`: a figure drawn with gnuplot from the database.
 #include <fmt/core.h>
 
 #include <charconv>
@@ -11,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/store_options.h"
+#include "pipette/plot/figure.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/trace_export.h"
 
@@ -125,6 +128,50 @@ int RunExport(const ExportOptions& o) {
   return kExitOk;
 }
 
+struct PlotCommandOptions {
+  std::string kind;
+  std::string db = "pipette.db";
+  std::string run = "last";
+  std::string out;  // default: KIND.png
+  std::string size = "1200x0";
+  std::string x = "m";
+};
+
+int RunPlot(const PlotCommandOptions& o) {
+  Result<PlotKind> kind = ParsePlotKind(o.kind);
+  if (!kind.ok()) return Fail("plot", kind.status());
+  PlotOptions options;
+  options.out = o.out.empty() ? o.kind + ".png" : o.out;
+  options.x_key = o.x;
+  int width = 0, height = 0;
+  const std::size_t cross = o.size.find('x');
+  const char* end = o.size.data() + o.size.size();
+  if (cross == std::string::npos ||
+      std::from_chars(o.size.data(), o.size.data() + cross, width).ptr != o.size.data() + cross ||
+      std::from_chars(o.size.data() + cross + 1, end, height).ptr != end) {
+    return Fail("plot", Status::InvalidArgument(fmt::format(
+                            "--size = '{}': must be WIDTHxHEIGHT in pixels, e.g. 1200x600 (height "
+                            "0: the figure's default)",
+                            o.size)));
+  }
+  options.width = width;
+  options.height = height;
+  Result<ExperimentDb> db = OpenExistingDb(o.db);
+  if (!db.ok()) return Fail("plot", db.status());
+  Result<std::vector<std::int64_t>> ids = ResolveRuns(*db, o.run);
+  if (!ids.ok()) return Fail("plot", ids.status());
+  std::vector<RunData> runs;
+  for (std::int64_t id : *ids) {
+    Result<RunData> run = db->LoadRun(id, *kind == PlotKind::kTimeline);
+    if (!run.ok()) return Fail("plot", run.status());
+    runs.push_back(std::move(*run));
+  }
+  Status drawn = DrawFigure(*kind, runs, options);
+  if (!drawn.ok()) return Fail("plot", drawn);
+  fmt::print("{}\n", options.out);
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterStoreCommands(CLI::App& app, int& exit_code) {
@@ -150,6 +197,20 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--step", exp->step, "csv: the training step")->capture_default_str();
   cmd->add_option("--out", exp->out, "Output file (default: standard output)");
   cmd->callback([exp, &exit_code] { exit_code = RunExport(*exp); });
+
+  auto plot = std::make_shared<PlotCommandOptions>();
+  cmd = app.add_subcommand("plot", "Draw a figure of recorded runs with gnuplot");
+  cmd->add_option("kind", plot->kind, "timeline, bubble, memory or compare")->required();
+  cmd->add_option("--db", plot->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--run", plot->run,
+                  "Run ids (comma-separated), last or lastN; compare: sim,measured pairs")
+      ->capture_default_str();
+  cmd->add_option("--out", plot->out, "Output .png or .svg (default: KIND.png)");
+  cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
+      ->capture_default_str();
+  cmd->add_option("--x", plot->x, "bubble: the configuration key on the x axis")
+      ->capture_default_str();
+  cmd->callback([plot, &exit_code] { exit_code = RunPlot(*plot); });
 }
 
 }  // namespace pipette::cli

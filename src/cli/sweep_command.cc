@@ -280,8 +280,9 @@ FigureCounts DrawFigures(const SweepSpec& spec, const SweepOptions& o, bool have
       ++counts.skipped;
       continue;
     }
-    Result<ChildProcess> plot =
-        ChildProcess::Run({"plot", figure.kind, "--db", o.db, "--run", ids, "--out", out});
+    std::vector<std::string> args{"plot", figure.kind, "--db", o.db, "--run", ids, "--out", out};
+    if (!figure.x.empty()) args.insert(args.end(), {"--x", figure.x});
+    Result<ChildProcess> plot = ChildProcess::Run(args);
     if (plot.ok() && plot->Wait().code == kExitOk) {
       fmt::print(stderr, "pipette sweep: drew {} figure {}\n", figure.kind, out);
       ++counts.drawn;

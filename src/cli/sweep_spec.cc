@@ -19,7 +19,7 @@ constexpr std::uintmax_t kMaxSpecBytes = std::uintmax_t{1} << 20;
 
 constexpr std::string_view kTopLevelKeys[] = {"name",  "description", "command",
                                               "fixed", "axes",        "figures"};
-constexpr std::string_view kFigureKeys[] = {"kind", "out", "where"};
+constexpr std::string_view kFigureKeys[] = {"kind", "out", "where", "x"};
 
 template <typename Range>
 bool Contains(const Range& range, std::string_view word) {
@@ -224,6 +224,9 @@ Status ParseFigure(const SweepSpec& spec, const toml::node& node, std::size_t in
     }
   } else {
     figure.out = fmt::format("{}-{}.png", spec.name, figure.kind);
+  }
+  if (const toml::node* x = table->get("x")) {
+    PIPETTE_ASSIGN_OR_RETURN(figure.x, ToString(path, *x, name + ".x"));
   }
   if (const toml::node* where = table->get("where")) {
     const auto* conditions = where->as_table();

@@ -52,6 +52,7 @@ struct SweepFigure {
   std::string kind;  // timeline, bubble, memory or compare
   std::string out;   // as written: relative paths are relative to the spec file's directory
   std::vector<SweepCondition> where;  // empty selects every point
+  std::string x;                      // bubble: the configuration key on the x axis (default m)
 };
 
 struct SweepSpec {

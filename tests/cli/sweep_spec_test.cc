@@ -213,7 +213,7 @@ TEST(SweepSpec, UnknownCommandAndFigureKindAreRejected) {
             "experiments/bad.toml:2: figures[0].kind = \"pie\": unknown figure kind (pipette plot "
             "draws timeline, bubble, memory or compare)");
   EXPECT_NE(ParseError("[[figures]]\nkind = \"bubble\"\ntitle = \"x\"\n")
-                .find("figures[0].title: unknown key (a figure has kind, out or where)"),
+                .find("figures[0].title: unknown key (a figure has kind, out, where or x)"),
             std::string::npos);
 }
 

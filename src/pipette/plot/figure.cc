@@ -1,0 +1,404 @@
+#include "pipette/plot/figure.h"
+
+#include <fmt/core.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "pipette/plot/palette.h"
+
+namespace pipette {
+namespace {
+
+// A string as a gnuplot double-quoted literal.
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Rgb(std::uint32_t rgb) { return fmt::format("\"#{:06X}\"", rgb); }
+
+Result<std::string> Terminal(const PlotOptions& o, int default_height) {
+  const int height = o.height > 0 ? o.height : default_height;
+  if (o.width < 100 || o.width > 10000 || height < 100 || height > 10000) {
+    return Status::InvalidArgument(fmt::format(
+        "--size = {}x{}: width and height must be in [100, 10000] pixels", o.width, height));
+  }
+  const std::string ext = std::filesystem::path(o.out).extension().string();
+  std::string terminal;
+  if (ext == ".png") {
+    terminal = fmt::format("set terminal pngcairo size {},{} font \"sans,10\" noenhanced", o.width,
+                           height);
+  } else if (ext == ".svg") {
+    terminal =
+        fmt::format("set terminal svg size {},{} font \"sans,10\" noenhanced background \"white\"",
+                    o.width, height);
+  } else {
+    return Status::InvalidArgument(fmt::format("--out = '{}': must end in .png or .svg", o.out));
+  }
+  return fmt::format("{}\nset output {}\nset encoding utf8\n", terminal, Quote(o.out));
+}
+
+nlohmann::json Config(const RunData& run) {
+  nlohmann::json config = nlohmann::json::parse(run.run.config, nullptr, false);
+  return config.is_object() ? config : nlohmann::json::object();
+}
+
+Result<double> NeedMetric(const RunData& run, const std::string& name) {
+  for (const MetricRow& m : run.metrics) {
+    if (m.name == name) return m.value;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "run {} has no metric '{}' (was it recorded by pipette simulate?)", run.run.id, name));
+}
+
+Result<nlohmann::json> NeedConfig(const RunData& run, const std::string& key) {
+  const nlohmann::json config = Config(run);
+  if (!config.contains(key)) {
+    return Status::InvalidArgument(
+        fmt::format("run {}: its configuration has no key '{}'", run.run.id, key));
+  }
+  return config[key];
+}
+
+std::string RunLabel(const RunData& run) {
+  const nlohmann::json config = Config(run);
+  std::string label = fmt::format("{} run {}", run.run.engine, run.run.id);
+  if (config.contains("schedule") && config["schedule"].is_string()) {
+    label += " " + config["schedule"].get<std::string>();
+  }
+  return label;
+}
+
+std::uint32_t KindColour(EventKind kind) {
+  switch (kind) {
+    case EventKind::kF:
+      return palette::kForward;
+    case EventKind::kI:
+    case EventKind::kB:
+      return palette::kBackward;
+    case EventKind::kW:
+      return palette::kWeight;
+    case EventKind::kAllReduce:
+      return palette::kAllReduce;
+    case EventKind::kOptimizer:
+      return palette::kOptimizer;
+    default:
+      return palette::kCommunication;
+  }
+}
+
+Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotOptions& o) {
+  if (runs.size() > 2) {
+    return Status::InvalidArgument(
+        fmt::format("--run: a timeline shows one run or two stacked runs, not {}", runs.size()));
+  }
+  double span = 0;
+  int rows = 0;
+  std::vector<int> first_row;
+  for (const RunData& run : runs) {
+    if (run.events.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "run {} has no events (recorded with --trace none or summary): no timeline", run.run.id));
+    }
+    for (const EventRow& e : run.events) span = std::max(span, e.end_s);
+    first_row.push_back(rows);
+    rows += run.NumRanks() + (runs.size() > 1 ? 1 : 0);
+  }
+  if (runs.size() > 1) --rows;  // no gap after the last run
+  const bool ms = span < 10;
+  const double scale = ms ? 1e3 : 1;
+  PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, std::clamp(90 + 26 * rows, 240, 4000)));
+  // Boxes: x, y, xlow, xhigh, ylow, yhigh, colour. Compute fills the row's upper part; receives
+  // (waits for data) and sends are thin bars below it.
+  std::string boxes, labels;
+  const double px_per_unit = (o.width - 160) / std::max(span * scale, 1e-12);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    for (const EventRow& e : runs[k].events) {
+      const int y = first_row[k] + e.rank;
+      const double x0 = e.start_s * scale, x1 = e.end_s * scale;
+      const bool compute = e.kind <= EventKind::kB || e.kind == EventKind::kAllReduce ||
+                           e.kind == EventKind::kOptimizer;
+      if (!compute && x1 <= x0) continue;  // instantaneous sends and receives: nothing to draw
+      std::uint32_t colour = KindColour(e.kind);
+      if (e.chunk > 0) colour = palette::Tint(colour);
+      if (!compute) colour = palette::Tint(palette::kCommunication);
+      const double y0 = compute ? y - 0.4 : y + 0.27, y1 = compute ? y + 0.2 : y + 0.37;
+      boxes += fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {}\n", (x0 + x1) / 2,
+                           (y0 + y1) / 2, x0, x1, y0, y1, colour);
+      if (compute && e.microbatch >= 0 && (x1 - x0) * px_per_unit >= 16) {
+        labels += fmt::format("{:.9g} {:.9g} {}\n", (x0 + x1) / 2, y - 0.1, e.microbatch);
+      }
+    }
+  }
+  std::string ytics;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    for (int r = 0; r < runs[k].NumRanks(); ++r) {
+      if (!ytics.empty()) ytics += ", ";
+      ytics += runs.size() > 1
+                   ? fmt::format("{} {}", Quote(fmt::format("{} r{}", RunLabel(runs[k]), r)),
+                                 first_row[k] + r)
+                   : fmt::format("\"{}\" {}", r, r);
+    }
+  }
+  script += fmt::format(
+      "set title {}\n",
+      Quote(runs.size() == 1 ? fmt::format("Pipeline timeline: {}", RunLabel(runs[0]))
+                             : fmt::format("Pipeline timelines: {} (top) and {} (bottom)",
+                                           RunLabel(runs[0]), RunLabel(runs[1]))));
+  script += fmt::format("set xlabel \"time [{}]\"\nset ylabel {}\n", ms ? "ms" : "s",
+                        Quote(runs.size() > 1 ? "run, rank" : "rank"));
+  script += fmt::format("set yrange [{}:-0.6]\nset ytics ({})\nset xrange [0:{:.9g}]\n", rows - 0.4,
+                        ytics, span * scale);
+  script += "set grid xtics lc rgb \"#DDDDDD\"\nset style fill solid 1.0 noborder\n";
+  script += "set key outside right top vertical\n";
+  if (runs.size() > 1) {
+    script += fmt::format(
+        "set arrow from graph 0, first {0} to graph 1, first {0} nohead lc rgb \"#888888\" dt 2\n",
+        first_row[1] - 1);
+  }
+  script += "$boxes << EOD\n" + boxes + "EOD\n";
+  script += "$labels << EOD\n" + (labels.empty() ? std::string("0 0 \"\"\n") : labels) + "EOD\n";
+  script +=
+      "plot $boxes using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, \\\n"
+      "  $labels using 1:2:3 with labels font \",8\" tc rgb \"#FFFFFF\" notitle";
+  const std::pair<const char*, std::uint32_t> legend[] = {
+      {"F (forward)", palette::kForward},
+      {"I / B (backward)", palette::kBackward},
+      {"W (weight gradient)", palette::kWeight},
+      {"later chunk (lighter)", palette::Tint(palette::kForward)},
+      {"receive posted, data pending", palette::Tint(palette::kCommunication)},
+      {"all-reduce", palette::kAllReduce},
+      {"optimizer", palette::kOptimizer}};
+  for (const auto& [title, colour] : legend) {
+    script += fmt::format(", \\\n  NaN with boxes fc rgb {} title {}", Rgb(colour), Quote(title));
+  }
+  return script + "\n";
+}
+
+// Analytic bubble ratio (idle over total) where it is exact: (p-1)/(v m + p - 1) for GPipe,
+// 1F1B, eager 1F1B (zero latency) and the interleaved schedules with equal chunk costs.
+bool HasAnalyticBubble(const std::string& schedule) {
+  return schedule == "gpipe" || schedule == "1f1b" || schedule == "eager-1f1b" ||
+         schedule == "interleaved-1f1b" || schedule == "interleaved-gpipe";
+}
+
+Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOptions& o) {
+  struct Series {
+    std::vector<std::pair<double, double>> points;
+    int pp = 0, v = 1;
+    bool analytic = true;
+  };
+  std::map<std::pair<std::string, int>, Series> series;
+  std::set<int> pps;
+  for (const RunData& run : runs) {
+    PIPETTE_ASSIGN_OR_RETURN(double bubble, NeedMetric(run, "bubble_ratio"));
+    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json x, NeedConfig(run, o.x_key));
+    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json schedule, NeedConfig(run, "schedule"));
+    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json pp, NeedConfig(run, "pp"));
+    if (!x.is_number() || !schedule.is_string() || !pp.is_number_integer()) {
+      return Status::InvalidArgument(
+          fmt::format("run {}: '{}' must be a number, 'schedule' a string and 'pp' an integer",
+                      run.run.id, o.x_key));
+    }
+    Series& s = series[{schedule.get<std::string>(), pp.get<int>()}];
+    s.points.push_back({x.get<double>(), bubble});
+    s.pp = pp.get<int>();
+    pps.insert(s.pp);
+    const nlohmann::json config = Config(run);
+    s.v = config.value("v", 1);
+    // Exact only on an ideal, zero-latency network with uniform chunk costs.
+    s.analytic &= config.value("latency_us", 0.0) == 0.0 && config.value("ideal_network", false);
+  }
+  PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 700));
+  const std::string x_label = o.x_key == "m"            ? "microbatches m"
+                              : o.x_key == "latency_us" ? "p2p latency [us]"
+                                                        : o.x_key;
+  script += fmt::format("set title \"Bubble ratio (idle / total) against {}\"\n", x_label);
+  script += fmt::format("set xlabel {}\nset ylabel \"bubble ratio [fraction]\"\n", Quote(x_label));
+  script += "set yrange [0:*]\nset grid\nset key outside right top vertical\n";
+  std::string data, plot;
+  int index = 0;
+  for (auto& [key, s] : series) {
+    std::sort(s.points.begin(), s.points.end());
+    const std::uint32_t colour = palette::kSeries[index % palette::kSeries.size()];
+    const std::string name =
+        pps.size() > 1 ? fmt::format("{} p={}", key.first, key.second) : key.first;
+    data += fmt::format("$s{} << EOD\n", index);
+    for (const auto& [x, y] : s.points) data += fmt::format("{:.9g} {:.9g}\n", x, y);
+    data += "EOD\n";
+    plot += fmt::format("{}$s{} using 1:2 with linespoints lw 2 pt {} lc rgb {} title {}",
+                        plot.empty() ? "plot " : ", \\\n  ", index, 5 + index % 8, Rgb(colour),
+                        Quote(name));
+    if (o.x_key == "m" && s.analytic && HasAnalyticBubble(key.first)) {
+      plot += fmt::format(
+          ", \\\n  $s{0} using 1:({1}-1.0)/({2}*$1+{1}-1.0) with lines dt 2 lw 1.5 lc rgb {3} "
+          "title {4}",
+          index, s.pp, s.v, Rgb(colour), Quote(name + " analytic (p-1)/(vm+p-1)"));
+    }
+    ++index;
+  }
+  return script + data + plot + "\n";
+}
+
+Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOptions& o) {
+  PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 700));
+  script += "set title \"Peak memory per rank\"\nset xlabel \"pipeline rank\"\n";
+  script += "set ylabel \"peak memory [GB]\"\nset yrange [0:*]\nset grid\n";
+  script += "set key outside right top vertical\n";
+  std::string data, plot;
+  double device = 0;
+  int max_rank = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const RunData& run = runs[k];
+    data += fmt::format("$m{} << EOD\n", k);
+    int ranks = 0;
+    for (;; ++ranks) {
+      const std::string name = fmt::format("peak_memory_bytes[{}]", ranks);
+      bool found = false;
+      for (const MetricRow& m : run.metrics) {
+        if (m.name == name) {
+          data += fmt::format("{} {:.9g}\n", ranks, m.value / 1e9);
+          found = true;
+        }
+      }
+      if (!found) break;
+    }
+    if (ranks == 0) {
+      return Status::InvalidArgument(
+          fmt::format("run {} has no metric 'peak_memory_bytes[0]' (simulate a model, not --times)",
+                      run.run.id));
+    }
+    data += "EOD\n";
+    max_rank = std::max(max_rank, ranks - 1);
+    device = std::max(device, run.Metric("device_memory_bytes", 0));
+    const nlohmann::json config = Config(run);
+    std::string name = RunLabel(run);
+    if (config.contains("m")) name += fmt::format(" m={}", config["m"].dump());
+    plot += fmt::format("{}$m{} using 1:2 with linespoints lw 2 pt {} lc rgb {} title {}",
+                        plot.empty() ? "plot " : ", \\\n  ", k, 5 + k % 8,
+                        Rgb(palette::kSeries[k % palette::kSeries.size()]), Quote(name));
+  }
+  script += fmt::format("set xrange [-0.5:{}]\nset xtics 1\n", max_rank + 0.5);
+  if (device > 0) {
+    plot += fmt::format(", \\\n  {:.9g} with lines dt 2 lw 2 lc rgb {} title {}", device / 1e9,
+                        Rgb(palette::kVermillion),
+                        Quote(fmt::format("device memory ({:.0f} GB)", device / 1e9)));
+  }
+  return script + data + plot + "\n";
+}
+
+Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOptions& o) {
+  if (runs.size() % 2 != 0) {
+    return Status::InvalidArgument(
+        fmt::format("--run: compare takes pairs (simulated, measured, simulated, ...), got {} runs",
+                    runs.size()));
+  }
+  std::vector<double> sim, measured;
+  std::string data = "$pairs << EOD\n";
+  double hi = 0;
+  for (std::size_t k = 0; k < runs.size(); k += 2) {
+    PIPETTE_ASSIGN_OR_RETURN(double s, NeedMetric(runs[k], "step_time_s"));
+    PIPETTE_ASSIGN_OR_RETURN(double m, NeedMetric(runs[k + 1], "step_time_s"));
+    sim.push_back(s * 1e3);
+    measured.push_back(m * 1e3);
+    hi = std::max({hi, s * 1e3, m * 1e3});
+    data += fmt::format("{:.9g} {:.9g}\n", s * 1e3, m * 1e3);
+  }
+  data += "EOD\n";
+  const double mape = MeanAbsolutePercentageError(sim, measured);
+  PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 800));
+  hi *= 1.15;
+  script += fmt::format(
+      "set title \"Simulated against measured step time ({} pair{}), MAPE = {:.2f}%\"\n",
+      sim.size(), sim.size() == 1 ? "" : "s", mape);
+  script += "set xlabel \"simulated step time [ms]\"\nset ylabel \"measured step time [ms]\"\n";
+  script += fmt::format("set xrange [0:{0:.9g}]\nset yrange [0:{0:.9g}]\nset size ratio -1\n", hi);
+  script += "set grid\nset key top left\nset samples 200\n";
+  script += data;
+  script += fmt::format(
+      "plot '+' using 1:(0.9*$1):(1.1*$1) with filledcurves fc rgb {} fs transparent solid 0.3 "
+      "title \"+-10%\", \\\n"
+      "  x with lines lw 1.5 lc rgb {} title \"y = x\", \\\n"
+      "  $pairs using 1:2 with points pt 7 ps 1.5 lc rgb {} title \"runs\"\n",
+      Rgb(palette::kSkyBlue), Rgb(palette::kBlack), Rgb(palette::kVermillion));
+  return script;
+}
+
+}  // namespace
+
+Result<PlotKind> ParsePlotKind(std::string_view text) {
+  if (text == "timeline") return PlotKind::kTimeline;
+  if (text == "bubble") return PlotKind::kBubble;
+  if (text == "memory") return PlotKind::kMemory;
+  if (text == "compare") return PlotKind::kCompare;
+  return Status::InvalidArgument(
+      fmt::format("plot kind '{}': must be timeline, bubble, memory or compare", text));
+}
+
+double MeanAbsolutePercentageError(const std::vector<double>& predicted,
+                                   const std::vector<double>& measured) {
+  double sum = 0;
+  for (std::size_t k = 0; k < predicted.size(); ++k) {
+    sum += std::abs(measured[k] - predicted[k]) / measured[k];
+  }
+  return predicted.empty() ? 0 : 100 * sum / predicted.size();
+}
+
+Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs,
+                                 const PlotOptions& options) {
+  if (runs.empty()) return Status::InvalidArgument("--run: no runs to plot");
+  switch (kind) {
+    case PlotKind::kTimeline:
+      return TimelineScript(runs, options);
+    case PlotKind::kBubble:
+      return BubbleScript(runs, options);
+    case PlotKind::kMemory:
+      return MemoryScript(runs, options);
+    case PlotKind::kCompare:
+      return CompareScript(runs, options);
+  }
+  return Status::Internal("unknown plot kind");
+}
+
+Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options) {
+  PIPETTE_ASSIGN_OR_RETURN(std::string script, FigureScript(kind, runs, options));
+  const std::string errors =
+      (std::filesystem::temp_directory_path() / fmt::format("pipette_gnuplot_{}.err", getpid()))
+          .string();
+  FILE* pipe = popen(fmt::format("gnuplot 2>{}", errors).c_str(), "w");
+  if (pipe == nullptr) return Status::IoError("cannot start gnuplot");
+  fwrite(script.data(), 1, script.size(), pipe);
+  const int status = pclose(pipe);
+  std::ifstream in(errors);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(errors);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return Status::IoError(fmt::format(
+        "gnuplot failed (exit {}){}: {}", code,
+        code == 127 ? " - is gnuplot installed? (scripts/install-deps.sh installs it)" : "",
+        text.str()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace pipette

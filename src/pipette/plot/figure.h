@@ -1,0 +1,54 @@
+// Figures of recorded runs, drawn with gnuplot (PNG through pngcairo, SVG) from RunData
+// (store/run_data.h), so every figure comes from the experiment database. One palette
+// (plot/palette.h); every figure has a legend and axis units.
+//
+//   timeline  one row per rank (rank 0 on top), each instruction a box coloured by kind (F; I and
+//   B;
+//             W; all-reduce; optimizer), receives as thin communication bars under the compute,
+//             later chunks in a lighter tint, microbatch labels where they fit, idle white. Two
+//             runs are stacked on a shared time axis (e.g. simulated over measured).
+//   bubble    bubble ratio against microbatches (or another configuration key, `x_key`), one line
+//             per (schedule, pp), with the analytic curve dashed where one is exact.
+//   memory    peak memory per rank, one line per run, the device's memory as a line.
+//   compare   simulated against measured step time for pairs of runs (sim, measured, sim, ...),
+//             with y = x, a +-10% band and the mean absolute percentage error in the title.
+//
+// Pure functions apart from DrawFigure, which runs `gnuplot` as a child process (script on its
+// standard input, data inline) and writes only `options.out`.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette {
+
+enum class PlotKind { kTimeline, kBubble, kMemory, kCompare };
+
+// "timeline", "bubble", "memory", "compare"; InvalidArgument naming the value otherwise.
+Result<PlotKind> ParsePlotKind(std::string_view text);
+
+struct PlotOptions {
+  std::string out = "figure.png";  // .png or .svg
+  int width = 1200;                // pixels
+  int height = 0;                  // 0: the kind's default
+  std::string x_key = "m";         // bubble: the configuration key on the x axis
+};
+
+// The gnuplot script of the figure (data inline). Errors (InvalidArgument) name the run and the
+// missing metric or configuration key, an unsupported --out extension, a size out of [100, 10000],
+// no runs, more than two runs for a timeline, or an odd number of runs for compare.
+Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs,
+                                 const PlotOptions& options);
+
+// Writes the figure to options.out. Errors: FigureScript's, or IoError with gnuplot's message.
+Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options);
+
+// The mean absolute percentage error of `predicted` against `measured`, in percent.
+double MeanAbsolutePercentageError(const std::vector<double>& predicted,
+                                   const std::vector<double>& measured);
+
+}  // namespace pipette

@@ -13,42 +13,14 @@
 
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_csv.h"
+#include "pipette_runner.h"
 
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs `pipette <args>` (args are passed through the shell; keep them simple) in a scratch working
-// directory of this test process, where the runs it records land (pipette.db).
-CommandResult Pipette(const std::string& args) {
-  // ctest runs each test in its own process, in parallel: one directory per process.
-  const std::string dir = ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
-  const std::string err_path = dir + "/stderr.txt";
-  const std::string command =
-      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
-  CommandResult run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = ReadFile(err_path);
-  return run;
-}
+using pipette::testing::CommandResult;
+using pipette::testing::Pipette;
+using pipette::testing::ReadFile;
+using pipette::testing::ScratchDir;
 
 // Drops the first line (it carries the version).
 std::string WithoutFirstLine(const std::string& text) {
@@ -372,11 +344,6 @@ TEST(Cli, SimulateRefusesMoreGpusThanTheClusterHas) {
 
 namespace pipette {
 namespace {
-
-// The scratch directory Pipette() runs in.
-std::string ScratchDir() {
-  return ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
-}
 
 nlohmann::json RunsJson(const std::string& db) {
   CommandResult runs = Pipette("runs --db " + db + " --format json");

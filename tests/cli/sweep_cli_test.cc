@@ -14,50 +14,18 @@
 #include <string>
 
 #include "pipette/store/experiment_db.h"
+#include "pipette_runner.h"
 
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// This test process's scratch directory (ctest runs each test in its own process).
-std::string ScratchDir() {
-  const std::string dir = ::testing::TempDir() + "pipette_sweep_" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using pipette::testing::CommandResult;
+using pipette::testing::Pipette;
+using pipette::testing::ReadFile;
+using pipette::testing::ScratchDir;
 
 // Writes `text` to `name` in the scratch directory.
 void WriteSpec(const std::string& name, const std::string& text) {
   std::ofstream(ScratchDir() + "/" + name) << text;
-}
-
-// Runs `pipette <args>` (through the shell; keep them simple) in the scratch directory.
-CommandResult Pipette(const std::string& args) {
-  const std::string dir = ScratchDir();
-  const std::string err_path = dir + "/stderr.txt";
-  const std::string command =
-      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
-  CommandResult run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = ReadFile(err_path);
-  return run;
 }
 
 // The runs of `experiment` in `db` (in the scratch directory), via `pipette runs --format json`.

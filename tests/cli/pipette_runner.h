@@ -1,0 +1,57 @@
+// Test helper: runs the pipette binary (PIPETTE_BINARY) through the shell in a scratch working
+// directory of the test process (ctest runs each test in its own process, in parallel), where the
+// runs it records land, and captures its exit code, stdout and stderr.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace pipette::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// This test process's scratch directory (created on first use).
+inline std::string ScratchDir() {
+  const std::string dir = ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs `pipette <args>` (args pass through the shell; keep them simple) in ScratchDir().
+inline CommandResult Pipette(const std::string& args) {
+  const std::string dir = ScratchDir();
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string command =
+      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
+  CommandResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = ReadFile(err_path);
+  return run;
+}
+
+}  // namespace pipette::testing

@@ -66,15 +66,28 @@ void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
   }
 }
 
-// Starts recording (exit code on failure in `exit_code`).
-std::optional<RunRecorder> BeginRecording(const SimulateOptions& o,
-                                          const nlohmann::ordered_json& config, int& exit_code) {
+// Registers the run as `running`, then simulates `one`; a failed simulation marks the run failed.
+// Returns the recorder and the result, or the exit code in `exit_code`.
+struct RecordedSimulation {
+  RunRecorder recorder;
+  SimulationResult result;
+};
+std::optional<RecordedSimulation> SimulateRecorded(const SimulateOptions& o,
+                                                   const SimulationCase& one,
+                                                   const nlohmann::ordered_json& config,
+                                                   int& exit_code) {
   Result<RunRecorder> recorder = RunRecorder::Begin(o.record, "sim", config);
   if (!recorder.ok()) {
     exit_code = Fail(recorder.status());
     return std::nullopt;
   }
-  return std::move(*recorder);
+  Result<std::vector<SimulationResult>> results = Simulate({one});
+  if (!results.ok()) {
+    (void)recorder->Fail(results.status().message());
+    exit_code = Fail(results.status());
+    return std::nullopt;
+  }
+  return RecordedSimulation{std::move(*recorder), std::move(results->front())};
 }
 
 // Finishes recording; returns the exit code.
@@ -136,14 +149,10 @@ int Run(const SimulateOptions& o) {
   config["latency_us"] = o.latency_us;
   config["steps"] = o.steps;
   int exit_code = kExitOk;
-  std::optional<RunRecorder> recorder = BeginRecording(o, config, exit_code);
-  if (!recorder) return exit_code;
-  Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) {
-    (void)recorder->Fail(results.status().message());
-    return Fail(results.status());
-  }
-  const SimulationResult& r = results->front();
+  std::optional<RecordedSimulation> run = SimulateRecorded(o, one, config, exit_code);
+  if (!run) return exit_code;
+  RunRecorder* recorder = &run->recorder;
+  const SimulationResult& r = run->result;
   RunData data;
   data.events = ToEventRows(*program, r.trace);
   data.metrics = {{"step_time_s", r.makespan / o.steps, "s"},
@@ -276,14 +285,10 @@ int RunModel(const SimulateOptions& o) {
   run_config["latency_us"] = o.latency_us;
   run_config["steps"] = o.steps;
   int exit_code = kExitOk;
-  std::optional<RunRecorder> recorder = BeginRecording(o, run_config, exit_code);
-  if (!recorder) return exit_code;
-  Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) {
-    (void)recorder->Fail(results.status().message());
-    return Fail(results.status());
-  }
-  const SimulationResult& sim = results->front();
+  std::optional<RecordedSimulation> run = SimulateRecorded(o, one, run_config, exit_code);
+  if (!run) return exit_code;
+  RunRecorder* recorder = &run->recorder;
+  const SimulationResult& sim = run->result;
   const double step = sim.makespan / o.steps;
   std::vector<double> step_times;
   for (std::size_t s = 0; s < sim.step_end.size(); ++s) {

@@ -21,5 +21,9 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code);
 // `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
 // against the swept command's options).
 void RegisterSweepCommand(CLI::App& app, int& exit_code);
+// `pipette train ARGS`: replaces this process with `pipette-train ARGS` from pipette's own
+// directory (the real engines live in their own binary: SimGrid exports MPI symbols of its own).
+// Returns only on failure, with the exit code.
+int ExecTrain(int argc, char** argv);
 
 }  // namespace pipette::cli

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -33,6 +34,10 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterSimulateCommand(app, exit_code);
   pipette::cli::RegisterStoreCommands(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
+  // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
+  app.add_subcommand("train",
+                     "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... "
+                     "(pipette train --help lists its options)");
 
   try {
     app.parse(argc, argv);
@@ -54,6 +59,9 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "train") {
+    return pipette::cli::ExecTrain(argc, argv);
+  }
   try {
     return Run(argc, argv);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc: say so instead of aborting

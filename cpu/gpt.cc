@@ -1,0 +1,446 @@
+#include "gpt.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace pipette::cpu {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a tiny portable generator, so initial weights are the
+// same with every standard library.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t Next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1).
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Standard normal (Box-Muller).
+  double Normal() {
+    const double u = Uniform(), v = Uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+std::uint64_t HashName(std::uint64_t seed, std::string_view name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ seed;  // FNV-1a over the name, keyed by the seed
+  for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+constexpr float kInitStd = 0.02f;
+
+// Tokens x h LayerNorm with affine parameters, the first part of attn/mlp halves and final_norm.
+struct Norm {
+  Param* gamma;
+  Param* beta;
+};
+
+// Slots of the block halves' caches.
+enum AttnSlot { kAttnXhat, kAttnRstd, kAttnA, kAttnQkv, kAttnProbs, kAttnOut, kAttnDy, kAttnDqkv,
+                kAttnDa, kAttnSlots };
+enum MlpSlot { kMlpXhat, kMlpRstd, kMlpA, kMlpPre, kMlpAct, kMlpDy, kMlpDpre, kMlpDa, kMlpSlots };
+
+class Embedding final : public Module {
+ public:
+  Embedding(const DecoderSpec& spec, std::uint64_t seed) : Module("embedding"), h_(spec.hidden) {
+    wte_ = &AddParam("wte", spec.vocab, spec.hidden, seed, kInitStd, 0, false);
+    wpe_ = &AddParam("wpe", spec.max_positions, spec.hidden, seed, kInitStd, 0, false);
+  }
+  int OutputCols() const override { return h_; }
+  Tensor Forward(const Batch& batch, Tensor, Cache&) override {
+    Tensor y(batch.num_tokens(), h_);
+    for (int t = 0; t < batch.num_tokens(); ++t) {
+      const float* e = wte_->value.row(batch.tokens[t]);
+      const float* p = wpe_->value.row(t % batch.seq);
+      float* out = y.row(t);
+      for (int c = 0; c < h_; ++c) out[c] = e[c] + p[c];
+    }
+    return y;
+  }
+  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
+    cache.saved.push_back(std::move(dy));  // W scatters it into the tables
+    return Tensor();
+  }
+  void WeightGrad(const Batch& batch, Cache& cache) override {
+    const Tensor& dy = cache.saved.at(0);
+    for (int t = 0; t < batch.num_tokens(); ++t) {
+      float* e = wte_->grad.row(batch.tokens[t]);
+      float* p = wpe_->grad.row(t % batch.seq);
+      const float* g = dy.row(t);
+      for (int c = 0; c < h_; ++c) {
+        e[c] += g[c];
+        p[c] += g[c];
+      }
+    }
+    cache.saved.clear();
+  }
+
+ private:
+  int h_;
+  Param* wte_;
+  Param* wpe_;
+};
+
+// Pre-norm residual half of a block: y = x + f(LayerNorm(x)).
+class AttentionHalf final : public Module {
+ public:
+  AttentionHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
+      : Module(std::move(name)), h_(spec.hidden), heads_(spec.heads) {
+    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
+    gamma_ = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
+    beta_ = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
+    w_qkv_ = &AddParam("qkv.weight", 3 * h_, h_, seed, kInitStd, 0, true);
+    b_qkv_ = &AddParam("qkv.bias", 1, 3 * h_, seed, 0, 0, false);
+    w_o_ = &AddParam("proj.weight", h_, h_, seed, proj_std, 0, true);
+    b_o_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
+  }
+  int OutputCols() const override { return h_; }
+  Tensor Forward(const Batch& batch, Tensor x, Cache& cache) override {
+    const int n = x.rows();
+    std::vector<Tensor>& s = cache.saved;
+    s.resize(kAttnSlots);
+    s[kAttnXhat] = Tensor(n, h_);
+    s[kAttnRstd] = Tensor(n, 1);
+    LayerNormForward(x, s[kAttnXhat], s[kAttnRstd]);
+    s[kAttnA] = Tensor(n, h_);
+    Affine(s[kAttnXhat], gamma_->value, beta_->value, s[kAttnA]);
+    s[kAttnQkv] = Tensor(n, 3 * h_);
+    LinearForward(s[kAttnA], w_qkv_->value, &b_qkv_->value, s[kAttnQkv]);
+    s[kAttnProbs] = Tensor(batch.sequences * heads_ * batch.seq, batch.seq);
+    s[kAttnOut] = Tensor(n, h_);
+    AttentionForward(s[kAttnQkv], batch.sequences, batch.seq, heads_, s[kAttnProbs], s[kAttnOut]);
+    Tensor y(n, h_);
+    LinearForward(s[kAttnOut], w_o_->value, &b_o_->value, y);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
+    return y;
+  }
+  Tensor InputGrad(const Batch& batch, Tensor dy, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    const int n = dy.rows();
+    Tensor dout(n, h_);
+    LinearInputGrad(dy, w_o_->value, dout);
+    s[kAttnDqkv] = Tensor(n, 3 * h_);
+    AttentionInputGrad(dout, s[kAttnQkv], s[kAttnProbs], batch.sequences, batch.seq, heads_,
+                       s[kAttnDqkv]);
+    s[kAttnQkv] = Tensor();
+    s[kAttnProbs] = Tensor();
+    s[kAttnDa] = Tensor(n, h_);
+    LinearInputGrad(s[kAttnDqkv], w_qkv_->value, s[kAttnDa]);
+    // dx = dy (residual) + the LayerNorm's input gradient; dout's buffer becomes dx.
+    Tensor& dx = dout;
+    std::copy(dy.data(), dy.data() + dy.size(), dx.data());
+    LayerNormInputGrad(s[kAttnDa], s[kAttnXhat], s[kAttnRstd], gamma_->value, dx, true);
+    s[kAttnRstd] = Tensor();
+    s[kAttnDy] = std::move(dy);
+    return std::move(dx);
+  }
+  void WeightGrad(const Batch&, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    LinearWeightGrad(s[kAttnDy], s[kAttnOut], w_o_->grad, &b_o_->grad);
+    LinearWeightGrad(s[kAttnDqkv], s[kAttnA], w_qkv_->grad, &b_qkv_->grad);
+    AffineWeightGrad(s[kAttnDa], s[kAttnXhat], gamma_->grad, beta_->grad);
+    s.clear();
+  }
+
+ private:
+  int h_, heads_;
+  Param *gamma_, *beta_, *w_qkv_, *b_qkv_, *w_o_, *b_o_;
+};
+
+class MlpHalf final : public Module {
+ public:
+  MlpHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
+      : Module(std::move(name)), h_(spec.hidden), f_(spec.ffn_hidden) {
+    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
+    gamma_ = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
+    beta_ = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
+    w_fc_ = &AddParam("fc.weight", f_, h_, seed, kInitStd, 0, true);
+    b_fc_ = &AddParam("fc.bias", 1, f_, seed, 0, 0, false);
+    w_proj_ = &AddParam("proj.weight", h_, f_, seed, proj_std, 0, true);
+    b_proj_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
+  }
+  int OutputCols() const override { return h_; }
+  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
+    const int n = x.rows();
+    std::vector<Tensor>& s = cache.saved;
+    s.resize(kMlpSlots);
+    s[kMlpXhat] = Tensor(n, h_);
+    s[kMlpRstd] = Tensor(n, 1);
+    LayerNormForward(x, s[kMlpXhat], s[kMlpRstd]);
+    s[kMlpA] = Tensor(n, h_);
+    Affine(s[kMlpXhat], gamma_->value, beta_->value, s[kMlpA]);
+    s[kMlpPre] = Tensor(n, f_);
+    LinearForward(s[kMlpA], w_fc_->value, &b_fc_->value, s[kMlpPre]);
+    s[kMlpAct] = Tensor(n, f_);
+    GeluForward(s[kMlpPre], s[kMlpAct]);
+    Tensor y(n, h_);
+    LinearForward(s[kMlpAct], w_proj_->value, &b_proj_->value, y);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
+    return y;
+  }
+  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    const int n = dy.rows();
+    Tensor dact(n, f_);
+    LinearInputGrad(dy, w_proj_->value, dact);
+    s[kMlpDpre] = Tensor(n, f_);
+    GeluInputGrad(dact, s[kMlpPre], s[kMlpDpre]);
+    dact = Tensor();
+    s[kMlpPre] = Tensor();
+    s[kMlpDa] = Tensor(n, h_);
+    LinearInputGrad(s[kMlpDpre], w_fc_->value, s[kMlpDa]);
+    Tensor dx = dy.Clone();
+    LayerNormInputGrad(s[kMlpDa], s[kMlpXhat], s[kMlpRstd], gamma_->value, dx, true);
+    s[kMlpRstd] = Tensor();
+    s[kMlpDy] = std::move(dy);
+    return dx;
+  }
+  void WeightGrad(const Batch&, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    LinearWeightGrad(s[kMlpDy], s[kMlpAct], w_proj_->grad, &b_proj_->grad);
+    LinearWeightGrad(s[kMlpDpre], s[kMlpA], w_fc_->grad, &b_fc_->grad);
+    AffineWeightGrad(s[kMlpDa], s[kMlpXhat], gamma_->grad, beta_->grad);
+    s.clear();
+  }
+
+ private:
+  int h_, f_;
+  Param *gamma_, *beta_, *w_fc_, *b_fc_, *w_proj_, *b_proj_;
+};
+
+class FinalNorm final : public Module {
+ public:
+  FinalNorm(const DecoderSpec& spec, std::uint64_t seed) : Module("final_norm"), h_(spec.hidden) {
+    gamma_ = &AddParam("gamma", 1, h_, seed, 0, 1, false);
+    beta_ = &AddParam("beta", 1, h_, seed, 0, 0, false);
+  }
+  int OutputCols() const override { return h_; }
+  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    s.resize(3);  // xhat, rstd, dy
+    s[0] = Tensor(x.rows(), h_);
+    s[1] = Tensor(x.rows(), 1);
+    LayerNormForward(x, s[0], s[1]);
+    Affine(s[0], gamma_->value, beta_->value, x);  // x's buffer becomes y
+    return x;
+  }
+  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
+    std::vector<Tensor>& s = cache.saved;
+    Tensor dx(dy.rows(), h_);
+    LayerNormInputGrad(dy, s[0], s[1], gamma_->value, dx, false);
+    s[1] = Tensor();
+    s[2] = std::move(dy);
+    return dx;
+  }
+  void WeightGrad(const Batch&, Cache& cache) override {
+    AffineWeightGrad(cache.saved[2], cache.saved[0], gamma_->grad, beta_->grad);
+    cache.saved.clear();
+  }
+
+ private:
+  int h_;
+  Param *gamma_, *beta_;
+};
+
+class Head final : public Module {
+ public:
+  Head(const DecoderSpec& spec, std::uint64_t seed) : Module("head"), vocab_(spec.vocab) {
+    // A tied head is a second copy of the embedding's table: same name, so same values.
+    w_ = spec.tied_embeddings
+             ? &AddParam("", spec.vocab, spec.hidden, seed, kInitStd, 0, false, "embedding.wte")
+             : &AddParam("weight", spec.vocab, spec.hidden, seed, kInitStd, 0, true);
+  }
+  int OutputCols() const override { return vocab_; }
+  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
+    Tensor logits(x.rows(), vocab_);
+    LinearForward(x, w_->value, nullptr, logits);
+    cache.saved.resize(2);  // x, dlogits
+    cache.saved[0] = std::move(x);
+    return logits;
+  }
+  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
+    Tensor dx(dy.rows(), w_->value.cols());
+    LinearInputGrad(dy, w_->value, dx);
+    cache.saved[1] = std::move(dy);
+    return dx;
+  }
+  void WeightGrad(const Batch&, Cache& cache) override {
+    LinearWeightGrad(cache.saved[1], cache.saved[0], w_->grad, nullptr);
+    cache.saved.clear();
+  }
+
+ private:
+  int vocab_;
+  Param* w_;
+};
+
+// Softmax cross-entropy of the logits against the next tokens; the output is the microbatch's
+// mean loss (1 x 1). Its backward starts the backward pass.
+class Loss final : public Module {
+ public:
+  explicit Loss(const DecoderSpec& spec) : Module("loss"), vocab_(spec.vocab) {}
+  int OutputCols() const override { return 1; }
+  Tensor Forward(const Batch& batch, Tensor logits, Cache& cache) override {
+    double total = 0;
+    for (int t = 0; t < logits.rows(); ++t) {  // logits become probabilities in place
+      float* z = logits.row(t);
+      const float mx = *std::max_element(z, z + vocab_);
+      double sum = 0;
+      for (int c = 0; c < vocab_; ++c) sum += (z[c] = std::exp(z[c] - mx));
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int c = 0; c < vocab_; ++c) z[c] *= inv;
+      total -= std::log(std::max(static_cast<double>(z[batch.targets[t]]), 1e-30));
+    }
+    cache.loss = static_cast<float>(total / logits.rows());
+    cache.saved.push_back(std::move(logits));
+    Tensor out(1, 1);
+    out[0] = cache.loss;
+    return out;
+  }
+  Tensor InputGrad(const Batch& batch, Tensor, Cache& cache) override {
+    Tensor dlogits = std::move(cache.saved.at(0));
+    cache.saved.clear();
+    for (int t = 0; t < dlogits.rows(); ++t) {
+      float* g = dlogits.row(t);
+      g[batch.targets[t]] -= 1.0f;
+      for (int c = 0; c < vocab_; ++c) g[c] *= batch.loss_scale;
+    }
+    return dlogits;
+  }
+  void WeightGrad(const Batch&, Cache&) override {}
+
+ private:
+  int vocab_;
+};
+
+// Parses "block{i}.attn" / "block{i}.mlp": returns i and sets `mlp`, or -1.
+int BlockIndex(std::string_view layer, bool& mlp) {
+  if (!layer.starts_with("block")) return -1;
+  const std::size_t dot = layer.find('.');
+  if (dot == std::string_view::npos) return -1;
+  int index = -1;
+  const auto [end, ec] = std::from_chars(layer.data() + 5, layer.data() + dot, index);
+  if (ec != std::errc() || end != layer.data() + dot) return -1;
+  const std::string_view part = layer.substr(dot + 1);
+  if (part != "attn" && part != "mlp") return -1;
+  mlp = part == "mlp";
+  return index;
+}
+
+}  // namespace
+
+DecoderSpec TinyDecoder() {
+  return DecoderSpec{.name = "tiny",
+                     .layers = 4,
+                     .hidden = 64,
+                     .heads = 4,
+                     .kv_heads = 4,
+                     .ffn_hidden = 256,
+                     .vocab = 64,
+                     .tied_embeddings = false,
+                     .gated_mlp = false,
+                     .bias = true,
+                     .published_params = 0,
+                     .source = "pipette's built-in test model (cpu/gpt.h)",
+                     .learned_positions = true,
+                     .max_positions = 32};
+}
+
+Status CheckTrainable(const DecoderSpec& spec) {
+  PIPETTE_RETURN_IF_ERROR(ValidateDecoderSpec(spec));
+  auto unsupported = [&](std::string_view what) {
+    return Status::InvalidArgument(fmt::format(
+        "--model {}: the cpu engine trains GPT-style decoders (learned positions, LayerNorm with "
+        "biases, GELU MLP, one KV head per query head); this model {}",
+        spec.name, what));
+  };
+  if (!spec.learned_positions) return unsupported("uses rotary positions (RoPE)");
+  if (spec.gated_mlp) return unsupported("has a gated (SwiGLU) MLP");
+  if (!spec.bias) return unsupported("uses RMSNorm without biases");
+  if (spec.kv_heads != spec.heads) return unsupported("uses grouped-query attention");
+  return Status::Ok();
+}
+
+Param& Module::AddParam(std::string_view param, int rows, int cols, std::uint64_t seed,
+                        float stddev, float fill, bool decay, std::string_view full_name) {
+  Param p;
+  p.name = full_name.empty() ? fmt::format("{}.{}", name_, param) : std::string(full_name);
+  p.value = Tensor(rows, cols);
+  p.grad = Tensor(rows, cols);
+  p.decay = decay;
+  if (stddev > 0) {
+    SplitMix64 rng(HashName(seed, p.name));
+    for (std::size_t i = 0; i < p.value.size(); ++i) {
+      p.value[i] = static_cast<float>(stddev * rng.Normal());
+    }
+  } else {
+    for (std::size_t i = 0; i < p.value.size(); ++i) p.value[i] = fill;
+  }
+  params_.push_back(std::move(p));
+  return params_.back();
+}
+
+Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_view layer,
+                                           std::uint64_t seed) {
+  bool mlp = false;
+  const int block = BlockIndex(layer, mlp);
+  if (block >= 0 && block < spec.layers) {
+    if (mlp) return std::unique_ptr<Module>(new MlpHalf(spec, std::string(layer), seed));
+    return std::unique_ptr<Module>(new AttentionHalf(spec, std::string(layer), seed));
+  }
+  if (layer == "embedding") return std::unique_ptr<Module>(new Embedding(spec, seed));
+  if (layer == "final_norm") return std::unique_ptr<Module>(new FinalNorm(spec, seed));
+  if (layer == "head") return std::unique_ptr<Module>(new Head(spec, seed));
+  if (layer == "loss") return std::unique_ptr<Module>(new Loss(spec));
+  return Status::InvalidArgument(
+      fmt::format("model '{}' has no layer '{}' the cpu engine can build", spec.name, layer));
+}
+
+std::vector<std::string> LayerNames(const DecoderSpec& spec) {
+  std::vector<std::string> names = {"embedding"};
+  for (int i = 0; i < spec.layers; ++i) {
+    names.push_back(fmt::format("block{}.attn", i));
+    names.push_back(fmt::format("block{}.mlp", i));
+  }
+  for (const char* name : {"final_norm", "head", "loss"}) names.emplace_back(name);
+  return names;
+}
+
+Tensor ModuleChain::Forward(const Batch& batch, Tensor x, std::vector<Cache>& caches) {
+  caches.resize(modules_.size());
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    x = modules_[i]->Forward(batch, std::move(x), caches[i]);
+  }
+  return x;
+}
+
+Tensor ModuleChain::InputGrad(const Batch& batch, Tensor dy, std::vector<Cache>& caches) {
+  for (std::size_t i = modules_.size(); i-- > 0;) {
+    dy = modules_[i]->InputGrad(batch, std::move(dy), caches[i]);
+  }
+  return dy;
+}
+
+void ModuleChain::WeightGrad(const Batch& batch, std::vector<Cache>& caches) {
+  for (std::size_t i = modules_.size(); i-- > 0;) modules_[i]->WeightGrad(batch, caches[i]);
+}
+
+std::int64_t ModuleChain::CacheBytes(const std::vector<Cache>& caches) {
+  std::int64_t bytes = 0;
+  for (const Cache& cache : caches) {
+    for (const Tensor& t : cache.saved) bytes += t.bytes();
+  }
+  return bytes;
+}
+
+}  // namespace pipette::cpu

@@ -1,0 +1,44 @@
+// The unpipelined reference: the same model trained in one process on the same global batches,
+// each step one forward and one backward over all of the step's sequences (no microbatches, no
+// pipeline, no data parallelism). A pipelined run of any schedule must match it to rounding.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "param_set.h"
+#include "pipette/common/status.h"
+#include "train_plan.h"
+
+namespace pipette::cpu {
+
+// Tensors by parameter name, flattened.
+using NamedTensors = std::map<std::string, std::vector<float>>;
+
+// The gradients (`grads = true`) or values of each distinct parameter of `params`.
+NamedTensors Snapshot(const ParamSet& params, bool grads);
+
+struct ReferenceRun {
+  std::vector<double> losses;  // per step
+  NamedTensors first_grads;    // after step 1's backward, before the update
+  NamedTensors final_params;   // after the last step
+};
+
+// Trains plan.spec for options.steps steps with AdamW(options) from options.seed.
+ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options);
+
+// The batch of `sequences` sequences starting at `first`, weighted for a step of `step_sequences`.
+Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
+
+struct Mismatch {
+  double max_relative_error = 0;  // max over tensors of ||a - b|| / ||b|| (||a - b|| if b = 0)
+  std::string worst;              // the tensor where it is reached
+  double global_relative_error = 0;  // ||a - b|| / ||b|| over all tensors as one vector
+};
+
+// Compares `actual` with `expected` tensor by tensor. Errors: a name in one and not the other, or
+// sizes that differ (FailedPrecondition naming it).
+Result<Mismatch> Compare(const NamedTensors& actual, const NamedTensors& expected);
+
+}  // namespace pipette::cpu

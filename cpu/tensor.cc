@@ -1,0 +1,229 @@
+#include "tensor.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace pipette::cpu {
+namespace {
+
+std::int64_t live_bytes = 0;
+std::int64_t peak_bytes = 0;
+
+constexpr float kLayerNormEps = 1e-5f;
+
+}  // namespace
+
+Tensor::Tensor(int rows, int cols) : rows_(rows), cols_(cols) {
+  if (size() == 0) return;
+  data_ = std::make_unique<float[]>(size());  // value-initialised: zeros
+  live_bytes += bytes();
+  peak_bytes = std::max(peak_bytes, live_bytes);
+}
+
+Tensor::~Tensor() { Release(); }
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : rows_(other.rows_), cols_(other.cols_), data_(std::move(other.data_)) {
+  other.rows_ = other.cols_ = 0;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this != &other) {
+    Release();
+    rows_ = other.rows_;
+    cols_ = other.cols_;
+    data_ = std::move(other.data_);
+    other.rows_ = other.cols_ = 0;
+  }
+  return *this;
+}
+
+void Tensor::Release() {
+  if (data_) live_bytes -= bytes();
+  data_.reset();
+  rows_ = cols_ = 0;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor copy(rows_, cols_);
+  if (!empty()) std::memcpy(copy.data(), data(), static_cast<std::size_t>(bytes()));
+  return copy;
+}
+
+std::int64_t LiveTensorBytes() { return live_bytes; }
+std::int64_t PeakTensorBytes() { return peak_bytes; }
+void ResetPeakTensorBytes() { peak_bytes = live_bytes; }
+
+void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void LinearForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  const int n = x.rows(), in = x.cols(), out = w.rows();
+  Gemm(false, true, n, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(), out);
+  if (bias == nullptr) return;
+  for (int r = 0; r < n; ++r) {
+    float* yr = y.row(r);
+    for (int c = 0; c < out; ++c) yr[c] += (*bias)[c];
+  }
+}
+
+void LinearInputGrad(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  const int n = dy.rows(), out = dy.cols(), in = w.cols();
+  Gemm(false, false, n, in, out, 1.0f, dy.data(), out, w.data(), in, 0.0f, dx.data(), in);
+}
+
+void LinearWeightGrad(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias) {
+  const int n = dy.rows(), out = dy.cols(), in = x.cols();
+  Gemm(true, false, out, in, n, 1.0f, dy.data(), out, x.data(), in, 1.0f, dw.data(), in);
+  if (dbias == nullptr) return;
+  for (int r = 0; r < n; ++r) {
+    const float* g = dy.row(r);
+    for (int c = 0; c < out; ++c) (*dbias)[c] += g[c];
+  }
+}
+
+void LayerNormForward(const Tensor& x, Tensor& xhat, Tensor& rstd) {
+  const int cols = x.cols();
+  for (int r = 0; r < x.rows(); ++r) {
+    const float* xr = x.row(r);
+    double mean = 0;
+    for (int c = 0; c < cols; ++c) mean += xr[c];
+    mean /= cols;
+    double var = 0;
+    for (int c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    var /= cols;
+    const float s = static_cast<float>(1.0 / std::sqrt(var + kLayerNormEps));
+    const float mu = static_cast<float>(mean);
+    float* hr = xhat.row(r);
+    for (int c = 0; c < cols; ++c) hr[c] = (xr[c] - mu) * s;
+    rstd[r] = s;
+  }
+}
+
+void Affine(const Tensor& xhat, const Tensor& gamma, const Tensor& beta, Tensor& y) {
+  const int cols = xhat.cols();
+  for (int r = 0; r < xhat.rows(); ++r) {
+    const float* hr = xhat.row(r);
+    float* yr = y.row(r);
+    for (int c = 0; c < cols; ++c) yr[c] = hr[c] * gamma[c] + beta[c];
+  }
+}
+
+void LayerNormInputGrad(const Tensor& dy, const Tensor& xhat, const Tensor& rstd,
+                        const Tensor& gamma, Tensor& dx, bool accumulate) {
+  const int cols = dy.cols();
+  for (int r = 0; r < dy.rows(); ++r) {
+    const float* g = dy.row(r);
+    const float* h = xhat.row(r);
+    double sum = 0, dot = 0;  // of dxhat = dy * gamma, and of dxhat * xhat
+    for (int c = 0; c < cols; ++c) {
+      const double d = static_cast<double>(g[c]) * gamma[c];
+      sum += d;
+      dot += d * h[c];
+    }
+    const float mean = static_cast<float>(sum / cols);
+    const float mean_dot = static_cast<float>(dot / cols);
+    float* out = dx.row(r);
+    for (int c = 0; c < cols; ++c) {
+      const float v = rstd[r] * (g[c] * gamma[c] - mean - h[c] * mean_dot);
+      out[c] = accumulate ? out[c] + v : v;
+    }
+  }
+}
+
+void AffineWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma, Tensor& dbeta) {
+  const int cols = dy.cols();
+  for (int r = 0; r < dy.rows(); ++r) {
+    const float* g = dy.row(r);
+    const float* h = xhat.row(r);
+    for (int c = 0; c < cols; ++c) {
+      dgamma[c] += g[c] * h[c];
+      dbeta[c] += g[c];
+    }
+  }
+}
+
+namespace {
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+}  // namespace
+
+void GeluForward(const Tensor& x, Tensor& y) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
+  }
+}
+
+void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    const float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
+    const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
+  }
+}
+
+void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs,
+                      Tensor& out) {
+  const int h = out.cols(), d = h / heads, ld = 3 * h;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int b = 0; b < batch; ++b) {
+    for (int j = 0; j < heads; ++j) {
+      const float* q = qkv.row(b * seq) + j * d;
+      const float* k = q + h;
+      const float* v = q + 2 * h;
+      float* p = probs.row((b * heads + j) * seq);
+      Gemm(false, true, seq, seq, d, scale, q, ld, k, ld, 0.0f, p, seq);
+      for (int r = 0; r < seq; ++r) {  // causal softmax of row r over columns 0..r
+        float* pr = p + static_cast<std::size_t>(r) * seq;
+        const float mx = *std::max_element(pr, pr + r + 1);
+        float sum = 0;
+        for (int c = 0; c <= r; ++c) sum += (pr[c] = std::exp(pr[c] - mx));
+        const float inv = 1.0f / sum;
+        for (int c = 0; c <= r; ++c) pr[c] *= inv;
+        std::fill(pr + r + 1, pr + seq, 0.0f);
+      }
+      Gemm(false, false, seq, d, seq, 1.0f, p, seq, v, ld, 0.0f, out.row(b * seq) + j * d, h);
+    }
+  }
+}
+
+void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& probs, int batch,
+                        int seq, int heads, Tensor& dqkv) {
+  const int h = dout.cols(), d = h / heads, ld = 3 * h;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  Tensor dp(seq, seq);
+  for (int b = 0; b < batch; ++b) {
+    for (int j = 0; j < heads; ++j) {
+      const float* q = qkv.row(b * seq) + j * d;
+      const float* k = q + h;
+      const float* v = q + 2 * h;
+      const float* p = probs.row((b * heads + j) * seq);
+      const float* g = dout.row(b * seq) + j * d;
+      float* dq = dqkv.row(b * seq) + j * d;
+      float* dk = dq + h;
+      float* dv = dq + 2 * h;
+      Gemm(false, true, seq, seq, d, 1.0f, g, h, v, ld, 0.0f, dp.data(), seq);  // dP = dO V^T
+      Gemm(true, false, seq, d, seq, 1.0f, p, seq, g, h, 0.0f, dv, ld);         // dV = P^T dO
+      for (int r = 0; r < seq; ++r) {  // dS = P * (dP - rowsum(P * dP)), in place in dp
+        const float* pr = p + static_cast<std::size_t>(r) * seq;
+        float* gr = dp.row(r);
+        float dot = 0;
+        for (int c = 0; c <= r; ++c) dot += pr[c] * gr[c];
+        for (int c = 0; c <= r; ++c) gr[c] = pr[c] * (gr[c] - dot);
+        std::fill(gr + r + 1, gr + seq, 0.0f);
+      }
+      Gemm(false, false, seq, d, seq, scale, dp.data(), seq, k, ld, 0.0f, dq, ld);  // dQ = dS K
+      Gemm(true, false, seq, d, seq, scale, dp.data(), seq, q, ld, 0.0f, dk, ld);   // dK = dS^T Q
+    }
+  }
+}
+
+}  // namespace pipette::cpu

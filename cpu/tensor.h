@@ -1,0 +1,92 @@
+// Tensor and the dense kernels of the CPU engine: row-major fp32 matrices, GEMM through OpenBLAS
+// (cblas_sgemm) and the elementwise pieces of a GPT block (LayerNorm, GELU, causal softmax).
+//
+// A Tensor is a move-only rows x cols matrix. Every allocation is counted by a process-wide meter
+// (LiveTensorBytes, PeakTensorBytes), which is how the engine measures each rank's memory. The
+// engine runs one thread per rank process, so the meter is not synchronised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace pipette::cpu {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A zero-filled rows x cols matrix. REQUIRES: rows, cols >= 0.
+  Tensor(int rows, int cols);
+  ~Tensor();
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  // A deep copy.
+  Tensor Clone() const;
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  std::size_t size() const { return static_cast<std::size_t>(rows_) * cols_; }
+  std::int64_t bytes() const { return static_cast<std::int64_t>(size() * sizeof(float)); }
+  bool empty() const { return size() == 0; }
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  float* row(int r) { return data_.get() + static_cast<std::size_t>(r) * cols_; }
+  const float* row(int r) const { return data_.get() + static_cast<std::size_t>(r) * cols_; }
+  float& operator[](std::size_t i) { return data_[i]; }
+  float operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  void Release();
+
+  int rows_ = 0;
+  int cols_ = 0;
+  std::unique_ptr<float[]> data_;
+};
+
+// Bytes held by live tensors of this process, and the most ever held at once.
+std::int64_t LiveTensorBytes();
+std::int64_t PeakTensorBytes();
+// Restarts the peak from the current live bytes.
+void ResetPeakTensorBytes();
+
+// C = alpha * op(A) * op(B) + beta * C, row-major, op(X) = X or X^T; op(A) is m x k, op(B) k x n.
+// One cblas_sgemm call; lda/ldb/ldc are row strides (they allow column blocks of wider matrices).
+void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
+
+// y = x W^T + bias (bias may be null). x: n x in, w: out x in, y: n x out.
+void LinearForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+// dx = dy W. dy: n x out, w: out x in, dx: n x in.
+void LinearInputGrad(const Tensor& dy, const Tensor& w, Tensor& dx);
+// dw += dy^T x; dbias += column sums of dy (dbias may be null).
+void LinearWeightGrad(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias);
+
+// Row-wise LayerNorm without the affine part: xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps).
+// xhat: same shape as x; rstd: rows x 1.
+void LayerNormForward(const Tensor& x, Tensor& xhat, Tensor& rstd);
+// y = xhat * gamma + beta (gamma, beta: 1 x cols).
+void Affine(const Tensor& xhat, const Tensor& gamma, const Tensor& beta, Tensor& y);
+// dx (+)= LayerNorm input gradient for the affine output gradient dy (accumulates into dx when
+// `accumulate`).
+void LayerNormInputGrad(const Tensor& dy, const Tensor& xhat, const Tensor& rstd,
+                        const Tensor& gamma, Tensor& dx, bool accumulate);
+// dgamma += sum over rows of dy * xhat; dbeta += sum over rows of dy.
+void AffineWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma, Tensor& dbeta);
+
+// GELU, tanh approximation (GPT-2): y = gelu(x); dx = dy * gelu'(x).
+void GeluForward(const Tensor& x, Tensor& y);
+void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx);
+
+// Causal multi-head self-attention over `batch` sequences of `seq` tokens. qkv: (batch*seq) x 3h
+// with q, k, v in column blocks of h, head j in columns j*d..(j+1)*d of each block. probs:
+// (batch*heads*seq) x seq softmax probabilities (zero above the diagonal); out: (batch*seq) x h.
+void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs,
+                      Tensor& out);
+// dqkv = the gradient of qkv for dout, given the forward's qkv and probs.
+void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& probs, int batch,
+                        int seq, int heads, Tensor& dqkv);
+
+}  // namespace pipette::cpu

@@ -1,0 +1,126 @@
+#include "train_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "gpt.h"
+#include "pipette/cost/cost_model.h"
+#include "pipette/model/model_presets.h"
+#include "pipette/partition/partitioner.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+
+namespace pipette::cpu {
+namespace {
+
+// Layer times proportional to FLOPs (one CPU core at 100 GFLOP/s): the balanced partitioner then
+// evens out the work per stage.
+class FlopCostModel final : public CostModel {
+ public:
+  LayerTimes Times(const Layer& layer) const override {
+    constexpr double kRate = 1e11;
+    return {layer.fwd_flops / kRate, layer.igrad_flops / kRate, layer.wgrad_flops / kRate};
+  }
+};
+
+Status CheckCount(std::string_view key, int value, int low, int high) {
+  if (value < low || value > high) {
+    return Status::InvalidArgument(
+        fmt::format("{} {}: must be in [{}, {}]", key, value, low, high));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
+  if (model == "tiny") return TinyDecoder();
+  if (model.ends_with(".toml")) {
+    return Status::InvalidArgument(fmt::format(
+        "--model {}: model files describe layer costs, not weights the cpu engine can build; "
+        "use 'tiny' or a GPT-style preset (pipette models)",
+        model));
+  }
+  const DecoderSpec* preset = FindDecoderPreset(model);
+  if (preset == nullptr) {
+    return Status::NotFound(fmt::format(
+        "--model {}: no such decoder preset; 'pipette models' lists them (the cpu engine trains "
+        "'tiny' and the GPT-style ones)",
+        model));
+  }
+  PIPETTE_RETURN_IF_ERROR(CheckTrainable(*preset));
+  return *preset;
+}
+
+Result<TrainPlan> PlanTraining(const TrainOptions& o) {
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--dp", o.dp, 1, 4096));
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--steps", o.steps, 1, 10'000'000));
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--micro-batch-size", o.micro_batch_size, 1, 1 << 16));
+  if (!(o.lr > 0 && o.lr < 10)) {
+    return Status::InvalidArgument(fmt::format("--lr {}: must be in (0, 10)", o.lr));
+  }
+  if (!(o.peer_timeout_s > 0 && o.peer_timeout_s <= 1e6)) {
+    return Status::InvalidArgument(
+        fmt::format("--peer-timeout {}: must be in (0, 1e6] seconds", o.peer_timeout_s));
+  }
+  TrainPlan plan;
+  PIPETTE_ASSIGN_OR_RETURN(plan.spec, ResolveTrainModel(o.model));
+  plan.micro_batch_size = o.micro_batch_size;
+  plan.seq_len = o.seq_len == 0 ? plan.spec.max_positions : o.seq_len;
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--seq-len", plan.seq_len, 1, plan.spec.max_positions)
+                              .WithContext(fmt::format("model '{}' has {} positions",
+                                                       plan.spec.name, plan.spec.max_positions)));
+  plan.dp = o.dp;
+
+  PIPETTE_ASSIGN_OR_RETURN(plan.schedule, MakeSchedule(o.schedule, {.p = o.p, .v = o.v, .m = o.m}));
+  PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
+
+  // Pieces: every route must be as long as the first; stage s of route R runs piece s - R.first.
+  const std::vector<StageRange>& routes = plan.schedule.routes;
+  const int pieces = routes.front().last - routes.front().first + 1;
+  plan.stage_piece.assign(plan.schedule.num_stages(), -1);
+  for (std::size_t mb = 0; mb < routes.size(); ++mb) {
+    const StageRange& route = routes[mb];
+    if (route.last - route.first + 1 != pieces) {
+      return Status::InvalidArgument(fmt::format(
+          "--schedule {}: microbatch {} passes {} stages and microbatch 0 passes {}; the cpu "
+          "engine needs every route to run the whole model",
+          o.schedule, mb, route.last - route.first + 1, pieces));
+    }
+    for (int s = route.first; s <= route.last; ++s) {
+      int& piece = plan.stage_piece[s];
+      if (piece != -1 && piece != s - route.first) {
+        return Status::InvalidArgument(fmt::format(
+            "--schedule {}: stage {} is model piece {} on one route and {} on another", o.schedule,
+            s, piece, s - route.first));
+      }
+      piece = s - route.first;
+    }
+  }
+
+  PIPETTE_ASSIGN_OR_RETURN(ModelGraph graph,
+                           BuildDecoder(plan.spec, Workload{plan.micro_batch_size, plan.seq_len,
+                                                            DType::kFP32}));
+  const Placement placement = pieces == plan.schedule.num_stages()
+                                  ? plan.schedule.placement
+                                  : Placement::Loop(pieces, 1);
+  const FlopCostModel cost;
+  PartitionRequest request;
+  request.strategy = PartitionStrategy::kBalanced;
+  PIPETTE_ASSIGN_OR_RETURN(StagePlan cut, Partition(graph, placement, cost, request));
+  for (const StageInfo& stage : cut.stages) {
+    std::vector<std::string>& names = plan.piece_layers.emplace_back();
+    for (const LayerId id : stage.layers) names.push_back(graph.layer(id).name);
+  }
+  for (int s = 0; s < plan.schedule.num_stages(); ++s) {
+    const std::string& last = plan.piece_layers[plan.stage_piece[s]].back();
+    plan.stage_output_cols.push_back(last == "loss"   ? 1
+                                     : last == "head" ? plan.spec.vocab
+                                                      : plan.spec.hidden);
+  }
+  return plan;
+}
+
+}  // namespace pipette::cpu

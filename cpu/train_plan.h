@@ -1,0 +1,67 @@
+// TrainPlan: everything every rank of a CPU training run derives, identically, from the options:
+// the model, the schedule and its lowered program, and the cut of the model into pieces.
+//
+// A piece is a run of consecutive model layers (partitioned by FLOPs with the balanced
+// partitioner). Usually piece k is stage k. A schedule whose microbatches take different routes
+// (DualPipe: half the microbatches pass stages 0..p-1, half p..2p-1) holds the model twice:
+// stage s of route R is piece s - R.first, so each piece has two copies, on two ranks, whose
+// gradients are summed after every step (like a tied embedding). Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/model/decoder.h"
+#include "pipette/schedule/program.h"
+#include "pipette/schedule/schedule.h"
+
+namespace pipette::cpu {
+
+struct TrainOptions {
+  std::string model = "tiny";  // "tiny" or a GPT-style decoder preset
+  std::string schedule = "1f1b";
+  int p = 1;
+  int v = 0;  // 0: the schedule's default
+  int m = 8;
+  int dp = 1;
+  int steps = 20;
+  int micro_batch_size = 4;
+  int seq_len = 0;  // 0: the model's context (max_positions)
+  std::uint64_t seed = 1;
+  double lr = 3e-3;
+  double weight_decay = 0.1;
+  double peer_timeout_s = 300;  // a rank waiting longer than this on a peer ends the run
+  bool verify = false;          // compare with the unpipelined reference (rank 0)
+};
+
+struct TrainPlan {
+  DecoderSpec spec;
+  int micro_batch_size = 0;
+  int seq_len = 0;
+  int dp = 1;
+  Schedule schedule;
+  Program program;
+  std::vector<std::vector<std::string>> piece_layers;  // layer names per piece, in model order
+  std::vector<int> stage_piece;                        // the piece each stage runs
+  std::vector<int> stage_output_cols;  // columns of each stage's output (rows: tokens)
+
+  int p() const { return program.p; }
+  int m() const { return program.m; }
+  int world_size() const { return program.p * dp; }
+  int tokens_per_microbatch() const { return micro_batch_size * seq_len; }
+  // Sequences of one step over all replicas.
+  std::int64_t sequences_per_step() const {
+    return static_cast<std::int64_t>(micro_batch_size) * program.m * dp;
+  }
+};
+
+// Resolves `options.model` to a trainable decoder spec: "tiny" or a preset; InvalidArgument or
+// NotFound naming --model otherwise.
+Result<DecoderSpec> ResolveTrainModel(const std::string& model);
+
+// Builds the plan; errors name the option, the value and the rule.
+Result<TrainPlan> PlanTraining(const TrainOptions& options);
+
+}  // namespace pipette::cpu

@@ -1,0 +1,328 @@
+// pipette-train, the binary behind `pipette train` (which execs it, so MPI stays out of the main
+// binary: SimGrid's SMPI exports MPI_* symbols of its own that would capture MPI_Init).
+//
+// `mpirun -np P*D pipette train --engine cpu [--model tiny|NAME] [--schedule NAME] [-p P] [-v V]
+//  [--dp D] [-m M] [--steps N] [--micro-batch-size B] [--seq-len L] [--seed S] [--lr X]
+//  [--weight-decay X] [--verify] [--peer-timeout S] [--db FILE] [--format text|json]`: real
+// pipeline-parallel training on the CPU engine (cpu/trainer.h), one MPI process per rank. Rank 0
+// prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
+// without mpirun.
+#include <cblas.h>
+#include <fmt/core.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/commands.h"
+#include "cli/run_store.h"
+#include "pipette/common/build_info.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/trace_rows.h"
+#include "cpu/trainer.h"
+
+namespace pipette::cli {
+namespace {
+
+struct TrainCommandOptions {
+  std::string engine = "cpu";
+  cpu::TrainOptions train;
+  std::string format = "text";
+  double tolerance = 1e-5;
+  RecordOptions record;
+};
+
+int ExitCodeOf(const Status& status) {
+  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
+}
+
+// The rank of this process as its launcher numbers it (0 outside mpirun).
+int LauncherRank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (const char* value = std::getenv(var)) return std::atoi(value);
+  }
+  return 0;
+}
+
+nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
+  const cpu::TrainOptions& t = o.train;
+  nlohmann::ordered_json c;
+  c["engine"] = o.engine;
+  c["model"] = t.model;
+  c["schedule"] = plan.schedule.name;
+  c["p"] = plan.p();
+  c["v"] = plan.schedule.v;
+  c["m"] = plan.m();
+  c["pp"] = plan.p();
+  c["dp"] = plan.dp;
+  c["steps"] = t.steps;
+  c["micro_batch_size"] = plan.micro_batch_size;
+  c["seq_len"] = plan.seq_len;
+  c["seed"] = t.seed;
+  c["lr"] = t.lr;
+  c["weight_decay"] = t.weight_decay;
+  c["verify"] = t.verify;
+  c["dtype"] = "fp32";
+  auto& pieces = c["pieces"] = nlohmann::ordered_json::array();
+  for (const auto& layers : plan.piece_layers) pieces.push_back(layers);
+  c["stage_piece"] = plan.stage_piece;
+  return c;
+}
+
+void PrintVerification(const cpu::Verification& v, double tolerance) {
+  fmt::print("# verify against the unpipelined reference (tolerance {:g}):\n", tolerance);
+  fmt::print("#   gradients after step 1: max relative error {:.3g} ({})\n",
+             v.gradients.max_relative_error, v.gradients.worst);
+  fmt::print("#   parameters at the end:  relative error {:.3g} (largest in one tensor: {:.3g}, {})\n",
+             v.parameters.global_relative_error, v.parameters.max_relative_error,
+             v.parameters.worst);
+  fmt::print("#   loss: max difference {:.3g}\n", v.max_loss_difference);
+}
+
+// Rank 0's output and recording after training.
+int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::TrainReport& r,
+           RunRecorder& recorder) {
+  const bool verified = !r.verification || r.verification->Passes(o.tolerance);
+  double mean_step = 0;
+  for (const double t : r.step_times) mean_step += t / static_cast<double>(r.step_times.size());
+
+  RunData data;
+  data.events = ToEventRows(plan.program, r.trace, r.allreduces);
+  const std::vector<RankMemoryTimeline> memory =
+      MemoryOverTime(r.trace, r.static_bytes, r.stage_memory);
+  data.memory = ToMemoryRows(memory);
+  data.metrics = {{"step_time_s", mean_step, "s"},
+                  {"tokens_per_s", r.tokens_per_s, "tokens/s"},
+                  {"final_loss", r.losses.back(), "nats"},
+                  {"params", static_cast<double>(r.params), "count"}};
+  auto per = [&](const std::string& name, const std::vector<double>& values, const char* unit) {
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      data.metrics.push_back({fmt::format("{}[{}]", name, k), values[k], unit});
+    }
+  };
+  per("loss", r.losses, "nats");
+  per("step_times_s", r.step_times, "s");
+  per("peak_memory_bytes", r.peak_memory_bytes, "B");
+  per("peak_rss_bytes", r.peak_rss_bytes, "B");
+  if (r.verification) {
+    data.metrics.push_back(
+        {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});
+    data.metrics.push_back(
+        {"verify_param_rel_err", r.verification->parameters.global_relative_error, "fraction"});
+  }
+  const Status recorded = recorder.Finish(std::move(data), verified ? kRunOk : kRunFailed);
+  if (!recorded.ok()) {
+    fmt::print(stderr, "pipette train: {}\n", recorded.message());
+    return kExitFailure;
+  }
+
+  if (o.format == "json") {
+    nlohmann::ordered_json json;
+    json["engine"] = o.engine;
+    json["model"] = plan.spec.name;
+    json["params"] = r.params;
+    json["schedule"] = plan.schedule.name;
+    json["p"] = plan.p();
+    json["v"] = plan.schedule.v;
+    json["m"] = plan.m();
+    json["dp"] = plan.dp;
+    json["steps"] = o.train.steps;
+    json["tokens_per_step"] = plan.sequences_per_step() * plan.seq_len;
+    json["losses"] = r.losses;
+    json["step_time_s"] = r.step_times;
+    json["tokens_per_s"] = r.tokens_per_s;
+    json["peak_memory_bytes"] = r.peak_memory_bytes;
+    json["peak_rss_bytes"] = r.peak_rss_bytes;
+    if (r.verification) {
+      auto& v = json["verify"];
+      v["grad_rel_err"] = r.verification->gradients.max_relative_error;
+      v["grad_worst"] = r.verification->gradients.worst;
+      v["param_rel_err"] = r.verification->parameters.global_relative_error;
+      v["param_tensor_rel_err"] = r.verification->parameters.max_relative_error;
+      v["param_worst"] = r.verification->parameters.worst;
+      v["loss_diff"] = r.verification->max_loss_difference;
+      v["tolerance"] = o.tolerance;
+      v["ok"] = verified;
+    }
+    json["status"] = verified ? "ok" : "failed";
+    if (recorder.enabled()) {
+      json["run_id"] = recorder.run_id();
+      json["db"] = recorder.path();
+    }
+    std::cout << json.dump() << std::endl;
+  } else {
+    fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:", mean_step * 1e3,
+               r.tokens_per_s);
+    for (const double b : r.peak_memory_bytes) fmt::print(" {:.2f} MiB", b / (1 << 20));
+    fmt::print("\n");
+    if (r.verification) PrintVerification(*r.verification, o.tolerance);
+    if (recorder.enabled()) {
+      fmt::print("# recorded as run {} in {}\n", recorder.run_id(), recorder.path());
+    }
+  }
+  if (!verified) {
+    fmt::print(stderr,
+               "pipette train: the pipelined run differs from the unpipelined reference by more "
+               "than {:g} (gradients {:.3g}, parameters {:.3g})\n",
+               o.tolerance, r.verification->gradients.max_relative_error,
+               r.verification->parameters.global_relative_error);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int RunTrain(const TrainCommandOptions& o) {
+  const cpu::TrainOptions& t = o.train;
+  if (o.engine != "cpu") {
+    fmt::print(stderr, "pipette train: --engine {}: only the cpu engine exists so far\n", o.engine);
+    return kExitBadInput;
+  }
+  const bool launched = cpu::LaunchedByMpi();
+  if (!launched && t.p * t.dp > 1) {
+    fmt::print(stderr,
+               "pipette train: -p {} --dp {} needs {} processes, one per rank, but this is a "
+               "single process; launch it with mpirun:\n  mpirun -np {} --oversubscribe pipette "
+               "train ...\n(as root also --allow-run-as-root)\n",
+               t.p, t.dp, t.p * t.dp, t.p * t.dp);
+    return kExitBadInput;
+  }
+  openblas_set_num_threads(1);  // one core per rank
+
+  // Every wait on peers is bounded, MPI_Init's included.
+  cpu::Watchdog dog(LauncherRank(), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
+  int provided = 0;
+  cpu::Watched(dog, "MPI_Init (the other ranks to start)",
+               [&] { MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); });
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  dog.set_rank(rank);
+  auto finish = [](int code) {
+    MPI_Finalize();
+    return code;
+  };
+
+  Result<cpu::TrainPlan> plan = cpu::PlanTraining(t);
+  std::string config;
+  if (plan.ok()) config = ConfigJson(o, *plan).dump();
+  Status agreed;
+  cpu::Watched(dog, "the other ranks to agree on the configuration",
+               [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
+  if (agreed.ok()) {
+    int world = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (world != plan->world_size()) {
+      agreed = Status::InvalidArgument(fmt::format(
+          "-p {} --dp {} needs {} ranks but mpirun started {}; launch it with mpirun -np {}",
+          plan->p(), plan->dp, plan->world_size(), world, plan->world_size()));
+    }
+  }
+  if (!agreed.ok()) {
+    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", agreed.message());
+    return finish(ExitCodeOf(agreed));
+  }
+
+  // Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`).
+  std::optional<RunRecorder> recorder;
+  Status begun;
+  if (rank == 0) {
+    Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, *plan));
+    if (r.ok()) recorder = std::move(*r);
+    begun = r.status();
+  }
+  int begun_ok = begun.ok() ? 1 : 0;
+  cpu::Watched(dog, "rank 0 to open the database",
+               [&] { MPI_Bcast(&begun_ok, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  if (!begun_ok) {
+    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", begun.message());
+    return finish(kExitFailure);
+  }
+
+  if (rank == 0 && o.format == "text") {
+    fmt::print("# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
+               "dp={}, {} x {} tokens per microbatch\n",
+               Version(), plan->spec.name, plan->spec.layers, plan->spec.hidden,
+               plan->schedule.name, plan->p(), plan->schedule.v, plan->m(), plan->dp,
+               plan->micro_batch_size, plan->seq_len);
+    fmt::print("#  step      loss   time [ms]   tokens/s\n");
+  }
+  const double step_tokens = static_cast<double>(plan->sequences_per_step()) * plan->seq_len;
+  const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
+    if (o.format != "text") return;
+    fmt::print("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
+               step_tokens / seconds);
+    std::fflush(stdout);
+  };
+  Result<cpu::TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
+  if (!report.ok()) {
+    if (rank == 0) {
+      fmt::print(stderr, "pipette train: {}\n", report.status().message());
+      (void)recorder->Fail(report.status().message());
+    }
+    return finish(ExitCodeOf(report.status()));
+  }
+  int code = kExitOk;
+  if (rank == 0) code = Report(o, *plan, *report, *recorder);
+  return finish(code);
+}
+
+void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& o) {
+  cmd->add_option("--engine", o->engine, "Execution engine")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu"}));
+  cpu::TrainOptions& t = o->train;
+  cmd->add_option("--model", t.model, "tiny, or a GPT-style decoder preset (pipette models)")
+      ->capture_default_str();
+  cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
+      ->capture_default_str();
+  cmd->add_option("-p,--pp", t.p, "Pipeline ranks")->capture_default_str();
+  cmd->add_option("-v", t.v, "Stages per rank (0: the schedule's default)")->capture_default_str();
+  cmd->add_option("--dp", t.dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("-m,--microbatches", t.m, "Microbatches per step")->capture_default_str();
+  cmd->add_option("--steps", t.steps, "Training steps")->capture_default_str();
+  cmd->add_option("--micro-batch-size", t.micro_batch_size, "Sequences per microbatch")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", t.seq_len, "Tokens per sequence (0: the model's context)")
+      ->capture_default_str();
+  cmd->add_option("--seed", t.seed, "Seed of the initial weights")->capture_default_str();
+  cmd->add_option("--lr", t.lr, "AdamW learning rate")->capture_default_str();
+  cmd->add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (matrices)")
+      ->capture_default_str();
+  cmd->add_flag("--verify", t.verify,
+                "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
+                "and parameters (end); exit 1 beyond --tolerance");
+  cmd->add_option("--tolerance", o->tolerance, "Relative error --verify accepts")
+      ->capture_default_str();
+  cmd->add_option("--peer-timeout", t.peer_timeout_s,
+                  "Seconds a rank waits on a peer before it ends the run")
+      ->capture_default_str();
+  cmd->add_option("--format", o->format, "Output format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  AddRecordOptions(cmd, o->record);
+}
+
+}  // namespace
+}  // namespace pipette::cli
+
+int main(int argc, char** argv) {
+  using namespace pipette::cli;
+  CLI::App app{"pipette train: real pipeline-parallel training, one MPI process per rank "
+               "(mpirun -np P*D pipette train ...)"};
+  app.name("pipette train");
+  auto options = std::make_shared<TrainCommandOptions>();
+  AddTrainOptions(&app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  try {
+    return RunTrain(*options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "pipette train: internal error: {}\n", e.what());
+    return kExitFailure;
+  }
+}

@@ -34,7 +34,8 @@ Batch MakeBatch(int vocab, std::int64_t first_sequence, int sequences, int seq, 
   batch.targets.resize(batch.tokens.size());
   std::vector<int> text(seq + 1);
   for (int s = 0; s < sequences; ++s) {
-    std::uint64_t state = Mix(0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(first_sequence + s + 1));
+    std::uint64_t state =
+        Mix(0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(first_sequence + s + 1));
     auto next = [&] { return state = Mix(state + 0x9e3779b97f4a7c15ULL); };
     text[0] = static_cast<int>(next() % vocab);
     text[1] = static_cast<int>(next() % vocab);

@@ -46,8 +46,18 @@ struct Norm {
 };
 
 // Slots of the block halves' caches.
-enum AttnSlot { kAttnXhat, kAttnRstd, kAttnA, kAttnQkv, kAttnProbs, kAttnOut, kAttnDy, kAttnDqkv,
-                kAttnDa, kAttnSlots };
+enum AttnSlot {
+  kAttnXhat,
+  kAttnRstd,
+  kAttnA,
+  kAttnQkv,
+  kAttnProbs,
+  kAttnOut,
+  kAttnDy,
+  kAttnDqkv,
+  kAttnDa,
+  kAttnSlots
+};
 enum MlpSlot { kMlpXhat, kMlpRstd, kMlpA, kMlpPre, kMlpAct, kMlpDy, kMlpDpre, kMlpDa, kMlpSlots };
 
 class Embedding final : public Module {

@@ -22,7 +22,8 @@ void ParamSet::AllocateOptimizerState() {
 
 std::int64_t ParamSet::NumElements() const {
   std::int64_t n = 0;
-  for (const auto& [name, e] : entries_) n += static_cast<std::int64_t>(e.copies.front()->value.size());
+  for (const auto& [name, e] : entries_)
+    n += static_cast<std::int64_t>(e.copies.front()->value.size());
   return n;
 }
 

@@ -60,8 +60,8 @@ Result<Mismatch> Compare(const NamedTensors& actual, const NamedTensors& expecte
     }
     const std::vector<float>& got = it->second;
     if (got.size() != want.size()) {
-      return Status::FailedPrecondition(fmt::format("tensor '{}' has {} elements, expected {}",
-                                                    name, got.size(), want.size()));
+      return Status::FailedPrecondition(
+          fmt::format("tensor '{}' has {} elements, expected {}", name, got.size(), want.size()));
     }
     double diff = 0, norm = 0;
     for (std::size_t i = 0; i < want.size(); ++i) {

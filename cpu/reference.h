@@ -32,8 +32,8 @@ ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options);
 Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
 
 struct Mismatch {
-  double max_relative_error = 0;  // max over tensors of ||a - b|| / ||b|| (||a - b|| if b = 0)
-  std::string worst;              // the tensor where it is reached
+  double max_relative_error = 0;     // max over tensors of ||a - b|| / ||b|| (||a - b|| if b = 0)
+  std::string worst;                 // the tensor where it is reached
   double global_relative_error = 0;  // ||a - b|| / ||b|| over all tensors as one vector
 };
 

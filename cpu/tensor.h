@@ -83,8 +83,7 @@ void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx);
 // Causal multi-head self-attention over `batch` sequences of `seq` tokens. qkv: (batch*seq) x 3h
 // with q, k, v in column blocks of h, head j in columns j*d..(j+1)*d of each block. probs:
 // (batch*heads*seq) x seq softmax probabilities (zero above the diagonal); out: (batch*seq) x h.
-void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs,
-                      Tensor& out);
+void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs, Tensor& out);
 // dqkv = the gradient of qkv for dout, given the forward's qkv and probs.
 void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& probs, int batch,
                         int seq, int heads, Tensor& dqkv);

@@ -37,6 +37,12 @@ Status CheckCount(std::string_view key, int value, int low, int high) {
 
 Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
   if (model == "tiny") return TinyDecoder();
+  if (model == "tiny-tied") {  // the LM head shares the embedding table (GPT-2's tying)
+    DecoderSpec spec = TinyDecoder();
+    spec.name = "tiny-tied";
+    spec.tied_embeddings = true;
+    return spec;
+  }
   if (model.ends_with(".toml")) {
     return Status::InvalidArgument(fmt::format(
         "--model {}: model files describe layer costs, not weights the cpu engine can build; "
@@ -92,20 +98,19 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
     for (int s = route.first; s <= route.last; ++s) {
       int& piece = plan.stage_piece[s];
       if (piece != -1 && piece != s - route.first) {
-        return Status::InvalidArgument(fmt::format(
-            "--schedule {}: stage {} is model piece {} on one route and {} on another", o.schedule,
-            s, piece, s - route.first));
+        return Status::InvalidArgument(
+            fmt::format("--schedule {}: stage {} is model piece {} on one route and {} on another",
+                        o.schedule, s, piece, s - route.first));
       }
       piece = s - route.first;
     }
   }
 
-  PIPETTE_ASSIGN_OR_RETURN(ModelGraph graph,
-                           BuildDecoder(plan.spec, Workload{plan.micro_batch_size, plan.seq_len,
-                                                            DType::kFP32}));
-  const Placement placement = pieces == plan.schedule.num_stages()
-                                  ? plan.schedule.placement
-                                  : Placement::Loop(pieces, 1);
+  PIPETTE_ASSIGN_OR_RETURN(
+      ModelGraph graph,
+      BuildDecoder(plan.spec, Workload{plan.micro_batch_size, plan.seq_len, DType::kFP32}));
+  const Placement placement =
+      pieces == plan.schedule.num_stages() ? plan.schedule.placement : Placement::Loop(pieces, 1);
   const FlopCostModel cost;
   PartitionRequest request;
   request.strategy = PartitionStrategy::kBalanced;

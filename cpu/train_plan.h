@@ -20,7 +20,7 @@
 namespace pipette::cpu {
 
 struct TrainOptions {
-  std::string model = "tiny";  // "tiny" or a GPT-style decoder preset
+  std::string model = "tiny";  // "tiny", "tiny-tied" or a GPT-style decoder preset
   std::string schedule = "1f1b";
   int p = 1;
   int v = 0;  // 0: the schedule's default
@@ -57,8 +57,8 @@ struct TrainPlan {
   }
 };
 
-// Resolves `options.model` to a trainable decoder spec: "tiny" or a preset; InvalidArgument or
-// NotFound naming --model otherwise.
+// Resolves `options.model` to a trainable decoder spec: "tiny", "tiny-tied" (tiny with the LM head
+// tied to the token embedding) or a preset; InvalidArgument or NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 
 // Builds the plan; errors name the option, the value and the rule.

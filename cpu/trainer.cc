@@ -110,10 +110,12 @@ std::vector<std::vector<char>> AllGatherBytes(const std::vector<char>& mine, MPI
   return out;
 }
 
-// ---- fault injection (tests) ---------------------------------------------------------------------
+// ---- fault injection (tests)
+// ---------------------------------------------------------------------
 
-// PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang: world rank r kills itself with SIGKILL, or stops
-// making progress, at its first compute instruction.
+// PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang|skip-w: at its first compute instruction, world
+// rank r kills itself with SIGKILL, or stops making progress; or it skips the weight gradient of
+// its first backward (a wrong result that --verify must catch).
 struct Fault {
   int rank = -1;
   std::string kind;
@@ -134,9 +136,11 @@ struct Fault {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   }
+  bool SkipsWeightGrad(int world_rank) const { return world_rank == rank && kind == "skip-w"; }
 };
 
-// ---- the rank runtime ----------------------------------------------------------------------------
+// ---- the rank runtime
+// ----------------------------------------------------------------------------
 
 std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
   return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
@@ -251,8 +255,7 @@ class CpuRankRuntime final : public RankRuntime {
     const bool gradient = a.kind == ActionKind::kRecvBackward;
     const std::int64_t key = MessageKey(a.stage, a.microbatch, gradient);
     auto it = recvs_.find(key);
-    Watched(dog_,
-            fmt::format("{} from rank {} (step {})", ToString(a), ins.peer, step_ + 1),
+    Watched(dog_, fmt::format("{} from rank {} (step {})", ToString(a), ins.peer, step_ + 1),
             [&] { MPI_Wait(&it->second.request, MPI_STATUS_IGNORE); });
     inbox_[key] = std::move(it->second.tensor);
     recvs_.erase(it);
@@ -273,9 +276,9 @@ class CpuRankRuntime final : public RankRuntime {
   const Batch& BatchOf(int microbatch) {
     auto it = batches_.find(microbatch);
     if (it != batches_.end()) return it->second;
-    const std::int64_t first =
-        (static_cast<std::int64_t>(step_) * plan_.dp + replica_) * plan_.m() * plan_.micro_batch_size +
-        static_cast<std::int64_t>(microbatch) * plan_.micro_batch_size;
+    const std::int64_t first = (static_cast<std::int64_t>(step_) * plan_.dp + replica_) *
+                                   plan_.m() * plan_.micro_batch_size +
+                               static_cast<std::int64_t>(microbatch) * plan_.micro_batch_size;
     return batches_.emplace(microbatch, StepBatch(plan_, first, plan_.micro_batch_size))
         .first->second;
   }
@@ -303,8 +306,7 @@ class CpuRankRuntime final : public RankRuntime {
     std::vector<Cache>& caches = caches_[MessageKey(a.stage, a.microbatch, false)];
     Tensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
     StageMemory& memory = stage_memory_[a.stage];
-    memory.activation_bytes =
-        std::max(memory.activation_bytes, ModuleChain::CacheBytes(caches));
+    memory.activation_bytes = std::max(memory.activation_bytes, ModuleChain::CacheBytes(caches));
     if (a.stage == route.last) {
       loss_sum_ += caches.back().loss;
     } else {
@@ -319,14 +321,17 @@ class CpuRankRuntime final : public RankRuntime {
     std::vector<Cache>& caches = caches_.at(MessageKey(a.stage, a.microbatch, false));
     Tensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
     StageMemory& memory = stage_memory_[a.stage];
-    memory.wgrad_input_bytes =
-        std::max(memory.wgrad_input_bytes, ModuleChain::CacheBytes(caches));
+    memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, ModuleChain::CacheBytes(caches));
     if (a.stage > route.first) Deliver(a.stage - 1, a.stage, a.microbatch, true, std::move(dx));
   }
 
   void WeightGrad(const Action& a) {
     auto it = caches_.find(MessageKey(a.stage, a.microbatch, false));
-    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), it->second);
+    if (fault_.SkipsWeightGrad(world_rank_) && !skipped_) {
+      skipped_ = true;
+    } else {
+      chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), it->second);
+    }
     caches_.erase(it);
   }
 
@@ -336,6 +341,7 @@ class CpuRankRuntime final : public RankRuntime {
   Watchdog& dog_;
   Fault fault_;
   bool fault_checked_ = false;
+  bool skipped_ = false;
   std::map<int, ModuleChain> chains_;  // by global stage
   ParamSet params_;
   std::vector<StageMemory> stage_memory_;
@@ -351,7 +357,8 @@ class CpuRankRuntime final : public RankRuntime {
   std::vector<std::pair<MPI_Request, Tensor>> sends_;
 };
 
-// ---- gradient reductions ---------------------------------------------------------------------------
+// ---- gradient reductions
+// ---------------------------------------------------------------------------
 
 // Packs copies[0].grad of `names` (all when empty) into one buffer, runs `reduce` on it, unpacks.
 template <typename F>
@@ -575,9 +582,8 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
       });
     }
     if (options.verify && step == 0) {
-      Watched(dog, "the gradient gather", [&] {
-        first_grads = GatherTensors(params, owned, true, replica == 0);
-      });
+      Watched(dog, "the gradient gather",
+              [&] { first_grads = GatherTensors(params, owned, true, replica == 0); });
     }
     params.Step(adam, step + 1);
     const double end = runtime.Now();
@@ -606,7 +612,8 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   Put(mine, PeakRssBytes());
   std::int64_t owned_elements = 0;
   for (const std::string& name : owned) {
-    owned_elements += static_cast<std::int64_t>(params.entries().at(name).copies.front()->value.size());
+    owned_elements +=
+        static_cast<std::int64_t>(params.entries().at(name).copies.front()->value.size());
   }
   Put(mine, replica == 0 ? owned_elements : std::int64_t{0});
   for (const StageMemory& m : runtime.stage_memory()) {
@@ -654,8 +661,8 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   }
   double total_time = 0;
   for (const double t : report.step_times) total_time += t;
-  report.tokens_per_s = static_cast<double>(plan.sequences_per_step()) * plan.seq_len *
-                        options.steps / total_time;
+  report.tokens_per_s =
+      static_cast<double>(plan.sequences_per_step()) * plan.seq_len * options.steps / total_time;
   if (options.verify) {
     const ReferenceRun reference = TrainReference(plan, options);
     Verification v;

@@ -42,8 +42,8 @@ Status AgreeOnConfiguration(const Status& local, const std::string& config_json)
 // different in every summation order. Such tensors drift apart at 1e-4 relative after a few steps
 // while the model as a whole agrees to 1e-6; `parameters.worst` still names them.
 struct Verification {
-  Mismatch gradients;   // after step 1: max_relative_error is the check
-  Mismatch parameters;  // after the last step: global_relative_error is the check
+  Mismatch gradients;              // after step 1: max_relative_error is the check
+  Mismatch parameters;             // after the last step: global_relative_error is the check
   double max_loss_difference = 0;  // max over steps of |loss - reference loss|
   bool Passes(double tolerance) const {
     return gradients.max_relative_error <= tolerance &&
@@ -51,12 +51,12 @@ struct Verification {
   }
 };
 
-struct TrainReport {  // complete on world rank 0 only
-  std::vector<double> losses;      // per step: mean loss over the step's tokens
-  std::vector<double> step_times;  // per step, seconds (barrier to the end of the update)
-  double tokens_per_s = 0;         // over all steps
-  std::int64_t params = 0;         // distinct parameters of the model
-  std::vector<TraceEvent> trace;   // replica 0, every pipeline rank, every step
+struct TrainReport {                       // complete on world rank 0 only
+  std::vector<double> losses;              // per step: mean loss over the step's tokens
+  std::vector<double> step_times;          // per step, seconds (barrier to the end of the update)
+  double tokens_per_s = 0;                 // over all steps
+  std::int64_t params = 0;                 // distinct parameters of the model
+  std::vector<TraceEvent> trace;           // replica 0, every pipeline rank, every step
   std::vector<AllReduceEvent> allreduces;  // replica 0
   // Per pipeline rank (the maximum over replicas): tensor bytes at their peak, the part held for
   // the whole run (weights, gradients, AdamW moments), and the process's peak resident set.

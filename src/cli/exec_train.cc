@@ -14,9 +14,8 @@ namespace pipette::cli {
 int ExecTrain(int argc, char** argv) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::string binary = (error ? std::filesystem::path(argv[0]).parent_path()
-                                    : self.parent_path()) /
-                             "pipette-train";
+  const std::string binary =
+      (error ? std::filesystem::path(argv[0]).parent_path() : self.parent_path()) / "pipette-train";
   std::vector<char*> args;
   std::string name = "pipette-train";
   args.push_back(name.data());

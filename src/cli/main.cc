@@ -3,8 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
-#include <string_view>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "pipette/common/build_info.h"

@@ -18,10 +18,10 @@
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
+#include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/trace_rows.h"
-#include "cpu/trainer.h"
 
 namespace pipette::cli {
 namespace {
@@ -75,9 +75,9 @@ void PrintVerification(const cpu::Verification& v, double tolerance) {
   fmt::print("# verify against the unpipelined reference (tolerance {:g}):\n", tolerance);
   fmt::print("#   gradients after step 1: max relative error {:.3g} ({})\n",
              v.gradients.max_relative_error, v.gradients.worst);
-  fmt::print("#   parameters at the end:  relative error {:.3g} (largest in one tensor: {:.3g}, {})\n",
-             v.parameters.global_relative_error, v.parameters.max_relative_error,
-             v.parameters.worst);
+  fmt::print(
+      "#   parameters at the end:  relative error {:.3g} (largest in one tensor: {:.3g}, {})\n",
+      v.parameters.global_relative_error, v.parameters.max_relative_error, v.parameters.worst);
   fmt::print("#   loss: max difference {:.3g}\n", v.max_loss_difference);
 }
 
@@ -153,8 +153,8 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
     }
     std::cout << json.dump() << std::endl;
   } else {
-    fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:", mean_step * 1e3,
-               r.tokens_per_s);
+    fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:",
+               mean_step * 1e3, r.tokens_per_s);
     for (const double b : r.peak_memory_bytes) fmt::print(" {:.2f} MiB", b / (1 << 20));
     fmt::print("\n");
     if (r.verification) PrintVerification(*r.verification, o.tolerance);
@@ -240,11 +240,11 @@ int RunTrain(const TrainCommandOptions& o) {
   }
 
   if (rank == 0 && o.format == "text") {
-    fmt::print("# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
-               "dp={}, {} x {} tokens per microbatch\n",
-               Version(), plan->spec.name, plan->spec.layers, plan->spec.hidden,
-               plan->schedule.name, plan->p(), plan->schedule.v, plan->m(), plan->dp,
-               plan->micro_batch_size, plan->seq_len);
+    fmt::print(
+        "# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
+        "dp={}, {} x {} tokens per microbatch\n",
+        Version(), plan->spec.name, plan->spec.layers, plan->spec.hidden, plan->schedule.name,
+        plan->p(), plan->schedule.v, plan->m(), plan->dp, plan->micro_batch_size, plan->seq_len);
     fmt::print("#  step      loss   time [ms]   tokens/s\n");
   }
   const double step_tokens = static_cast<double>(plan->sequences_per_step()) * plan->seq_len;
@@ -272,7 +272,8 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu"}));
   cpu::TrainOptions& t = o->train;
-  cmd->add_option("--model", t.model, "tiny, or a GPT-style decoder preset (pipette models)")
+  cmd->add_option("--model", t.model,
+                  "tiny, tiny-tied, or a GPT-style decoder preset (pipette models)")
       ->capture_default_str();
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
       ->capture_default_str();
@@ -308,8 +309,9 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
 
 int main(int argc, char** argv) {
   using namespace pipette::cli;
-  CLI::App app{"pipette train: real pipeline-parallel training, one MPI process per rank "
-               "(mpirun -np P*D pipette train ...)"};
+  CLI::App app{
+      "pipette train: real pipeline-parallel training, one MPI process per rank "
+      "(mpirun -np P*D pipette train ...)"};
   app.name("pipette train");
   auto options = std::make_shared<TrainCommandOptions>();
   AddTrainOptions(&app, options);

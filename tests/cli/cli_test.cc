@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -462,6 +463,43 @@ TEST(CliStore, AProcessKilledMidWriteLeavesARunningRunWithNoRowsThatRepairFails)
   runs = RunsJson("killed.db");
   EXPECT_EQ(runs[1]["status"], "failed");
   EXPECT_EQ(runs[0]["status"], "ok");
+}
+
+// ---- pipette train (one process; the mpirun tests are in tests/cpu/train_mpi_test.cc) ----------
+
+TEST(Train, PipelineWithoutMpirunSaysHowToLaunchIt) {
+  const auto run = Pipette("train -p 4 --no-db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("needs 4 processes"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("mpirun -np 4"), std::string::npos) << run.err;
+}
+
+TEST(Train, SingleProcessRunLowersTheLossAndReportsThroughput) {
+  const auto run = Pipette("train --steps 4 --no-db --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  ASSERT_EQ(json["losses"].size(), 4u);
+  EXPECT_NEAR(json["losses"][0].get<double>(), std::log(64.0), 0.05);  // untrained: uniform
+  EXPECT_LT(json["losses"][3].get<double>(), json["losses"][0].get<double>() - 0.1);
+  EXPECT_EQ(json["step_time_s"].size(), 4u);
+  EXPECT_GT(json["tokens_per_s"].get<double>(), 0);
+  EXPECT_EQ(json["tokens_per_step"], 8 * 4 * 32);
+}
+
+TEST(Train, BadInputNamesTheOption) {
+  auto run = Pipette("train --model llama3-8b --no-db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--model llama3-8b"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("RoPE"), std::string::npos) << run.err;
+  run = Pipette("train --schedule nope --no-db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("nope"), std::string::npos) << run.err;
+  run = Pipette("train --seq-len 64 --no-db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--seq-len 64"), std::string::npos) << run.err;
+  run = Pipette("train --lr 0 --db bad.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/bad.db"));  // nothing written
 }
 
 }  // namespace

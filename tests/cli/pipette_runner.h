@@ -36,12 +36,11 @@ inline std::string ScratchDir() {
   return dir;
 }
 
-// Runs `pipette <args>` (args pass through the shell; keep them simple) in ScratchDir().
-inline CommandResult Pipette(const std::string& args) {
+// Runs the shell command `command_line` in ScratchDir().
+inline CommandResult Shell(const std::string& command_line) {
   const std::string dir = ScratchDir();
   const std::string err_path = dir + "/stderr.txt";
-  const std::string command =
-      "cd " + dir + " && " + std::string(PIPETTE_BINARY) + " " + args + " 2>" + err_path;
+  const std::string command = "cd " + dir + " && " + command_line + " 2>" + err_path;
   CommandResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -52,6 +51,11 @@ inline CommandResult Pipette(const std::string& args) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.err = ReadFile(err_path);
   return run;
+}
+
+// Runs `pipette <args>` (args pass through the shell; keep them simple) in ScratchDir().
+inline CommandResult Pipette(const std::string& args) {
+  return Shell(std::string(PIPETTE_BINARY) + " " + args);
 }
 
 }  // namespace pipette::testing

@@ -1,9 +1,9 @@
+#include "cpu/corpus.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
-
-#include "cpu/corpus.h"
 
 namespace pipette::cpu {
 namespace {

@@ -1,13 +1,14 @@
 // The CPU engine's math: every parameter gradient of the GPT modules against central finite
 // differences of the loss, the I/W split against the full backward, and initialisation that does
 // not depend on how the model is cut.
+#include "cpu/gpt.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "cpu/corpus.h"
-#include "cpu/gpt.h"
 #include "cpu/param_set.h"
 
 namespace pipette::cpu {

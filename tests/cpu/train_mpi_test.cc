@@ -1,0 +1,214 @@
+// `pipette train` under mpirun (label mpi): every schedule's gradients and parameters equal the
+// unpipelined reference on 2 and 4 ranks, with data parallelism and tied embeddings; a failing or
+// hung rank ends the whole job within a bounded time; mismatched ranks are refused; the run lands
+// in the database with the simulator's instruction ids and plots.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../cli/pipette_runner.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/store/experiment_db.h"
+
+namespace pipette {
+namespace {
+
+using testing::CommandResult;
+using testing::Shell;
+
+// `mpirun -np N pipette train ARGS` with the flags a 2-core CI machine running as root needs.
+CommandResult Mpirun(int np, const std::string& args) {
+  std::string launcher = std::string(PIPETTE_MPIEXEC) + " --oversubscribe";
+  if (geteuid() == 0) launcher += " --allow-run-as-root";
+  return Shell(launcher + " -np " + std::to_string(np) + " " + PIPETTE_BINARY + " train " + args);
+}
+
+nlohmann::json LastJsonLine(const std::string& out) {
+  const std::size_t start = out.rfind("\n{");
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
+}
+
+struct Case {
+  std::string schedule;
+  int np;
+  std::string args;  // -p, --dp, -m, -v, --model
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.schedule << " np=" << c.np << " " << c.args;
+}
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.schedule + "_np" + std::to_string(info.param.np);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name + "_" + std::to_string(info.index);
+}
+
+class Equivalence : public ::testing::TestWithParam<Case> {};
+
+// One step's gradients tensor by tensor, and after 3 steps the parameters, within 1e-5 relative
+// of the single-process unpipelined reference on the same global batches.
+TEST_P(Equivalence, GradientsAndParametersMatchTheUnpipelinedReference) {
+  const Case& c = GetParam();
+  const CommandResult run = Mpirun(c.np, "--schedule " + c.schedule + " " + c.args +
+                                             " --steps 3 --verify --format json --no-db");
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const nlohmann::json json = LastJsonLine(run.out);
+  EXPECT_EQ(json["status"], "ok");
+  const nlohmann::json& verify = json["verify"];
+  EXPECT_LT(verify["grad_rel_err"].get<double>(), 1e-5) << verify.dump();
+  EXPECT_LT(verify["param_rel_err"].get<double>(), 1e-5) << verify.dump();
+  EXPECT_LT(verify["loss_diff"].get<double>(), 1e-5) << verify.dump();
+  EXPECT_EQ(json["losses"].size(), 3u);
+  EXPECT_EQ(json["step_time_s"].size(), 3u);
+  EXPECT_GT(json["tokens_per_s"].get<double>(), 0);
+}
+
+std::vector<Case> AllCases() {
+  const std::vector<std::string> schedules = {"gpipe",
+                                              "1f1b",
+                                              "eager-1f1b",
+                                              "zb-h1",
+                                              "zb-h2",
+                                              "interleaved-1f1b",
+                                              "interleaved-1f1b-plus-one",
+                                              "kimi-k2",
+                                              "interleaved-gpipe",
+                                              "interleaved-zb",
+                                              "zbv",
+                                              "dualpipe",
+                                              "dualpipe-v"};
+  std::vector<Case> cases;
+  for (const std::string& s : schedules) {
+    cases.push_back({s, 2, "-p 2 -m 4"});
+    cases.push_back({s, 4, "-p 4 -m 8"});
+  }
+  // Deeper interleaving, odd microbatch counts, data parallelism, a tied LM head.
+  cases.push_back({"interleaved-1f1b", 2, "-p 2 -v 3 -m 6"});
+  cases.push_back({"interleaved-zb", 2, "-p 2 -v 3 -m 4"});
+  cases.push_back({"1f1b", 2, "-p 2 -m 3"});
+  cases.push_back({"zb-h1", 4, "-p 2 --dp 2 -m 4"});
+  cases.push_back({"dualpipe", 4, "-p 2 --dp 2 -m 4"});
+  cases.push_back({"zbv", 4, "-p 2 --dp 2 -m 4 --model tiny-tied"});
+  cases.push_back({"1f1b", 4, "-p 4 -m 4 --model tiny-tied"});
+  cases.push_back({"dualpipe-v", 2, "-p 2 -m 4 --model tiny-tied"});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, Equivalence, ::testing::ValuesIn(AllCases()), Name);
+
+std::string FaultyRun(const std::string& fault, const std::string& args) {
+  return "PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=" + fault + " " + std::string(PIPETTE_MPIEXEC) +
+         " --oversubscribe" + (geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 2 " +
+         PIPETTE_BINARY + " train " + args;
+}
+
+// The check has teeth: a rank that skips one weight gradient fails --verify.
+TEST(Verify, CatchesAMissingWeightGradient) {
+  const CommandResult faulty =
+      Shell(FaultyRun("skip-w", "-p 2 -m 4 --schedule zb-h1 --steps 2 --verify --no-db"));
+  EXPECT_EQ(faulty.exit_code, 1) << faulty.err;
+  EXPECT_NE(faulty.err.find("differs from the unpipelined reference"), std::string::npos)
+      << faulty.err;
+}
+
+double SecondsOf(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(RankFailure, AKilledRankEndsEveryRankWithAnError) {
+  CommandResult run;
+  const double seconds = SecondsOf(
+      [&] { run = Shell(FaultyRun("kill", "-p 2 --steps 50 --no-db --peer-timeout 20")); });
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_LT(seconds, 30);
+  EXPECT_NE(run.err.find("signal 9"), std::string::npos) << run.err;
+}
+
+TEST(RankFailure, AHungRankEndsTheRunAfterThePeerTimeout) {
+  CommandResult run;
+  const double seconds = SecondsOf(
+      [&] { run = Shell(FaultyRun("hang", "-p 2 --steps 50 --no-db --peer-timeout 2")); });
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_GE(seconds, 2);
+  EXPECT_LT(seconds, 30);
+  EXPECT_NE(run.err.find("rank 0 waited"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("RECV"), std::string::npos) << run.err;  // names what it waited for
+}
+
+// An MPMD launch whose ranks got different options: every rank refuses before training.
+TEST(RankFailure, RanksWithDifferentOptionsAreRefused) {
+  const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
+  const CommandResult run =
+      Shell(std::string(PIPETTE_MPIEXEC) + " --oversubscribe" + root + " -np 1 " + PIPETTE_BINARY +
+            " train -p 2 -m 8 --no-db : -np 1 " + PIPETTE_BINARY + " train -p 2 -m 4 --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("rank 1 was started with m = 4 but rank 0 with m = 8"), std::string::npos)
+      << run.err;
+}
+
+TEST(RankFailure, ABadOptionOnOneRankIsReportedWithItsRank) {
+  const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
+  const CommandResult run =
+      Shell(std::string(PIPETTE_MPIEXEC) + " --oversubscribe" + root + " -np 1 " + PIPETTE_BINARY +
+            " train -p 2 --no-db : -np 1 " + PIPETTE_BINARY + " train -p 2 --lr -1 --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("rank 1 of 2: --lr -1"), std::string::npos) << run.err;
+}
+
+TEST(RankFailure, WrongProcessCountNamesTheLaunch) {
+  const CommandResult run = Mpirun(3, "-p 2 --no-db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("needs 2 ranks but mpirun started 3"), std::string::npos) << run.err;
+}
+
+// The run is recorded with engine cpu, one event per executed instruction carrying the same
+// (rank, instr_id, kind, stage, microbatch) as the lowered program the simulator runs, and the
+// timeline plot draws it.
+TEST(TrainDatabase, RecordsTheProgramsInstructionsAndPlots) {
+  const CommandResult run = Mpirun(2, "-p 2 -m 4 --schedule zb-h1 --steps 2 --db train.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto db = ExperimentDb::Open(testing::ScratchDir() + "/train.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  const auto runs = db->ListRuns({});
+  ASSERT_TRUE(runs.ok());
+  ASSERT_FALSE(runs->empty());
+  const auto data = db->LoadRun(runs->back().id);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(data->run.engine, "cpu");
+  EXPECT_EQ(data->run.status, "ok");
+  EXPECT_GT(data->Metric("tokens_per_s"), 0);
+  EXPECT_GT(data->Metric("loss[1]"), 0);
+  EXPECT_GT(data->Metric("peak_memory_bytes[1]"), 0);
+  EXPECT_FALSE(data->memory.empty());
+
+  const Program program = Lower(MakeSchedule("zb-h1", {.p = 2, .m = 4}).value()).value();
+  std::size_t matched = 0, compute = 0;
+  for (const EventRow& e : data->events) {
+    if (e.instr_id < 0) continue;  // all-reduce rows
+    ASSERT_LT(e.instr_id, static_cast<int>(program.ranks[e.rank].instructions.size()));
+    const Action& a = program.ranks[e.rank].instructions[e.instr_id].action;
+    EXPECT_EQ(e.stage, a.stage);
+    EXPECT_EQ(e.microbatch, a.microbatch);
+    EXPECT_LE(e.start_s, e.end_s);
+    ++matched;
+    if (e.kind == EventKind::kF || e.kind == EventKind::kI || e.kind == EventKind::kW) ++compute;
+  }
+  EXPECT_EQ(matched, 2 * program.num_instructions());  // 2 steps, no overlapped cells
+  EXPECT_EQ(compute, 2u * 3 * 2 * 4);                  // steps x {F,I,W} x stages x microbatches
+
+  const CommandResult plot = testing::Pipette("plot timeline --db train.db --run last --out t.png");
+  EXPECT_EQ(plot.exit_code, 0) << plot.err;
+  EXPECT_GT(std::filesystem::file_size(testing::ScratchDir() + "/t.png"), 1000u);
+}
+
+}  // namespace
+}  // namespace pipette

@@ -1,6 +1,7 @@
 #include "tensor.h"
 
 #include <cblas.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 namespace pipette::cpu {
 namespace {
 
+std::vector<GemmCall>* gemm_calls = nullptr;
 std::int64_t live_bytes = 0;
 std::int64_t peak_bytes = 0;
 
@@ -16,8 +18,24 @@ constexpr float kLayerNormEps = 1e-5f;
 
 }  // namespace
 
+namespace {
+
+// Keeps freed activation buffers in the process: glibc otherwise serves every allocation above
+// 128 KiB with a fresh mmap, and each microbatch's tensors would pay their page faults again
+// (about 10% of a block's pass at width 512). Set once, before the first tensor;
+// larger buffers still get their own mmap.
+bool ConfigureAllocator() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's upper limit on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  return true;
+}
+
+}  // namespace
+
 Tensor::Tensor(int rows, int cols) : rows_(rows), cols_(cols) {
   if (size() == 0) return;
+  static const bool configured = ConfigureAllocator();
+  (void)configured;
   data_ = std::make_unique<float[]>(size());  // value-initialised: zeros
   live_bytes += bytes();
   peak_bytes = std::max(peak_bytes, live_bytes);
@@ -57,8 +75,13 @@ std::int64_t LiveTensorBytes() { return live_bytes; }
 std::int64_t PeakTensorBytes() { return peak_bytes; }
 void ResetPeakTensorBytes() { peak_bytes = live_bytes; }
 
+void RecordGemmCalls(std::vector<GemmCall>* calls) { gemm_calls = calls; }
+
 void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+  if (gemm_calls != nullptr) {
+    gemm_calls->push_back({trans_a, trans_b, m, n, k, lda, ldb, ldc, beta});
+  }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -154,19 +177,28 @@ constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluA = 0.044715f;
 }  // namespace
 
+// gelu(x) = x * (1 + tanh(u)) / 2 with u = c (x + a x^3), computed as x * sigmoid(2u): the same
+// function with one expf instead of tanhf (twice as fast here).
 void GeluForward(const Tensor& x, Tensor& y) {
+  const float* in = x.data();
+  float* out = y.data();
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + kGeluA * v * v * v)));
+    const float v = in[i];
+    const float u = kGeluC * (v + kGeluA * v * v * v);
+    out[i] = v / (1.0f + std::exp(-2.0f * u));
   }
 }
 
 void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  const float* in = x.data();
+  const float* g = dy.data();
+  float* out = dx.data();
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float v = x[i];
-    const float t = std::tanh(kGeluC * (v + kGeluA * v * v * v));
-    const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * v * v);
-    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
+    const float v = in[i];
+    const float u = kGeluC * (v + kGeluA * v * v * v);
+    const float s = 1.0f / (1.0f + std::exp(-2.0f * u));  // (1 + tanh u) / 2
+    const float du = kGeluC * (1.0f + 3.0f * kGeluA * v * v);
+    out[i] = g[i] * (s + v * 2.0f * s * (1.0f - s) * du);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace pipette::cpu {
 
@@ -56,6 +57,17 @@ void ResetPeakTensorBytes();
 // One cblas_sgemm call; lda/ldb/ldc are row strides (they allow column blocks of wider matrices).
 void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
+
+// One Gemm call's arguments without the data: what the benchmark replays to measure the model's
+// GEMM shapes on bare cblas_sgemm.
+struct GemmCall {
+  bool trans_a, trans_b;
+  int m, n, k, lda, ldb, ldc;
+  float beta;
+  double flops() const { return 2.0 * m * n * k; }
+};
+// While set (not null), every Gemm call is appended to `calls`. For benchmarks; not thread-safe.
+void RecordGemmCalls(std::vector<GemmCall>* calls);
 
 // y = x W^T + bias (bias may be null). x: n x in, w: out x in, y: n x out.
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);

@@ -572,7 +572,7 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
       });
     }
     reduce.end = runtime.Now();
-    allreduces.push_back(reduce);
+    if (plan.dp > 1) allreduces.push_back(reduce);
     for (const SharedGroup& group : shared) {  // after DP, so every copy ends bit-identical
       Watched(dog, "the gradient sum over copies of shared parameters", [&] {
         ReduceGrads(params, group.names, [&](std::vector<float>& buffer) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "gpt.h"
+#include "model_file.h"
 #include "pipette/cost/cost_model.h"
 #include "pipette/model/model_presets.h"
 #include "pipette/partition/partitioner.h"
@@ -43,12 +44,7 @@ Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
     spec.tied_embeddings = true;
     return spec;
   }
-  if (model.ends_with(".toml")) {
-    return Status::InvalidArgument(fmt::format(
-        "--model {}: model files describe layer costs, not weights the cpu engine can build; "
-        "use 'tiny' or a GPT-style preset (pipette models)",
-        model));
-  }
+  if (model.ends_with(".toml")) return DecoderFromModelFile(model);
   const DecoderSpec* preset = FindDecoderPreset(model);
   if (preset == nullptr) {
     return Status::NotFound(fmt::format(

@@ -20,7 +20,7 @@
 namespace pipette::cpu {
 
 struct TrainOptions {
-  std::string model = "tiny";  // "tiny", "tiny-tied" or a GPT-style decoder preset
+  std::string model = "tiny";  // "tiny", "tiny-tied", a GPT-style preset or a .toml file
   std::string schedule = "1f1b";
   int p = 1;
   int v = 0;  // 0: the schedule's default
@@ -58,7 +58,8 @@ struct TrainPlan {
 };
 
 // Resolves `options.model` to a trainable decoder spec: "tiny", "tiny-tied" (tiny with the LM head
-// tied to the token embedding) or a preset; InvalidArgument or NotFound naming --model otherwise.
+// tied to the token embedding), a GPT-style preset, or a model file (.toml) that is a GPT-style
+// decoder chain (model_file.h); InvalidArgument or NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 
 // Builds the plan; errors name the option, the value and the rule.

@@ -142,6 +142,10 @@ struct Fault {
 // ---- the rank runtime
 // ----------------------------------------------------------------------------
 
+std::int64_t MessageTag(const TrainPlan& plan, int stage, int microbatch, bool gradient) {
+  return (static_cast<std::int64_t>(stage) * plan.m() + microbatch) * 2 + (gradient ? 1 : 0);
+}
+
 std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
   return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
          (gradient ? 1 : 0);
@@ -262,10 +266,10 @@ class CpuRankRuntime final : public RankRuntime {
     return Now();
   }
 
-  static int Tag(int stage, int microbatch, bool gradient) {
-    return (stage * kMaxMicrobatchTag + microbatch) * 2 + (gradient ? 1 : 0);
+  // The tag of the message into `stage` for `microbatch`: unique within a step.
+  int Tag(int stage, int microbatch, bool gradient) const {
+    return static_cast<int>(MessageTag(plan_, stage, microbatch, gradient));
   }
-  static constexpr int kMaxMicrobatchTag = 1 << 14;
 
  private:
   struct Pending {
@@ -515,6 +519,18 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
     return Status::InvalidArgument(fmt::format(
         "-p {} --dp {} needs {} ranks but mpirun started {}; launch it with mpirun -np {}",
         plan.p(), plan.dp, plan.world_size(), world_size, plan.world_size()));
+  }
+  {  // every (stage, microbatch, direction) needs its own tag
+    int* tag_ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+    const std::int64_t needed =
+        MessageTag(plan, plan.schedule.num_stages() - 1, plan.m() - 1, true);
+    if (found && needed > *tag_ub) {
+      return Status::InvalidArgument(
+          fmt::format("-m {} with {} stages needs message tags up to {}, above this MPI's limit {}",
+                      plan.m(), plan.schedule.num_stages(), needed, *tag_ub));
+    }
   }
   const int p = plan.p();
   const int pp_rank = world_rank % p;

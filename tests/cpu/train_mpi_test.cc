@@ -98,6 +98,8 @@ std::vector<Case> AllCases() {
   cases.push_back({"zbv", 4, "-p 2 --dp 2 -m 4 --model tiny-tied"});
   cases.push_back({"1f1b", 4, "-p 4 -m 4 --model tiny-tied"});
   cases.push_back({"dualpipe-v", 2, "-p 2 -m 4 --model tiny-tied"});
+  cases.push_back(
+      {"interleaved-1f1b", 2, "-p 2 -m 4 --model " PIPETTE_MODEL_DATA_DIR "/gpt-small.toml"});
   return cases;
 }
 

@@ -273,7 +273,8 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
       ->check(CLI::IsMember({"cpu"}));
   cpu::TrainOptions& t = o->train;
   cmd->add_option("--model", t.model,
-                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file (.toml) that is a GPT-style decoder chain")
+                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
+                  "(.toml) that is a GPT-style decoder chain")
       ->capture_default_str();
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
       ->capture_default_str();

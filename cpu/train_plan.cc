@@ -63,6 +63,10 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
   if (!(o.lr > 0 && o.lr < 10)) {
     return Status::InvalidArgument(fmt::format("--lr {}: must be in (0, 10)", o.lr));
   }
+  if (!(o.weight_decay >= 0 && o.weight_decay < 1)) {
+    return Status::InvalidArgument(
+        fmt::format("--weight-decay {}: must be in [0, 1)", o.weight_decay));
+  }
   if (!(o.peer_timeout_s > 0 && o.peer_timeout_s <= 1e6)) {
     return Status::InvalidArgument(
         fmt::format("--peer-timeout {}: must be in (0, 1e6] seconds", o.peer_timeout_s));

@@ -179,6 +179,10 @@ int RunTrain(const TrainCommandOptions& o) {
     fmt::print(stderr, "pipette train: --engine {}: only the cpu engine exists so far\n", o.engine);
     return kExitBadInput;
   }
+  if (!(o.tolerance > 0 && o.tolerance < 1)) {
+    fmt::print(stderr, "pipette train: --tolerance {}: must be in (0, 1)\n", o.tolerance);
+    return kExitBadInput;
+  }
   const bool launched = cpu::LaunchedByMpi();
   if (!launched && t.p * t.dp > 1) {
     fmt::print(stderr,

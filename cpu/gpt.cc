@@ -378,6 +378,11 @@ Status CheckTrainable(const DecoderSpec& spec) {
   if (spec.gated_mlp) return unsupported("has a gated (SwiGLU) MLP");
   if (!spec.bias) return unsupported("uses RMSNorm without biases");
   if (spec.kv_heads != spec.heads) return unsupported("uses grouped-query attention");
+  if (spec.vocab < 3) {  // the training language needs three successors per token
+    return Status::InvalidArgument(
+        fmt::format("--model {}: vocab {}: the cpu engine's training corpus needs vocab >= 3",
+                    spec.name, spec.vocab));
+  }
   return Status::Ok();
 }
 

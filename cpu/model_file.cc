@@ -101,6 +101,11 @@ Result<DecoderSpec> DecoderFromModelFile(const std::string& path) {
   const FileLayer& head = layers[k + 1];
   const FileLayer& loss = layers[k + 2];
   if (norm.type != "norm") return refuse(norm, "ends the blocks; expected norm");
+  for (const FileLayer* layer : {&norm, &head}) {
+    if (layer->Int("hidden", 0) != spec.hidden) {
+      return refuse(*layer, fmt::format("has another hidden than the embedding's {}", spec.hidden));
+    }
+  }
   if (!norm.Bool("bias")) return refuse(norm, "is RMSNorm (bias = false)");
   if (head.type != "head") return refuse(head, "follows the final norm; expected head");
   if (loss.type != "loss") return refuse(loss, "follows the head; expected loss");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "gpt.h"
@@ -60,6 +61,7 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
   PIPETTE_RETURN_IF_ERROR(CheckCount("--dp", o.dp, 1, 4096));
   PIPETTE_RETURN_IF_ERROR(CheckCount("--steps", o.steps, 1, 10'000'000));
   PIPETTE_RETURN_IF_ERROR(CheckCount("--micro-batch-size", o.micro_batch_size, 1, 1 << 16));
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--trace-steps", o.trace_steps, 0, 1'000'000));
   if (!(o.lr > 0 && o.lr < 10)) {
     return Status::InvalidArgument(fmt::format("--lr {}: must be in (0, 10)", o.lr));
   }
@@ -124,6 +126,15 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
     plan.stage_output_cols.push_back(last == "loss"   ? 1
                                      : last == "head" ? plan.spec.vocab
                                                       : plan.spec.hidden);
+    // A message is one MPI call with an int count.
+    const std::int64_t elements =
+        static_cast<std::int64_t>(plan.tokens_per_microbatch()) * plan.stage_output_cols.back();
+    if (elements > std::numeric_limits<int>::max()) {
+      return Status::InvalidArgument(fmt::format(
+          "--micro-batch-size {} --seq-len {}: stage {}'s output is {} elements, more than one "
+          "MPI message carries (2^31 - 1)",
+          plan.micro_batch_size, plan.seq_len, s, elements));
+    }
   }
   return plan;
 }

@@ -33,6 +33,7 @@ struct TrainOptions {
   double lr = 3e-3;
   double weight_decay = 0.1;
   double peer_timeout_s = 300;  // a rank waiting longer than this on a peer ends the run
+  int trace_steps = 20;         // steps whose instructions are traced (the first ones)
   bool verify = false;          // compare with the unpipelined reference (rank 0)
 };
 

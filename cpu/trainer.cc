@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -65,21 +66,34 @@ class Reader {
 };
 
 // Gathers every rank's bytes of `comm` on its rank 0 (empty elsewhere), one vector per rank.
-std::vector<std::vector<char>> GatherBytes(const std::vector<char>& mine, MPI_Comm comm) {
+// Status Internal when the total exceeds MPI's int counts (2 GiB).
+Result<std::vector<std::vector<char>>> GatherBytes(const std::vector<char>& mine, MPI_Comm comm) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const int n = static_cast<int>(mine.size());
-  std::vector<int> counts(size), offsets(size);
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    offsets[r] = total;
-    total += counts[r];
+  const long long n = static_cast<long long>(mine.size());
+  std::vector<long long> sizes(size);
+  MPI_Gather(&n, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, 0, comm);
+  long long total = 0;
+  for (const long long s : sizes) total += s;
+  int fits = rank != 0 || total <= std::numeric_limits<int>::max();
+  MPI_Bcast(&fits, 1, MPI_INT, 0, comm);
+  if (!fits) {
+    return Status::Internal(
+        fmt::format("the gather of {} bytes exceeds MPI's 2 GiB count limit; trace fewer steps "
+                    "(--trace-steps)",
+                    total));
   }
-  std::vector<char> all(rank == 0 ? std::max(total, 1) : 1);
-  MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, 0,
-              comm);
+  std::vector<int> counts(size), offsets(size);
+  int at = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[r] = static_cast<int>(sizes[r]);
+    offsets[r] = at;
+    at += counts[r];
+  }
+  std::vector<char> all(rank == 0 ? std::max(at, 1) : 1);
+  MPI_Gatherv(mine.data(), static_cast<int>(n), MPI_CHAR, all.data(), counts.data(), offsets.data(),
+              MPI_CHAR, 0, comm);
   std::vector<std::vector<char>> out;
   if (rank != 0) return out;
   for (int r = 0; r < size; ++r) {
@@ -437,8 +451,8 @@ std::set<std::string> OwnedNames(ParamSet& params, MPI_Comm pp_comm, int pp_rank
 }
 
 // Gathers the owned tensors (gradients or values) of replica 0 on world rank 0.
-NamedTensors GatherTensors(ParamSet& params, const std::set<std::string>& owned, bool grads,
-                           bool send) {
+Result<NamedTensors> GatherTensors(ParamSet& params, const std::set<std::string>& owned, bool grads,
+                                   bool send) {
   std::vector<char> mine;
   if (send) {
     for (const auto& [name, e] : params.entries()) {
@@ -450,7 +464,9 @@ NamedTensors GatherTensors(ParamSet& params, const std::set<std::string>& owned,
     }
   }
   NamedTensors out;
-  for (const std::vector<char>& bytes : GatherBytes(mine, MPI_COMM_WORLD)) {
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<std::vector<char>> gathered,
+                           GatherBytes(mine, MPI_COMM_WORLD));
+  for (const std::vector<char>& bytes : gathered) {
     Reader reader(bytes.data(), bytes.size());
     while (!reader.done()) {
       std::vector<float>& values = out[reader.GetString()];
@@ -562,7 +578,7 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   for (const auto& [name, e] : params.entries()) grad_bytes += e.copies.front()->grad.bytes();
 
   TrainReport report;
-  std::vector<TraceEvent> trace;
+  std::vector<TraceEvent> trace, scratch;
   std::vector<AllReduceEvent> allreduces;
   NamedTensors first_grads;
   Watched(dog, "the other ranks to start", [&] { MPI_Barrier(MPI_COMM_WORLD); });
@@ -572,9 +588,14 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
             [&] { MPI_Barrier(MPI_COMM_WORLD); });
     runtime.BeginStep(step, t0);
     const double start = runtime.Now();
-    const std::size_t first_event = trace.size();
-    RunRank(plan.program, pp_rank, no_costs, sizes, runtime, trace);
-    for (std::size_t k = first_event; k < trace.size(); ++k) trace[k].step = step;
+    // Replica 0 keeps the events of the first options.trace_steps steps; other steps are traced
+    // into a scratch list (RunRank needs one) and dropped.
+    const bool keep = replica == 0 && step < options.trace_steps;
+    std::vector<TraceEvent>& events = keep ? trace : scratch;
+    scratch.clear();
+    const std::size_t first_event = events.size();
+    RunRank(plan.program, pp_rank, no_costs, sizes, runtime, events);
+    for (std::size_t k = first_event; k < events.size(); ++k) events[k].step = step;
     runtime.EndStep();
 
     params.SumLocalCopies();
@@ -588,7 +609,7 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
       });
     }
     reduce.end = runtime.Now();
-    if (plan.dp > 1) allreduces.push_back(reduce);
+    if (plan.dp > 1 && keep) allreduces.push_back(reduce);
     for (const SharedGroup& group : shared) {  // after DP, so every copy ends bit-identical
       Watched(dog, "the gradient sum over copies of shared parameters", [&] {
         ReduceGrads(params, group.names, [&](std::vector<float>& buffer) {
@@ -598,8 +619,11 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
       });
     }
     if (options.verify && step == 0) {
+      Result<NamedTensors> grads = NamedTensors();
       Watched(dog, "the gradient gather",
-              [&] { first_grads = GatherTensors(params, owned, true, replica == 0); });
+              [&] { grads = GatherTensors(params, owned, true, replica == 0); });
+      PIPETTE_RETURN_IF_ERROR(grads.status());  // the same answer on every rank
+      first_grads = std::move(*grads);
     }
     params.Step(adam, step + 1);
     const double end = runtime.Now();
@@ -641,22 +665,26 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   if (sends_trace) PutBytes(mine, trace.data(), trace.size() * sizeof(TraceEvent));
   Put(mine, static_cast<std::uint64_t>(sends_trace ? allreduces.size() : 0));
   if (sends_trace) PutBytes(mine, allreduces.data(), allreduces.size() * sizeof(AllReduceEvent));
-  std::vector<std::vector<char>> gathered;
+  Result<std::vector<std::vector<char>>> gathered = std::vector<std::vector<char>>();
+  Result<NamedTensors> gathered_params = NamedTensors();
   Watched(dog, "the trace gather", [&] {
     gathered = GatherBytes(mine, MPI_COMM_WORLD);
-    if (options.verify) final_params = GatherTensors(params, owned, false, replica == 0);
+    if (options.verify) gathered_params = GatherTensors(params, owned, false, replica == 0);
   });
   MPI_Comm_free(&pp_comm);
   MPI_Comm_free(&dp_comm);
   for (SharedGroup& group : shared) MPI_Comm_free(&group.comm);
+  PIPETTE_RETURN_IF_ERROR(gathered.status());
+  PIPETTE_RETURN_IF_ERROR(gathered_params.status());
   if (world_rank != 0) return report;
+  final_params = std::move(*gathered_params);
 
   report.peak_memory_bytes.assign(p, 0);
   report.static_bytes.assign(p, 0);
   report.peak_rss_bytes.assign(p, 0);
   report.stage_memory.assign(plan.schedule.num_stages(), StageMemory{});
   for (int r = 0; r < world_size; ++r) {
-    Reader reader(gathered[r].data(), gathered[r].size());
+    Reader reader((*gathered)[r].data(), (*gathered)[r].size());
     const int rank = r % p;
     report.peak_memory_bytes[rank] = std::max(report.peak_memory_bytes[rank], reader.Get<double>());
     report.static_bytes[rank] = std::max(report.static_bytes[rank], reader.Get<double>());

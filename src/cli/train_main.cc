@@ -51,6 +51,15 @@ nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::Train
   nlohmann::ordered_json c;
   c["engine"] = o.engine;
   c["model"] = t.model;
+  // The resolved architecture: the same name could mean different files on different hosts.
+  const DecoderSpec& spec = plan.spec;
+  c["architecture"] = {{"layers", spec.layers},
+                       {"hidden", spec.hidden},
+                       {"heads", spec.heads},
+                       {"ffn_hidden", spec.ffn_hidden},
+                       {"vocab", spec.vocab},
+                       {"max_positions", spec.max_positions},
+                       {"tied_embeddings", spec.tied_embeddings}};
   c["schedule"] = plan.schedule.name;
   c["p"] = plan.p();
   c["v"] = plan.schedule.v;
@@ -64,6 +73,7 @@ nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::Train
   c["lr"] = t.lr;
   c["weight_decay"] = t.weight_decay;
   c["verify"] = t.verify;
+  c["trace_steps"] = t.trace_steps;
   c["dtype"] = "fp32";
   auto& pieces = c["pieces"] = nlohmann::ordered_json::array();
   for (const auto& layers : plan.piece_layers) pieces.push_back(layers);
@@ -206,6 +216,13 @@ int RunTrain(const TrainCommandOptions& o) {
     MPI_Finalize();
     return code;
   };
+  // The watchdog is a second thread (it makes no MPI calls): FUNNELED is what that needs.
+  if (provided < MPI_THREAD_FUNNELED) {
+    if (rank == 0) {
+      fmt::print(stderr, "pipette train: this MPI library does not provide MPI_THREAD_FUNNELED\n");
+    }
+    return finish(kExitFailure);
+  }
 
   Result<cpu::TrainPlan> plan = cpu::PlanTraining(t);
   std::string config;
@@ -299,6 +316,10 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
                 "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
                 "and parameters (end); exit 1 beyond --tolerance");
   cmd->add_option("--tolerance", o->tolerance, "Relative error --verify accepts")
+      ->capture_default_str();
+  cmd->add_option("--trace-steps", t.trace_steps,
+                  "Steps whose every instruction is recorded (the first ones; losses and step "
+                  "times cover all steps)")
       ->capture_default_str();
   cmd->add_option("--peer-timeout", t.peer_timeout_s,
                   "Seconds a rank waits on a peer before it ends the run")

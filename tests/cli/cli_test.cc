@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_csv.h"
+#include "pipette/store/experiment_db.h"
 #include "pipette_runner.h"
 
 namespace {
@@ -484,6 +486,23 @@ TEST(Train, SingleProcessRunLowersTheLossAndReportsThroughput) {
   EXPECT_EQ(json["step_time_s"].size(), 4u);
   EXPECT_GT(json["tokens_per_s"].get<double>(), 0);
   EXPECT_EQ(json["tokens_per_step"], 8 * 4 * 32);
+}
+
+// Every instruction of the first --trace-steps steps lands in the database; losses cover all.
+TEST(Train, TraceStepsBoundsTheRecordedEvents) {
+  const auto run = Pipette("train --steps 3 --trace-steps 1 --db trace.db --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["losses"].size(), 3u);
+  auto db = ExperimentDb::Open(ScratchDir() + "/trace.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  const auto runs = db->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  const auto data = db->LoadRun(runs->back().id);
+  ASSERT_TRUE(data.ok());
+  // 1F1B with p = 1 and m = 8: one F and one B per microbatch, no messages; step 0 only.
+  EXPECT_EQ(data->events.size(), 16u);
+  for (const EventRow& e : data->events) EXPECT_EQ(e.step, 0);
+  EXPECT_GT(data->Metric("loss[2]"), 0);
 }
 
 TEST(Train, BadInputNamesTheOption) {

@@ -43,7 +43,9 @@ TEST(ModelFile, RefusalsNameTheLayerAndWhy) {
 
   const std::string path = ::testing::TempDir() + "gqa.toml";
   std::ifstream in(kDir + "/gpt-small.toml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  std::string text = original;
   text.replace(text.find("heads = 2\nbias = true"), 9, "heads = 2\nkv_heads = 1");
   std::ofstream(path) << text;
   spec = DecoderFromModelFile(path);
@@ -51,6 +53,25 @@ TEST(ModelFile, RefusalsNameTheLayerAndWhy) {
   EXPECT_NE(spec.status().message().find("layer 'block0.attn' (attention) uses grouped-query"),
             std::string::npos)
       << spec.status().message();
+
+  // Shapes that would train silently wrong or crash: a head of another width, a vocab the
+  // corpus cannot use.
+  std::string other = original;
+  other.replace(other.find("type = \"head\"\nhidden = 32"), 25, "type = \"head\"\nhidden = 48");
+  std::ofstream(path) << other;
+  spec = DecoderFromModelFile(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("layer 'head' (head) has another hidden"),
+            std::string::npos)
+      << spec.status().message();
+  other = original;
+  for (std::size_t at; (at = other.find("vocab = 64")) != std::string::npos;) {
+    other.replace(at, 10, "vocab = 2");
+  }
+  std::ofstream(path) << other;
+  spec = DecoderFromModelFile(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("vocab 2"), std::string::npos) << spec.status().message();
 
   spec = DecoderFromModelFile(kDir + "/missing.toml");
   ASSERT_FALSE(spec.ok());

@@ -4,7 +4,7 @@
 // `mpirun -np P*D pipette train --engine cpu [--model tiny|NAME] [--schedule NAME] [-p P] [-v V]
 //  [--dp D] [-m M] [--steps N] [--micro-batch-size B] [--seq-len L] [--seed S] [--lr X]
 //  [--weight-decay X] [--verify] [--peer-timeout S] [--db FILE] [--format text|json]`: real
-// pipeline-parallel training on the CPU engine (cpu/trainer.h), one MPI process per rank. Rank 0
+// pipeline-parallel training on the CPU engine (backends/cpu/trainer.h), one MPI process per rank. Rank 0
 // prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
 // without mpirun.
 #include <cblas.h>

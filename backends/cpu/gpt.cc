@@ -361,7 +361,7 @@ DecoderSpec TinyDecoder() {
                      .gated_mlp = false,
                      .bias = true,
                      .published_params = 0,
-                     .source = "pipette's built-in test model (cpu/gpt.h)",
+                     .source = "pipette's built-in test model (backends/cpu/gpt.h)",
                      .learned_positions = true,
                      .max_positions = 32};
 }

@@ -160,11 +160,6 @@ std::int64_t MessageTag(const TrainPlan& plan, int stage, int microbatch, bool g
   return (static_cast<std::int64_t>(stage) * plan.m() + microbatch) * 2 + (gradient ? 1 : 0);
 }
 
-std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
-  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
-         (gradient ? 1 : 0);
-}
-
 // What one pipeline rank of one replica runs: its stages' modules, the microbatches in flight
 // and the messages between ranks.
 class CpuRankRuntime final : public RankRuntime {

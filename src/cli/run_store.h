@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipette/common/status.h"
 #include "pipette/store/experiment_db.h"
@@ -33,6 +34,10 @@ struct RecordOptions {
 
 // Adds --db, --no-db, --trace, --experiment and --point-key to `cmd`.
 void AddRecordOptions(CLI::App* cmd, RecordOptions& options);
+
+// Appends one metric row "name[k]" per value (per rank, per step).
+void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
+                const std::vector<double>& values, const std::string& unit);
 
 // The library versions of this build, as a JSON object.
 nlohmann::ordered_json LibraryVersions();

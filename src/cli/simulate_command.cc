@@ -58,14 +58,6 @@ int Fail(const Status& status) {
   return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
 }
 
-// Per-rank metric rows "name[r]".
-void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
-                const std::vector<double>& values, const std::string& unit) {
-  for (std::size_t r = 0; r < values.size(); ++r) {
-    metrics.push_back({fmt::format("{}[{}]", name, r), values[r], unit});
-  }
-}
-
 // Registers the run as `running`, then simulates `one`; a failed simulation marks the run failed.
 // Returns the recorder and the result, or the exit code in `exit_code`.
 struct RecordedSimulation {

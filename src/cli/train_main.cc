@@ -4,8 +4,8 @@
 // `mpirun -np P*D pipette train --engine cpu [--model tiny|NAME] [--schedule NAME] [-p P] [-v V]
 //  [--dp D] [-m M] [--steps N] [--micro-batch-size B] [--seq-len L] [--seed S] [--lr X]
 //  [--weight-decay X] [--verify] [--peer-timeout S] [--db FILE] [--format text|json]`: real
-// pipeline-parallel training on the CPU engine (backends/cpu/trainer.h), one MPI process per rank. Rank 0
-// prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
+// pipeline-parallel training on the CPU engine (backends/cpu/trainer.h), one MPI process per rank.
+// Rank 0 prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
 // without mpirun.
 #include <cblas.h>
 #include <fmt/core.h>
@@ -107,15 +107,10 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
                   {"tokens_per_s", r.tokens_per_s, "tokens/s"},
                   {"final_loss", r.losses.back(), "nats"},
                   {"params", static_cast<double>(r.params), "count"}};
-  auto per = [&](const std::string& name, const std::vector<double>& values, const char* unit) {
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      data.metrics.push_back({fmt::format("{}[{}]", name, k), values[k], unit});
-    }
-  };
-  per("loss", r.losses, "nats");
-  per("step_times_s", r.step_times, "s");
-  per("peak_memory_bytes", r.peak_memory_bytes, "B");
-  per("peak_rss_bytes", r.peak_rss_bytes, "B");
+  AddPerRank(data.metrics, "loss", r.losses, "nats");
+  AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
+  AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
+  AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
   if (r.verification) {
     data.metrics.push_back(
         {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});

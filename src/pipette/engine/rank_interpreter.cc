@@ -21,16 +21,6 @@ std::int64_t MessageSizes::Of(const Action& a) const {
   }
 }
 
-namespace {
-
-// Key of a message: which stage's input, for which microbatch, in which direction.
-std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
-  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
-         (gradient ? 1 : 0);
-}
-
-}  // namespace
-
 void RunRank(const Program& program, int rank, const Costs& costs, const MessageSizes& sizes,
              RankRuntime& runtime, std::vector<TraceEvent>& trace) {
   const auto& instructions = program.ranks[rank].instructions;

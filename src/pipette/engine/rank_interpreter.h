@@ -41,6 +41,14 @@ struct MessageSizes {
   std::int64_t Of(const Action& action) const;
 };
 
+// A key for the data of (stage, microbatch, direction) within one step: a stage's input activation
+// (gradient = false) or the gradient of its output (true). Unique for stage < 2^30, microbatch <
+// 2^32.
+inline std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
+  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
+         (gradient ? 1 : 0);
+}
+
 // Runs rank `rank` of `program` on `runtime`, appending one event per instruction to `trace` (in
 // program order; RECV events are completed when waited for). REQUIRES: program from Lower(), costs
 // with one entry per stage.

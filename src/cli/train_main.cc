@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -91,6 +92,31 @@ void PrintVerification(const cpu::Verification& v, double tolerance) {
   fmt::print("#   loss: max difference {:.3g}\n", v.max_loss_difference);
 }
 
+// Measured compute time per stage and kind ("stage_f_s[s]", "stage_i_s[s]", "stage_w_s[s]",
+// "stage_b_s[s]"): the mean duration over the traced steps, without step 0 (warm-up) when later
+// steps were traced. Overlapped cells are left out (their halves are not timed apart). These are
+// the per-stage costs a calibrated simulation needs.
+void AddStageTimes(const std::vector<TraceEvent>& trace, int stages,
+                   std::vector<MetricRow>& metrics) {
+  const bool skip_first =
+      std::any_of(trace.begin(), trace.end(), [](const TraceEvent& e) { return e.step > 0; });
+  const std::pair<ActionKind, const char*> kinds[] = {{ActionKind::kForward, "stage_f_s"},
+                                                      {ActionKind::kInputBackward, "stage_i_s"},
+                                                      {ActionKind::kWeightBackward, "stage_w_s"},
+                                                      {ActionKind::kFullBackward, "stage_b_s"}};
+  for (const auto& [kind, name] : kinds) {
+    std::vector<double> sum(stages, 0), count(stages, 0);
+    for (const TraceEvent& e : trace) {
+      if (e.action.kind != kind || (skip_first && e.step == 0)) continue;
+      sum[e.action.stage] += e.end - e.start;
+      count[e.action.stage] += 1;
+    }
+    for (int s = 0; s < stages; ++s) {
+      if (count[s] > 0) metrics.push_back({fmt::format("{}[{}]", name, s), sum[s] / count[s], "s"});
+    }
+  }
+}
+
 // Rank 0's output and recording after training.
 int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::TrainReport& r,
            RunRecorder& recorder) {
@@ -111,6 +137,7 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
   AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
   AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
   AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
+  AddStageTimes(r.trace, plan.schedule.num_stages(), data.metrics);
   if (r.verification) {
     data.metrics.push_back(
         {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});

@@ -191,6 +191,10 @@ TEST(TrainDatabase, RecordsTheProgramsInstructionsAndPlots) {
   EXPECT_GT(data->Metric("loss[1]"), 0);
   EXPECT_GT(data->Metric("peak_memory_bytes[1]"), 0);
   EXPECT_FALSE(data->memory.empty());
+  for (const char* name : {"stage_f_s[0]", "stage_i_s[1]", "stage_w_s[1]"}) {
+    EXPECT_GT(data->Metric(name), 0) << name;  // measured per-stage costs (ZB-H1 splits I and W)
+  }
+  EXPECT_EQ(data->Metric("stage_b_s[0]", -1), -1);  // ZB-H1 has no full backward
 
   const Program program = Lower(MakeSchedule("zb-h1", {.p = 2, .m = 4}).value()).value();
   std::size_t matched = 0, compute = 0;

@@ -20,11 +20,15 @@ namespace {
 using testing::CommandResult;
 using testing::Shell;
 
-// `mpirun -np N pipette train ARGS` with the flags a 2-core CI machine running as root needs.
+// mpirun with the flags a 2-core CI machine running as root needs.
+std::string Launcher() {
+  return std::string(PIPETTE_MPIEXEC) + " --oversubscribe" +
+         (geteuid() == 0 ? " --allow-run-as-root" : "");
+}
+
+// `mpirun -np N pipette train ARGS`.
 CommandResult Mpirun(int np, const std::string& args) {
-  std::string launcher = std::string(PIPETTE_MPIEXEC) + " --oversubscribe";
-  if (geteuid() == 0) launcher += " --allow-run-as-root";
-  return Shell(launcher + " -np " + std::to_string(np) + " " + PIPETTE_BINARY + " train " + args);
+  return Shell(Launcher() + " -np " + std::to_string(np) + " " + PIPETTE_BINARY + " train " + args);
 }
 
 nlohmann::json LastJsonLine(const std::string& out) {
@@ -106,8 +110,7 @@ std::vector<Case> AllCases() {
 INSTANTIATE_TEST_SUITE_P(Schedules, Equivalence, ::testing::ValuesIn(AllCases()), Name);
 
 std::string FaultyRun(const std::string& fault, const std::string& args) {
-  return "PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=" + fault + " " + std::string(PIPETTE_MPIEXEC) +
-         " --oversubscribe" + (geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 2 " +
+  return "PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=" + fault + " " + Launcher() + " -np 2 " +
          PIPETTE_BINARY + " train " + args;
 }
 

@@ -151,20 +151,18 @@ TEST(RankFailure, AHungRankEndsTheRunAfterThePeerTimeout) {
 
 // An MPMD launch whose ranks got different options: every rank refuses before training.
 TEST(RankFailure, RanksWithDifferentOptionsAreRefused) {
-  const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
   const CommandResult run =
-      Shell(std::string(PIPETTE_MPIEXEC) + " --oversubscribe" + root + " -np 1 " + PIPETTE_BINARY +
-            " train -p 2 -m 8 --no-db : -np 1 " + PIPETTE_BINARY + " train -p 2 -m 4 --no-db");
+      Shell(Launcher() + " -np 1 " + PIPETTE_BINARY + " train -p 2 -m 8 --no-db : -np 1 " +
+            PIPETTE_BINARY + " train -p 2 -m 4 --no-db");
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("rank 1 was started with m = 4 but rank 0 with m = 8"), std::string::npos)
       << run.err;
 }
 
 TEST(RankFailure, ABadOptionOnOneRankIsReportedWithItsRank) {
-  const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
   const CommandResult run =
-      Shell(std::string(PIPETTE_MPIEXEC) + " --oversubscribe" + root + " -np 1 " + PIPETTE_BINARY +
-            " train -p 2 --no-db : -np 1 " + PIPETTE_BINARY + " train -p 2 --lr -1 --no-db");
+      Shell(Launcher() + " -np 1 " + PIPETTE_BINARY + " train -p 2 --no-db : -np 1 " +
+            PIPETTE_BINARY + " train -p 2 --lr -1 --no-db");
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("rank 1 of 2: --lr -1"), std::string::npos) << run.err;
 }

@@ -9,85 +9,15 @@
 #include <simgrid/s4u.hpp>
 #include <string>
 
+#include "pipette/engine/step_loop.h"
 #include "sim/cluster_platform.h"
 #include "sim/sim_engine.h"
+#include "sim/simgrid_runtime.h"
 
 namespace pipette {
 namespace {
 
 namespace sg4 = simgrid::s4u;
-
-// Messages of one case in flight: the sender starts a host-to-host comm and registers it under
-// the message's key (receiving stage, microbatch, direction: unique within a case); the receiver
-// waits for the registration, then for the comm. SimGrid computes the transfer, so the data lands
-// at the send time plus the route's latency whenever the receiver looks. (Eager mailboxes with a
-// permanent receiver do not work for this in 3.32: a get posted while the put is in flight
-// completes at once.)
-struct Channels {
-  std::map<std::pair<int, std::int64_t>, sg4::CommPtr> in_flight;  // (step, message key)
-  sg4::MutexPtr mutex = sg4::Mutex::create();
-  std::vector<sg4::ConditionVariablePtr> arrived;  // one per receiving rank
-  std::vector<sg4::Host*> hosts;                   // one per rank
-  bool real_sizes = false;                         // messages carry their bytes (cluster)
-};
-
-std::int64_t MessageKey(const Action& a) {
-  const bool gradient = a.kind == ActionKind::kSendBackward || a.kind == ActionKind::kRecvBackward;
-  // A SEND names the producing stage, a RECV the consuming one.
-  int stage = a.stage;
-  if (a.kind == ActionKind::kSendForward) stage = a.stage + 1;
-  if (a.kind == ActionKind::kSendBackward) stage = a.stage - 1;
-  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(a.microbatch) << 1) |
-         (gradient ? 1 : 0);
-}
-
-// RankRuntime on a SimGrid actor: compute is an execution on a host of speed 1 flop/s (so flops
-// are seconds); messages are host-to-host comms handed over through Channels.
-class SimGridRuntime final : public RankRuntime {
- public:
-  SimGridRuntime(Channels& channels, int rank) : channels_(channels), rank_(rank) {}
-
-  // The training step whose messages the rank sends and receives.
-  void set_step(int step) { step_ = step; }
-
-  double Now() override { return sg4::Engine::get_clock(); }
-
-  void Compute(const Instruction&, double seconds) override {
-    if (seconds > 0) sg4::this_actor::execute(seconds);
-  }
-
-  void Send(const Instruction& ins, std::int64_t bytes) override {
-    // The ideal network carries 0 bytes: only the route's latency counts.
-    sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
-                            ->set_payload_size(channels_.real_sizes ? bytes : 0);
-    comm->start();
-    std::unique_lock lock(*channels_.mutex);
-    channels_.in_flight[{step_, MessageKey(ins.action)}] = comm;
-    channels_.arrived[ins.peer]->notify_all();
-  }
-
-  void PostRecv(const Instruction&, std::int64_t) override {}
-
-  double WaitRecv(const Instruction& ins) override {
-    const std::pair<int, std::int64_t> key{step_, MessageKey(ins.action)};
-    std::unique_lock lock(*channels_.mutex);
-    auto it = channels_.in_flight.find(key);
-    while (it == channels_.in_flight.end()) {
-      channels_.arrived[rank_]->wait(lock);
-      it = channels_.in_flight.find(key);
-    }
-    sg4::CommPtr comm = it->second;
-    channels_.in_flight.erase(it);
-    lock.unlock();
-    comm->wait();
-    return comm->get_finish_time();
-  }
-
- private:
-  Channels& channels_;
-  int rank_;
-  int step_ = 0;
-};
 
 Status CheckCase(const SimulationCase& c, std::size_t index) {
   if (c.program == nullptr) {
@@ -149,23 +79,13 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
   return Status::Ok();
 }
 
-}  // namespace
+// What one actor writes: its rank's log over every step.
+using ActorLogs = std::vector<std::vector<RankLog>>;  // replica, rank
 
-Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases) {
-  static bool used = false;
-  if (used) {
-    return Status::FailedPrecondition(
-        "Simulate() runs once per process (SimGrid 3.32 has one engine per process): pass every "
-        "case to one call");
-  }
-  for (std::size_t c = 0; c < cases.size(); ++c) PIPETTE_RETURN_IF_ERROR(CheckCase(cases[c], c));
-  used = true;
-
-  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
-
-  // Ideal-network cases share one star zone: every rank's host hangs off its own link; a route
-  // crosses the sender's link and the receiver's, each with half the case's latency. Cluster
-  // cases get their own platform.
+// Builds every case's hosts, rank by rank of replica 0, then replica 1, ...: ideal-network cases
+// share one star zone (every rank's host hangs off its own link; a route crosses the sender's link
+// and the receiver's, each with half the case's latency); cluster cases get their own platform.
+std::vector<std::vector<sg4::Host*>> BuildHosts(const std::vector<SimulationCase>& cases) {
   auto* root = sg4::create_full_zone("root");
   auto* zone = sg4::create_star_zone("ranks");
   zone->set_parent(root);
@@ -191,96 +111,96 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
     for (int g : cases[c].gpu_of_rank) hosts[c].push_back(platform.gpus[g]);
   }
   root->seal();
+  return hosts;
+}
 
-  // One Channels per replica of each case: message keys are unique within a replica and step.
-  // One barrier per rank of a case: the rank's all-reduce starts when every replica reaches it.
-  // Each actor writes its own trace and all-reduce events and its end of each step.
-  struct ActorLog {
-    std::vector<TraceEvent> trace;
-    std::vector<AllReduceEvent> collectives;
-    std::vector<double> step_end;
-  };
-  std::vector<std::vector<std::vector<ActorLog>>> logs(cases.size());  // case, replica, rank
-  std::vector<std::unique_ptr<Channels>> channels;
-  std::vector<std::vector<sg4::BarrierPtr>> barriers(cases.size());
-  for (std::size_t c = 0; c < cases.size(); ++c) {
-    const SimulationCase& sc = cases[c];
-    const int p = sc.program->p;
-    logs[c].assign(sc.replicas, std::vector<ActorLog>(p));
-    if (!sc.allreduce.empty()) {
-      for (int r = 0; r < p; ++r) barriers[c].push_back(sg4::Barrier::create(sc.replicas));
+// The actor of one pipeline rank: the training loop every engine runs, on SimGrid.
+void PipelineRank(const SimulationCase* sc, Channels* channels, int rank, sg4::BarrierPtr replicas,
+                  RankLog* log) {
+  SimGridRuntime runtime(*channels, rank, sc->costs, std::move(replicas),
+                         sc->allreduce.empty() ? 0.0 : sc->allreduce[rank]);
+  StepLoopOptions options;
+  options.steps = sc->steps;
+  (void)RunSteps(*sc->program, rank, sc->sizes, options, runtime, *log);  // cannot fail here
+}
+
+// Creates the actors of case `c`: one per rank of each replica, one Channels per replica (message
+// keys are unique within a replica and step) and one barrier per rank (its all-reduce starts when
+// every replica reaches it).
+void LaunchCase(const SimulationCase& sc, std::size_t c, const std::vector<sg4::Host*>& hosts,
+                std::vector<std::unique_ptr<Channels>>& channels, ActorLogs& logs) {
+  const int p = sc.program->p;
+  logs.assign(sc.replicas, std::vector<RankLog>(p));
+  std::vector<sg4::BarrierPtr> barriers(p);
+  if (!sc.allreduce.empty()) {
+    for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(sc.replicas);
+  }
+  for (int d = 0; d < sc.replicas; ++d) {
+    const auto first = hosts.begin() + static_cast<std::ptrdiff_t>(d) * p;
+    channels.push_back(std::make_unique<Channels>(std::vector<sg4::Host*>(first, first + p),
+                                                  sc.cluster != nullptr));
+    for (int r = 0; r < p; ++r) {
+      sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
+                         &sc, channels.back().get(), r, barriers[r], &logs[d][r]);
     }
-    for (int d = 0; d < sc.replicas; ++d) {
-      channels.push_back(std::make_unique<Channels>());
-      Channels& ch = *channels.back();
-      ch.hosts.assign(hosts[c].begin() + static_cast<std::ptrdiff_t>(d) * p,
-                      hosts[c].begin() + static_cast<std::ptrdiff_t>(d + 1) * p);
-      ch.real_sizes = sc.cluster != nullptr;
-      for (int r = 0; r < p; ++r) ch.arrived.push_back(sg4::ConditionVariable::create());
-      for (int r = 0; r < p; ++r) {
-        ActorLog& log = logs[c][d][r];
-        sg4::BarrierPtr barrier = sc.allreduce.empty() ? nullptr : barriers[c][r];
-        sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), ch.hosts[r],
-                           [&sc, &log, &ch, barrier, r] {
-                             SimGridRuntime runtime(ch, r);
-                             for (int step = 0; step < sc.steps; ++step) {
-                               runtime.set_step(step);
-                               const std::size_t first = log.trace.size();
-                               RunRank(*sc.program, r, sc.costs, sc.sizes, runtime, log.trace);
-                               for (std::size_t k = first; k < log.trace.size(); ++k)
-                                 log.trace[k].step = step;
-                               if (barrier) {
-                                 barrier->wait();
-                                 const double start = runtime.Now();
-                                 if (sc.allreduce[r] > 0)
-                                   sg4::this_actor::sleep_for(sc.allreduce[r]);
-                                 log.collectives.push_back({r, step, start, runtime.Now(), 0});
-                               }
-                               double end = 0;
-                               for (std::size_t k = first; k < log.trace.size(); ++k) {
-                                 end = std::max(end, log.trace[k].end);
-                               }
-                               if (!log.collectives.empty())
-                                 end = std::max(end, log.collectives.back().end);
-                               log.step_end.push_back(end);
-                             }
-                           });
+  }
+}
+
+// The result of one case from its actors' logs.
+SimulationResult Collect(const SimulationCase& sc, ActorLogs& logs) {
+  SimulationResult result;
+  const int p = sc.program->p;
+  result.step_end.assign(sc.steps, 0.0);
+  for (const auto& replica : logs) {
+    for (const RankLog& log : replica) {
+      for (int s = 0; s < sc.steps; ++s) {
+        result.step_end[s] = std::max(result.step_end[s], log.steps[s].end);
       }
     }
+  }
+  result.makespan = result.step_end.back();
+  result.busy.assign(p, 0.0);
+  double total_busy = 0;
+  for (int r = 0; r < p; ++r) {
+    RankLog& log = logs.front()[r];
+    for (const TraceEvent& e : log.trace) {
+      if (e.step != 0) break;
+      result.pipeline_makespan = std::max(result.pipeline_makespan, e.end);
+      if (IsCompute(e.action.kind)) result.busy[r] += sc.costs.Of(e.action);
+    }
+    total_busy += result.busy[r];
+    result.trace.insert(result.trace.end(), log.trace.begin(), log.trace.end());
+    result.collectives.insert(result.collectives.end(), log.allreduces.begin(),
+                              log.allreduces.end());
+  }
+  result.bubble_ratio =
+      result.pipeline_makespan > 0 ? 1.0 - total_busy / (p * result.pipeline_makespan) : 0.0;
+  return result;
+}
+
+}  // namespace
+
+Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases) {
+  static bool used = false;
+  if (used) {
+    return Status::FailedPrecondition(
+        "Simulate() runs once per process (SimGrid 3.32 has one engine per process): pass every "
+        "case to one call");
+  }
+  for (std::size_t c = 0; c < cases.size(); ++c) PIPETTE_RETURN_IF_ERROR(CheckCase(cases[c], c));
+  used = true;
+
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
+  const std::vector<std::vector<sg4::Host*>> hosts = BuildHosts(cases);
+  std::vector<ActorLogs> logs(cases.size());
+  std::vector<std::unique_ptr<Channels>> channels;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    LaunchCase(cases[c], c, hosts[c], channels, logs[c]);
   }
   engine->run();
 
-  std::vector<SimulationResult> results(cases.size());
-  for (std::size_t c = 0; c < cases.size(); ++c) {
-    SimulationResult& result = results[c];
-    const SimulationCase& sc = cases[c];
-    const int p = sc.program->p;
-    result.step_end.assign(sc.steps, 0.0);
-    for (const auto& replica : logs[c]) {
-      for (const ActorLog& log : replica) {
-        for (int s = 0; s < sc.steps; ++s) {
-          result.step_end[s] = std::max(result.step_end[s], log.step_end[s]);
-        }
-      }
-    }
-    result.makespan = result.step_end.back();
-    result.busy.assign(p, 0.0);
-    double total_busy = 0;
-    for (int r = 0; r < p; ++r) {
-      ActorLog& log = logs[c].front()[r];
-      for (const TraceEvent& e : log.trace) {
-        if (e.step != 0) break;
-        result.pipeline_makespan = std::max(result.pipeline_makespan, e.end);
-        if (IsCompute(e.action.kind)) result.busy[r] += sc.costs.Of(e.action);
-      }
-      total_busy += result.busy[r];
-      result.trace.insert(result.trace.end(), log.trace.begin(), log.trace.end());
-      result.collectives.insert(result.collectives.end(), log.collectives.begin(),
-                                log.collectives.end());
-    }
-    result.bubble_ratio =
-        result.pipeline_makespan > 0 ? 1.0 - total_busy / (p * result.pipeline_makespan) : 0.0;
-  }
+  std::vector<SimulationResult> results;
+  for (std::size_t c = 0; c < cases.size(); ++c) results.push_back(Collect(cases[c], logs[c]));
   return results;
 }
 

@@ -1,12 +1,11 @@
 // TrainOnMpi: pipeline-parallel training on the CPU with one MPI process per rank.
 //
 // World rank w is pipeline rank w % p of data-parallel replica w / p. Each process builds only the
-// modules of its own stages and runs its rank's lowered program through RunRank, the interpreter
-// loop the simulator uses: activations and gradients travel as non-blocking MPI messages (a
-// receive is posted where the program places it and waited just before the compute that consumes
-// it; sends complete by the end of the step). After the program, gradients are all-reduced over
-// the replicas (one MPI_Allreduce per rank), then summed over copies of one parameter on several
-// pipeline ranks (tied embeddings, DualPipe's two model copies), then AdamW updates them.
+// modules of its own stages (CpuRankRuntime, cpu_rank_runtime.h) and runs the training loop every
+// engine shares (RunSteps, pipette/engine/step_loop.h): its rank's lowered program through
+// RunRank, then the gradients all-reduced over the replicas (one MPI_Allreduce per rank), summed
+// over copies of one parameter on several pipeline ranks (tied embeddings, DualPipe's two model
+// copies), and AdamW. Afterwards world rank 0 gathers the trace and the measurements.
 //
 // A rank never waits on a peer forever: a watchdog ends the process with a message naming what it
 // waited for once a wait exceeds options.peer_timeout_s, and mpirun then ends the others.
@@ -17,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_rank_runtime.h"
+#include "mpi_launch.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_interpreter.h"
@@ -25,15 +26,6 @@
 #include "watchdog.h"
 
 namespace pipette::cpu {
-
-// True when this process was started by an MPI launcher (mpirun, srun with PMI/PMIx).
-bool LaunchedByMpi();
-
-// Agreement before anything runs: every rank passes its own parse/plan status and its resolved
-// configuration (JSON text). All ranks return the same answer: the first failing rank's error
-// (prefixed with its rank), or InvalidArgument naming the first key whose value differs from rank
-// 0's (MPMD launches with mismatched arguments), or OK. REQUIRES: MPI initialised.
-Status AgreeOnConfiguration(const Status& local, const std::string& config_json);
 
 // A pipelined run against the unpipelined reference. Gradients after step 1 must agree tensor by
 // tensor. Parameters after N steps are compared as one vector: AdamW divides each gradient by its
@@ -66,9 +58,6 @@ struct TrainReport {                       // complete on world rank 0 only
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
   std::optional<Verification> verification;
 };
-
-// Called on rank 0 after each step (step from 0, its loss and time).
-using StepCallback = std::function<void(int step, double loss, double seconds)>;
 
 // Trains on MPI_COMM_WORLD, whose size must be plan.world_size(). Every rank calls it; rank 0's
 // report is complete. With options.verify, rank 0 also trains the unpipelined reference. Every

@@ -39,14 +39,6 @@ int ExitCodeOf(const Status& status) {
   return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
 }
 
-// The rank of this process as its launcher numbers it (0 outside mpirun).
-int LauncherRank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-    if (const char* value = std::getenv(var)) return std::atoi(value);
-  }
-  return 0;
-}
-
 nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
   const cpu::TrainOptions& t = o.train;
   nlohmann::ordered_json c;
@@ -227,7 +219,7 @@ int RunTrain(const TrainCommandOptions& o) {
   openblas_set_num_threads(1);  // one core per rank
 
   // Every wait on peers is bounded, MPI_Init's included.
-  cpu::Watchdog dog(LauncherRank(), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
+  cpu::Watchdog dog(cpu::LauncherRank().value_or(0), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
   int provided = 0;
   cpu::Watched(dog, "MPI_Init (the other ranks to start)",
                [&] { MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); });
@@ -255,11 +247,7 @@ int RunTrain(const TrainCommandOptions& o) {
   if (agreed.ok()) {
     int world = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    if (world != plan->world_size()) {
-      agreed = Status::InvalidArgument(fmt::format(
-          "-p {} --dp {} needs {} ranks but mpirun started {}; launch it with mpirun -np {}",
-          plan->p(), plan->dp, plan->world_size(), world, plan->world_size()));
-    }
+    agreed = cpu::CheckWorldSize(*plan, world);
   }
   if (!agreed.ok()) {
     if (rank == 0) fmt::print(stderr, "pipette train: {}\n", agreed.message());

@@ -1,14 +1,14 @@
-// RunRank: the interpreter loop every engine shares. It runs one rank's lowered program strictly in
-// order with the semantics of evaluate() (docs/architecture.md): a compute action first waits for
-// the receive that carries its cross-rank input, then runs for its cost; sends and receive posts
-// take no time. Every executed instruction yields one trace event with the program's id.
+// RunRank: the interpreter loop every engine shares. It runs one rank's lowered program for one
+// training step strictly in order with the semantics of evaluate() (docs/architecture.md): a
+// compute action first waits for the receive that carries its cross-rank input, then runs (for as
+// long as the runtime takes); sends and receive posts take no time. Every executed instruction
+// yields one trace event with the program's id and the step.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "pipette/engine/rank_runtime.h"
-#include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 
 namespace pipette {
@@ -37,22 +37,14 @@ struct AllReduceEvent {
 struct MessageSizes {
   std::vector<std::int64_t> stage_output_bytes;
 
-  // Bytes of the SEND or RECV `action`.
+  // Bytes of the SEND or RECV `action` (the message it carries, schedule/message.h).
   std::int64_t Of(const Action& action) const;
 };
 
-// A key for the data of (stage, microbatch, direction) within one step: a stage's input activation
-// (gradient = false) or the gradient of its output (true). Unique for stage < 2^30, microbatch <
-// 2^32.
-inline std::int64_t MessageKey(int stage, int microbatch, bool gradient) {
-  return (static_cast<std::int64_t>(stage) << 33) | (static_cast<std::int64_t>(microbatch) << 1) |
-         (gradient ? 1 : 0);
-}
-
-// Runs rank `rank` of `program` on `runtime`, appending one event per instruction to `trace` (in
-// program order; RECV events are completed when waited for). REQUIRES: program from Lower(), costs
-// with one entry per stage.
-void RunRank(const Program& program, int rank, const Costs& costs, const MessageSizes& sizes,
+// Runs rank `rank` of `program` for training step `step` on `runtime`, appending one event per
+// instruction to `trace` (in program order, stamped with `step`; RECV events are completed when
+// waited for). REQUIRES: program from Lower().
+void RunRank(const Program& program, int rank, int step, const MessageSizes& sizes,
              RankRuntime& runtime, std::vector<TraceEvent>& trace);
 
 }  // namespace pipette

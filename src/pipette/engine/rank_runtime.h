@@ -1,25 +1,40 @@
-// RankRuntime: what an engine provides underneath the shared interpreter loop (RunRank).
+// RankRuntime: what an engine provides underneath the shared loops, RunRank (one step's program,
+// rank_interpreter.h) and RunSteps (the training steps around it, step_loop.h).
 //
-// The interpreter decides nothing about timing; it walks one rank's program in order and asks the
-// runtime to compute, send, post receives and wait for them. A SimGrid actor, an MPI process on
-// the CPU and a CUDA stream with NCCL each implement this interface. One runtime serves one rank
-// and is used from that rank's thread of control only.
+// The loops decide nothing about timing or math: RunRank walks one rank's program in order and
+// asks the runtime to compute, send, post receives and wait for them; RunSteps runs the step
+// (program, data-parallel gradient reduction, parameter update) and asks the runtime for each
+// part. What an instruction costs is the runtime's business: the SimGrid runtime holds the cost
+// model's seconds and executes them, a real engine runs the math and the clock tells. A SimGrid
+// actor, an MPI process on the CPU and a CUDA stream with NCCL each implement this interface; a
+// fake runtime with a virtual clock tests the loops alone (tests/engine). One runtime serves one
+// rank and is used from that rank's thread of control only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "pipette/common/status.h"
 #include "pipette/schedule/program.h"
 
 namespace pipette {
+
+// When a collective ran on one rank: from when every participant was ready to its end.
+struct Span {
+  double start = 0;  // seconds
+  double end = 0;
+};
 
 class RankRuntime {
  public:
   virtual ~RankRuntime() = default;
 
-  // The rank's current time in seconds (simulated or wall clock since the common start).
+  // ---- one step's program (RunRank) ----
+
+  // The rank's current time in seconds (simulated, or wall clock since the run's common start).
   virtual double Now() = 0;
-  // Runs the compute instruction `ins` for `seconds` (the cost model's time); returns when done.
-  virtual void Compute(const Instruction& ins, double seconds) = 0;
+  // Runs the compute instruction `ins`; returns when done.
+  virtual void Compute(const Instruction& ins) = 0;
   // Starts sending `bytes` for the SEND instruction `ins` to ins.peer; returns at once.
   virtual void Send(const Instruction& ins, std::int64_t bytes) = 0;
   // Posts the receive instruction `ins` (its data may arrive later); returns at once. Receives
@@ -27,6 +42,21 @@ class RankRuntime {
   virtual void PostRecv(const Instruction& ins, std::int64_t bytes) = 0;
   // Blocks until the data of the posted receive `ins` has arrived; returns when it arrived.
   virtual double WaitRecv(const Instruction& ins) = 0;
+
+  // ---- the training step around it (RunSteps); by default each does nothing ----
+
+  // Before the program of `step` (the instructions that follow belong to it): e.g. wait for the
+  // other ranks, reset per-step state. Steps count from 0.
+  virtual Status BeginStep(int /*step*/) { return Status::Ok(); }
+  // After the rank's last instruction: e.g. complete the step's sends.
+  virtual void EndProgram(int /*step*/) {}
+  // The data-parallel gradient reduction over the replicas of this rank; returns when it ran, or
+  // nullopt when there is none (one replica).
+  virtual std::optional<Span> ReduceGradients(int /*step*/) { return std::nullopt; }
+  // Sums the gradients of parameters held in several copies, then the optimizer updates them.
+  virtual Status UpdateParameters(int /*step*/) { return Status::Ok(); }
+  // The step is over on this rank (it began at span.start): e.g. reduce and report the loss.
+  virtual void EndStep(int /*step*/, const Span& /*span*/) {}
 };
 
 }  // namespace pipette

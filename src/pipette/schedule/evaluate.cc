@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+
+#include "pipette/schedule/message.h"
 
 namespace pipette {
 namespace {
@@ -20,8 +23,9 @@ class Evaluator {
         costs_(costs),
         options_(options),
         m_(program.m),
-        // Slot 2*(s*m + i) holds when the forward input of (s, i) is usable; +1 the gradient input.
-        ready_(2 * static_cast<std::size_t>(program.num_stages()) * program.m, kNotYet),
+        // Per message slot (message.h): when the message's data is usable on its receiver.
+        ready_(static_cast<std::size_t>(Message::NumSlots(program.num_stages(), program.m)),
+               kNotYet),
         pc_(program.p, 0),
         clock_(program.p, 0.0),
         blocked_on_(program.p, kNotBlocked),
@@ -60,15 +64,15 @@ class Evaluator {
   }
 
  private:
-  std::size_t ForwardSlot(int stage, int mb) const {
-    return 2 * (static_cast<std::size_t>(stage) * m_ + mb);
+  std::size_t Slot(const Message& message) const {
+    return static_cast<std::size_t>(message.slot(m_));
   }
-  std::size_t GradientSlot(int stage, int mb) const { return ForwardSlot(stage, mb) + 1; }
 
-  // Makes `slot` (an input of `stage`) usable at time t and wakes its rank if it waits for it.
-  void Provide(std::size_t slot, int stage, double t) {
+  // Makes `message` usable on its receiver at time t and wakes its rank if it waits for it.
+  void Provide(const Message& message, double t) {
+    const std::size_t slot = Slot(message);
     ready_[slot] = t;
-    const int r = prog_.placement.rank_of(stage);
+    const int r = prog_.placement.rank_of(message.stage);
     if (options_.record_timeline && pending_recv_[slot] != kNoRecv) {
       Interval& recv = result_.timeline[r][pending_recv_[slot]];
       recv.end = std::max(recv.start, t);
@@ -81,9 +85,8 @@ class Evaluator {
 
   // Returns the input slot a plain compute action waits for, or -1 if it has none.
   std::int64_t InputSlot(const Action& a) const {
-    if (InputStage(prog_.routes[a.microbatch], a) < 0) return -1;
-    return a.kind == ActionKind::kForward ? ForwardSlot(a.stage, a.microbatch)
-                                          : GradientSlot(a.stage, a.microbatch);
+    const std::optional<Message> input = InputMessage(prog_.routes[a.microbatch], a);
+    return input ? static_cast<std::int64_t>(Slot(*input)) : -1;
   }
 
   // Folds the arrival time of a's input into `start`; returns false (and blocks rank r) if the
@@ -102,10 +105,9 @@ class Evaluator {
 
   // Hands a's output to a consumer on the same rank at time `end`.
   void ProduceLocal(int r, const Action& a, double end) {
-    const int consumer = ConsumerStage(prog_.routes[a.microbatch], a);
-    if (consumer < 0 || prog_.placement.rank_of(consumer) != r) return;
-    ready_[a.kind == ActionKind::kForward ? ForwardSlot(consumer, a.microbatch)
-                                          : GradientSlot(consumer, a.microbatch)] = end;
+    const std::optional<Message> output = OutputMessage(prog_.routes[a.microbatch], a);
+    if (!output || prog_.placement.rank_of(output->stage) != r) return;
+    ready_[Slot(*output)] = end;
   }
 
   void Activations(int r, const Action& a) {
@@ -131,19 +133,13 @@ class Evaluator {
       Interval span{clock, clock};
       switch (a.kind) {
         case ActionKind::kSendForward:
-          Provide(ForwardSlot(a.stage + 1, a.microbatch), a.stage + 1,
-                  clock + options_.p2p_latency);
-          break;
         case ActionKind::kSendBackward:
-          Provide(GradientSlot(a.stage - 1, a.microbatch), a.stage - 1,
-                  clock + options_.p2p_latency);
+          Provide(MessageOf(a), clock + options_.p2p_latency);
           break;
         case ActionKind::kRecvForward:
         case ActionKind::kRecvBackward: {
           // A posted buffer: never blocks; its end is the arrival time when already known.
-          const std::size_t slot = a.kind == ActionKind::kRecvForward
-                                       ? ForwardSlot(a.stage, a.microbatch)
-                                       : GradientSlot(a.stage, a.microbatch);
+          const std::size_t slot = Slot(MessageOf(a));
           if (!std::isnan(ready_[slot])) {
             span.end = std::max(clock, ready_[slot]);
           } else if (options_.record_timeline) {

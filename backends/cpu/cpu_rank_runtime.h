@@ -1,0 +1,123 @@
+// CpuRankRuntime: the RankRuntime of one pipeline rank of one data-parallel replica on the CPU,
+// one MPI process. It holds the modules of its own stages (MPMD) and their parameters, runs the
+// math of each compute instruction, and moves activations and gradients as non-blocking MPI
+// messages tagged by their message slot (schedule/message.h): a receive is posted where the
+// program places it and waited just before the compute that consumes it; sends complete at the
+// end of the step. Around the program (RunSteps) it all-reduces the gradients over the replicas,
+// sums the copies of shared parameters, applies AdamW and reduces the loss on world rank 0.
+//
+// Every wait on peers runs under the Watchdog. Used from the rank's MPI thread only. Owns its
+// communicators for shared parameters; borrows the plan, the options, the pipeline and
+// data-parallel communicators and the watchdog, which must outlive it.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fault.h"
+#include "gpt.h"
+#include "param_set.h"
+#include "param_sync.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/rank_runtime.h"
+#include "reference.h"
+#include "train_plan.h"
+#include "watchdog.h"
+
+namespace pipette::cpu {
+
+// Called on world rank 0 after each step (step from 0, its loss and time).
+using StepCallback = std::function<void(int step, double loss, double seconds)>;
+
+// Where a process sits in the run: world rank w is pipeline rank w % p of replica w / p.
+struct RankPlace {
+  int world_rank = 0;
+  int pp_rank = 0;
+  int replica = 0;
+  MPI_Comm pp_comm = MPI_COMM_NULL;  // the replica's pipeline ranks
+  MPI_Comm dp_comm = MPI_COMM_NULL;  // this pipeline rank in every replica
+};
+
+class CpuRankRuntime final : public RankRuntime {
+ public:
+  // Builds the rank's stages and their optimizer state.
+  CpuRankRuntime(const TrainPlan& plan, const TrainOptions& options, const RankPlace& place,
+                 Watchdog& dog, StepCallback on_step);
+
+  // Collective over the pipeline ranks: finds the parameters held in several copies and who owns
+  // each for reporting. Call once before the first step.
+  void ShareParameters();
+  // The common start of the run's clock (MPI_Wtime on every rank after a barrier).
+  void set_start(double t0) { t0_ = t0; }
+
+  const ParamSet& params() const { return params_; }
+  const std::set<std::string>& owned() const { return owned_; }
+  const std::vector<StageMemory>& stage_memory() const { return stage_memory_; }
+  // Gradients of the owned parameters after step 1 (world rank 0, with options.verify).
+  NamedTensors& first_grads() { return first_grads_; }
+  // World rank 0: per step, the mean loss over the step's tokens and its time.
+  const std::vector<double>& losses() const { return losses_; }
+  const std::vector<double>& step_times() const { return step_times_; }
+
+  double Now() override { return MPI_Wtime() - t0_; }
+  void Compute(const Instruction& ins) override;
+  void Send(const Instruction& ins, std::int64_t bytes) override;
+  void PostRecv(const Instruction& ins, std::int64_t bytes) override;
+  double WaitRecv(const Instruction& ins) override;
+
+  Status BeginStep(int step) override;
+  void EndProgram(int step) override;
+  std::optional<Span> ReduceGradients(int step) override;
+  Status UpdateParameters(int step) override;
+  void EndStep(int step, const Span& span) override;
+
+ private:
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    Tensor tensor;
+  };
+
+  const Batch& BatchOf(int microbatch);
+  // A compute's input, taken out of the inbox.
+  Tensor Take(std::int64_t message_key);
+  // Hands `out` to the stage that consumes it: locally into the inbox, or into the outbox for the
+  // SEND that carries it.
+  void Deliver(int consumer_stage, int microbatch, bool gradient, Tensor out);
+  // The key of the forward cache of (stage, microbatch).
+  std::int64_t CacheKey(int stage, int microbatch) const;
+  void Forward(const Action& a);
+  void InputGrad(const Action& a);
+  void WeightGrad(const Action& a);
+
+  const TrainPlan& plan_;
+  const TrainOptions& options_;
+  const RankPlace place_;
+  Watchdog& dog_;
+  StepCallback on_step_;
+  Fault fault_;
+  std::map<int, ModuleChain> chains_;  // by global stage
+  ParamSet params_;
+  std::vector<SharedGroup> shared_;
+  std::set<std::string> owned_;
+  std::vector<StageMemory> stage_memory_;
+  NamedTensors first_grads_;
+  std::vector<double> losses_, step_times_;
+
+  int step_ = 0;
+  double t0_ = 0;
+  double loss_sum_ = 0;  // mean losses of the microbatches whose last stage ran here
+  std::unordered_map<int, Batch> batches_;
+  std::unordered_map<std::int64_t, std::vector<Cache>> caches_;  // of each forward
+  std::unordered_map<std::int64_t, Tensor> inbox_;   // inputs of computes, by message key
+  std::unordered_map<std::int64_t, Tensor> outbox_;  // outputs awaiting their SEND, by message key
+  std::unordered_map<std::int64_t, Pending> recvs_;  // by message key
+  std::vector<std::pair<MPI_Request, Tensor>> sends_;
+};
+
+}  // namespace pipette::cpu

@@ -1,0 +1,36 @@
+#include "fault.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+namespace pipette::cpu {
+
+Fault Fault::FromEnv() {
+  Fault f;
+  const char* rank = std::getenv("PIPETTE_FAULT_RANK");
+  const char* kind = std::getenv("PIPETTE_FAULT");
+  if (rank != nullptr && kind != nullptr) {
+    f.rank_ = std::atoi(rank);
+    f.kind_ = kind;
+  }
+  return f;
+}
+
+void Fault::AtCompute(int world_rank) {
+  if (triggered_ || world_rank != rank_) return;
+  triggered_ = true;
+  if (kind_ == "kill") std::raise(SIGKILL);
+  if (kind_ == "hang") {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+bool Fault::SkipWeightGrad(int world_rank) {
+  if (skipped_ || world_rank != rank_ || kind_ != "skip-w") return false;
+  skipped_ = true;
+  return true;
+}
+
+}  // namespace pipette::cpu

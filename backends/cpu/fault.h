@@ -1,0 +1,32 @@
+// Fault: a failure injected into one rank of a CPU training run, for the tests that prove a dead,
+// hung or wrong rank ends the run with an error instead of a hang or a silent wrong answer.
+//
+// PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang|skip-w: at its first compute instruction, world
+// rank r kills itself with SIGKILL, or stops making progress; or it skips the weight gradient of
+// its first backward (a wrong result that --verify must catch). Without the variables nothing
+// happens. Plain value type.
+#pragma once
+
+#include <string>
+
+namespace pipette::cpu {
+
+class Fault {
+ public:
+  // The fault the environment asks for (none when the variables are unset).
+  static Fault FromEnv();
+
+  // At a compute instruction of world rank `world_rank`: kills or hangs it if asked to, the first
+  // time only.
+  void AtCompute(int world_rank);
+  // True once, at the first weight gradient of the faulty rank under skip-w: skip it.
+  bool SkipWeightGrad(int world_rank);
+
+ private:
+  int rank_ = -1;
+  std::string kind_;
+  bool triggered_ = false;
+  bool skipped_ = false;
+};
+
+}  // namespace pipette::cpu

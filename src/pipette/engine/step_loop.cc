@@ -1,0 +1,28 @@
+#include "pipette/engine/step_loop.h"
+
+#include <optional>
+
+namespace pipette {
+
+Status RunSteps(const Program& program, int rank, const MessageSizes& sizes,
+                const StepLoopOptions& options, RankRuntime& runtime, RankLog& log) {
+  std::vector<TraceEvent> scratch;  // the events of untraced steps, dropped
+  for (int step = 0; step < options.steps; ++step) {
+    PIPETTE_RETURN_IF_ERROR(runtime.BeginStep(step));
+    const double start = runtime.Now();
+    const bool traced = step < options.trace_steps;
+    scratch.clear();
+    RunRank(program, rank, step, sizes, runtime, traced ? log.trace : scratch);
+    runtime.EndProgram(step);
+    if (const std::optional<Span> reduce = runtime.ReduceGradients(step); reduce && traced) {
+      log.allreduces.push_back({rank, step, reduce->start, reduce->end, options.gradient_bytes});
+    }
+    PIPETTE_RETURN_IF_ERROR(runtime.UpdateParameters(step));
+    const Span span{start, runtime.Now()};
+    log.steps.push_back(span);
+    runtime.EndStep(step, span);
+  }
+  return Status::Ok();
+}
+
+}  // namespace pipette

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  cmake g++ make pkg-config git clang-format
+  cmake g++ make pkg-config git clang-format python3
   # core libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libboost-graph-dev
   # experiment store and plots

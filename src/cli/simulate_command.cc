@@ -19,7 +19,7 @@
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
 #include "pipette/engine/memory_timeline.h"
-#include "pipette/engine/trace_rows.h"
+#include "pipette/store/trace_rows.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"

@@ -22,7 +22,7 @@
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
 #include "pipette/engine/memory_timeline.h"
-#include "pipette/engine/trace_rows.h"
+#include "pipette/store/trace_rows.h"
 
 namespace pipette::cli {
 namespace {

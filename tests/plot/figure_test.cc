@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipette/engine/trace_rows.h"
+#include "pipette/store/trace_rows.h"
 #include "pipette/plot/palette.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "pipette/engine/trace_rows.h"
+#include "pipette/store/trace_rows.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"

@@ -1,4 +1,4 @@
-#include "pipette/engine/trace_rows.h"
+#include "pipette/store/trace_rows.h"
 
 namespace pipette {
 namespace {

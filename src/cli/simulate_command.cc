@@ -19,10 +19,10 @@
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
 #include "pipette/engine/memory_timeline.h"
-#include "pipette/store/trace_rows.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/store/trace_rows.h"
 #include "sim/simulator.h"
 
 namespace pipette::cli {

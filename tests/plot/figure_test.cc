@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipette/store/trace_rows.h"
 #include "pipette/plot/palette.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/store/trace_rows.h"
 
 namespace pipette {
 namespace {

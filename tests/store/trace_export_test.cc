@@ -9,11 +9,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "pipette/store/trace_rows.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_csv.h"
+#include "pipette/store/trace_rows.h"
 
 namespace pipette {
 namespace {

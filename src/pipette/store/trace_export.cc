@@ -8,50 +8,30 @@
 #include <tuple>
 
 #include "pipette/schedule/action.h"
+#include "pipette/store/trace_rows.h"
 
 namespace pipette {
 namespace {
 
 bool IsComputeKind(EventKind k) { return k <= EventKind::kB; }
 
-ActionKind ToActionKind(EventKind k) {
-  switch (k) {
-    case EventKind::kF:
-      return ActionKind::kForward;
-    case EventKind::kI:
-      return ActionKind::kInputBackward;
-    case EventKind::kW:
-      return ActionKind::kWeightBackward;
-    case EventKind::kB:
-      return ActionKind::kFullBackward;
-    case EventKind::kSendF:
-      return ActionKind::kSendForward;
-    case EventKind::kRecvF:
-      return ActionKind::kRecvForward;
-    case EventKind::kSendB:
-      return ActionKind::kSendBackward;
-    default:
-      return ActionKind::kRecvBackward;
-  }
-}
-
 // One executed instruction: its rows (two for an overlapped cell).
-struct Instruction {
+struct Executed {
   const EventRow* first = nullptr;
   const EventRow* second = nullptr;
 
   Action action() const {
-    const Action a = Action::Make(ToActionKind(first->kind), first->stage, first->microbatch);
+    const Action a = Action::Make(ActionKindOf(first->kind), first->stage, first->microbatch);
     if (second == nullptr) return a;
-    const Action b = Action::Make(ToActionKind(second->kind), second->stage, second->microbatch);
+    const Action b = Action::Make(ActionKindOf(second->kind), second->stage, second->microbatch);
     return a.kind == ActionKind::kForward ? Action::Overlap(a, b) : Action::Overlap(b, a);
   }
 };
 
 // Instructions of the run in row order; overlapped halves (same rank, step and instr_id, both
 // compute) are joined. All-reduce rows stay single.
-std::vector<Instruction> Instructions(const RunData& run) {
-  std::vector<Instruction> out;
+std::vector<Executed> Instructions(const RunData& run) {
+  std::vector<Executed> out;
   std::map<std::tuple<int, int, int>, std::size_t> compute;  // (rank, step, instr_id) -> index
   for (const EventRow& e : run.events) {
     if (IsComputeKind(e.kind) && e.instr_id >= 0) {
@@ -97,7 +77,7 @@ Result<std::string> ToChromeTrace(const RunData& run) {
         "run {} has no events (recorded with --trace none or summary): nothing to export",
         run.run.id));
   }
-  std::vector<Instruction> instructions = Instructions(run);
+  std::vector<Executed> instructions = Instructions(run);
   // Lanes: per (rank, stream), greedily the first lane whose last event ended by this start.
   std::vector<std::size_t> order(instructions.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
@@ -142,7 +122,7 @@ Result<std::string> ToChromeTrace(const RunData& run) {
                       {"args", {{"name", name}}}});
   }
   for (std::size_t k = 0; k < instructions.size(); ++k) {
-    const Instruction& ins = instructions[k];
+    const Executed& ins = instructions[k];
     const EventRow& e = *ins.first;
     const bool collective = e.kind == EventKind::kAllReduce || e.kind == EventKind::kOptimizer;
     nlohmann::ordered_json x;
@@ -173,8 +153,8 @@ Result<std::string> ToChromeTrace(const RunData& run) {
 }
 
 Result<std::string> ToExecutedComputeCsv(const RunData& run, int step) {
-  std::vector<Instruction> instructions = Instructions(run);
-  std::erase_if(instructions, [&](const Instruction& i) {
+  std::vector<Executed> instructions = Instructions(run);
+  std::erase_if(instructions, [&](const Executed& i) {
     return !IsComputeKind(i.first->kind) || i.first->step != step;
   });
   if (instructions.empty()) {
@@ -183,13 +163,13 @@ Result<std::string> ToExecutedComputeCsv(const RunData& run, int step) {
         run.run.id, step));
   }
   std::stable_sort(instructions.begin(), instructions.end(),
-                   [](const Instruction& a, const Instruction& b) {
+                   [](const Executed& a, const Executed& b) {
                      return std::tie(a.first->rank, a.first->start_s, a.first->instr_id) <
                             std::tie(b.first->rank, b.first->start_s, b.first->instr_id);
                    });
   const int ranks = run.NumRanks();
   std::vector<std::string> lines(ranks);
-  for (const Instruction& ins : instructions) {
+  for (const Executed& ins : instructions) {
     std::string& line = lines[ins.first->rank];
     if (!line.empty()) line += ',';
     const Action a = ins.action();

@@ -1,33 +1,34 @@
 #include "pipette/store/trace_rows.h"
 
+#include <utility>
+
 namespace pipette {
 namespace {
 
-EventKind KindOf(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::kForward:
-      return EventKind::kF;
-    case ActionKind::kInputBackward:
-      return EventKind::kI;
-    case ActionKind::kWeightBackward:
-      return EventKind::kW;
-    case ActionKind::kFullBackward:
-      return EventKind::kB;
-    case ActionKind::kSendForward:
-      return EventKind::kSendF;
-    case ActionKind::kRecvForward:
-      return EventKind::kRecvF;
-    case ActionKind::kSendBackward:
-      return EventKind::kSendB;
-    case ActionKind::kRecvBackward:
-      return EventKind::kRecvB;
-    case ActionKind::kOverlapped:
-      break;
+// Every plain action kind and the event kind of its rows (an overlapped cell has the rows of its
+// two halves).
+constexpr std::pair<ActionKind, EventKind> kKinds[] = {
+    {ActionKind::kForward, EventKind::kF},          {ActionKind::kInputBackward, EventKind::kI},
+    {ActionKind::kWeightBackward, EventKind::kW},   {ActionKind::kFullBackward, EventKind::kB},
+    {ActionKind::kSendForward, EventKind::kSendF},  {ActionKind::kRecvForward, EventKind::kRecvF},
+    {ActionKind::kSendBackward, EventKind::kSendB}, {ActionKind::kRecvBackward, EventKind::kRecvB},
+};
+
+}  // namespace
+
+EventKind EventKindOf(ActionKind kind) {
+  for (const auto& [action, event] : kKinds) {
+    if (action == kind) return event;
   }
   return EventKind::kF;  // overlapped cells are split by the caller
 }
 
-}  // namespace
+ActionKind ActionKindOf(EventKind kind) {
+  for (const auto& [action, event] : kKinds) {
+    if (event == kind) return action;
+  }
+  return ActionKind::kForward;  // all-reduces have no action
+}
 
 std::vector<EventRow> ToEventRows(const Program& program, const std::vector<TraceEvent>& trace,
                                   const std::vector<AllReduceEvent>& allreduces) {
@@ -43,7 +44,7 @@ std::vector<EventRow> ToEventRows(const Program& program, const std::vector<Trac
       row.rank = e.rank;
       row.step = e.step;
       row.instr_id = e.instr_id;
-      row.kind = KindOf(a.kind);
+      row.kind = EventKindOf(a.kind);
       row.stage = a.stage;
       row.chunk = chunk_of[a.stage];
       row.microbatch = a.microbatch;

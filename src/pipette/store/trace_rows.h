@@ -12,6 +12,11 @@
 
 namespace pipette {
 
+// The event kind of the rows of a plain action of `kind`, and back (REQUIRES: not an overlapped
+// cell, not an all-reduce).
+EventKind EventKindOf(ActionKind kind);
+ActionKind ActionKindOf(EventKind kind);
+
 // The rows of `trace` (instructions of `program`) followed by `allreduces`. A row's chunk is its
 // stage's index among its rank's stages in ascending stage order.
 std::vector<EventRow> ToEventRows(const Program& program, const std::vector<TraceEvent>& trace,

@@ -16,6 +16,18 @@ toml::table MustParse(const TomlOrigin& origin, std::string_view text) {
   return root.ok() ? std::move(root).value() : toml::table{};
 }
 
+// The document "f.toml" holding `text`, and a reader of its root table. Not copyable: the reader
+// points into it.
+struct Doc {
+  explicit Doc(std::string_view text) : root(MustParse(origin, text)) {}
+  Doc(const Doc&) = delete;
+  Doc& operator=(const Doc&) = delete;
+
+  const TomlOrigin origin{"f.toml"};
+  const toml::table root;
+  const TomlTableReader reader{origin, root};
+};
+
 // The message of `status`, which must be InvalidArgument.
 std::string Message(const Status& status) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
@@ -23,16 +35,15 @@ std::string Message(const Status& status) {
 }
 
 TEST(TomlReader, ShowJoinAndFileOrder) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root = MustParse(origin, "z = 'four'\na = [8, 16]\nm = { bf16 = 989 }\n");
-  EXPECT_EQ(ShowToml(*root.get("z")), "'four'");
-  EXPECT_EQ(ShowToml(*root.get("a")), "[ 8, 16 ]");
+  const Doc doc("z = 'four'\na = [8, 16]\nm = { bf16 = 989 }\n");
+  EXPECT_EQ(ShowToml(*doc.root.get("z")), "'four'");
+  EXPECT_EQ(ShowToml(*doc.root.get("a")), "[ 8, 16 ]");
   constexpr std::string_view kThree[] = {"a", "b", "c"};
   EXPECT_EQ(JoinChoices(kThree), "a, b or c");
   EXPECT_EQ(JoinChoices(kThree, "and"), "a, b and c");
   EXPECT_EQ(JoinChoices(std::span(kThree).first(1)), "a");
   std::vector<std::string> keys;
-  for (const auto& [key, node] : InFileOrder(root)) keys.push_back(key);
+  for (const auto& [key, node] : InFileOrder(doc.root)) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"z", "a", "m"}));
 }
 
@@ -46,9 +57,8 @@ TEST(TomlReader, SyntaxErrorsNameLineAndColumnInEitherStyle) {
 }
 
 TEST(TomlReader, IntegersRequiredOptionalAndRanged) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root = MustParse(origin, "n = 4\nbig = 99\nf = 2.5\n");
-  const TomlTableReader reader(origin, root);
+  const Doc doc("n = 4\nbig = 99\nf = 2.5\n");
+  const TomlTableReader& reader = doc.reader;
   EXPECT_EQ(*reader.Integer("n", {1, 10}), 4);
   EXPECT_EQ(*reader.Integer("absent", {1, 10}, 7), 7);
   EXPECT_FALSE(reader.FindInteger("absent", {1, 10})->has_value());
@@ -61,10 +71,8 @@ TEST(TomlReader, IntegersRequiredOptionalAndRanged) {
 }
 
 TEST(TomlReader, NumbersAreFiniteAndWithinTheirRange) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root =
-      MustParse(origin, "i = 3\nx = 0.5\nneg = -1.5\nzero = 0\ninf = inf\ns = 'x'\nbig = 2e6\n");
-  const TomlTableReader reader(origin, root);
+  const Doc doc("i = 3\nx = 0.5\nneg = -1.5\nzero = 0\ninf = inf\ns = 'x'\nbig = 2e6\n");
+  const TomlTableReader& reader = doc.reader;
   EXPECT_DOUBLE_EQ(*reader.Number("i", {}), 3.0);
   EXPECT_DOUBLE_EQ(*reader.Number("x", {}), 0.5);
   EXPECT_DOUBLE_EQ(*reader.Number("absent", {}, 1.25), 1.25);
@@ -81,9 +89,8 @@ TEST(TomlReader, NumbersAreFiniteAndWithinTheirRange) {
 }
 
 TEST(TomlReader, BoolsStringsAndChoices) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root = MustParse(origin, "b = true\nn = 1\ns = 'text'\ne = ''\nt = 'torus'\n");
-  const TomlTableReader reader(origin, root);
+  const Doc doc("b = true\nn = 1\ns = 'text'\ne = ''\nt = 'torus'\n");
+  const TomlTableReader& reader = doc.reader;
   EXPECT_TRUE(*reader.Bool("b"));
   EXPECT_FALSE(*reader.Bool("absent", false));
   EXPECT_EQ(Message(reader.Bool("n").status()), "f.toml:2: n = 1: must be true or false");
@@ -99,10 +106,8 @@ TEST(TomlReader, BoolsStringsAndChoices) {
 }
 
 TEST(TomlReader, TablesAndStringArrays) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root =
-      MustParse(origin, "in = ['a', 'b']\ntwice = ['a', 'a']\nnum = [1]\nflat = 3\n[sub]\nk = 1\n");
-  const TomlTableReader reader(origin, root);
+  const Doc doc("in = ['a', 'b']\ntwice = ['a', 'a']\nnum = [1]\nflat = 3\n[sub]\nk = 1\n");
+  const TomlTableReader& reader = doc.reader;
   const toml::table* sub = *reader.FindTable("sub");
   ASSERT_NE(sub, nullptr);
   EXPECT_EQ(*reader.FindTable("absent"), nullptr);
@@ -120,16 +125,15 @@ TEST(TomlReader, TablesAndStringArrays) {
 }
 
 TEST(TomlReader, UnknownKeysAreNamedWithTheAllowedOnes) {
-  const TomlOrigin origin("f.toml");
-  const toml::table root = MustParse(origin, "name = 'x'\n[gpu]\nmemory_GB = 80\nname = 'g'\n");
-  TomlTableReader gpu(origin, *root.get("gpu")->as_table(), "gpu.");
+  const Doc doc("name = 'x'\n[gpu]\nmemory_GB = 80\nname = 'g'\n");
+  const TomlTableReader gpu(doc.origin, *doc.root.get("gpu")->as_table(), "gpu.");
   constexpr std::string_view kGpuKeys[] = {"name", "memory_gb"};
   EXPECT_EQ(Message(gpu.RejectUnknownKeys(kGpuKeys)),
             "f.toml:3: unknown key 'gpu.memory_GB' (expected name or memory_gb)");
   EXPECT_EQ(Message(gpu.RejectUnknownKeys(kGpuKeys, "{key}: unknown key (a gpu has {expected})")),
             "f.toml:3: gpu.memory_GB: unknown key (a gpu has name or memory_gb)");
   constexpr std::string_view kRootKeys[] = {"name", "gpu"};
-  EXPECT_TRUE(TomlTableReader(origin, root).RejectUnknownKeys(kRootKeys).ok());
+  EXPECT_TRUE(doc.reader.RejectUnknownKeys(kRootKeys).ok());
 }
 
 TEST(TomlReader, ContextLabelAndMissingMessage) {

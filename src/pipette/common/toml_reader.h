@@ -97,6 +97,9 @@ class TomlTableReader {
   // dot ("gpu.", "figures[0]."): messages name keys as the file's reader knows them.
   TomlTableReader(const TomlOrigin& origin, const toml::table& table, std::string prefix = {})
       : origin_(&origin), table_(&table), prefix_(std::move(prefix)) {}
+  // The reader refers to both: temporaries would dangle.
+  TomlTableReader(const TomlOrigin&&, const toml::table&, std::string = {}) = delete;
+  TomlTableReader(const TomlOrigin&, const toml::table&&, std::string = {}) = delete;
 
   // Names what the table describes at the start of every message: "layer 'x'" gives
   // "m.toml:5: layer 'x': heads = 5: ...".

@@ -6,10 +6,11 @@
 #include <limits>
 #include <map>
 
+#include "decoder_from_graph.h"
 #include "gpt.h"
-#include "model_file.h"
 #include "pipette/cost/cost_model.h"
 #include "pipette/model/model_presets.h"
+#include "pipette/model/model_toml.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -35,29 +36,8 @@ Status CheckCount(std::string_view key, int value, int low, int high) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
-  if (model == "tiny") return TinyDecoder();
-  if (model == "tiny-tied") {  // the LM head shares the embedding table (GPT-2's tying)
-    DecoderSpec spec = TinyDecoder();
-    spec.name = "tiny-tied";
-    spec.tied_embeddings = true;
-    return spec;
-  }
-  if (model.ends_with(".toml")) return DecoderFromModelFile(model);
-  const DecoderSpec* preset = FindDecoderPreset(model);
-  if (preset == nullptr) {
-    return Status::NotFound(fmt::format(
-        "--model {}: no such decoder preset; 'pipette models' lists them (the cpu engine trains "
-        "'tiny' and the GPT-style ones)",
-        model));
-  }
-  PIPETTE_RETURN_IF_ERROR(CheckTrainable(*preset));
-  return *preset;
-}
-
-Result<TrainPlan> PlanTraining(const TrainOptions& o) {
+// The options that do not depend on the model or the schedule.
+Status CheckOptions(const TrainOptions& o) {
   PIPETTE_RETURN_IF_ERROR(CheckCount("--dp", o.dp, 1, 4096));
   PIPETTE_RETURN_IF_ERROR(CheckCount("--steps", o.steps, 1, 10'000'000));
   PIPETTE_RETURN_IF_ERROR(CheckCount("--micro-batch-size", o.micro_batch_size, 1, 1 << 16));
@@ -73,19 +53,12 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
     return Status::InvalidArgument(
         fmt::format("--peer-timeout {}: must be in (0, 1e6] seconds", o.peer_timeout_s));
   }
-  TrainPlan plan;
-  PIPETTE_ASSIGN_OR_RETURN(plan.spec, ResolveTrainModel(o.model));
-  plan.micro_batch_size = o.micro_batch_size;
-  plan.seq_len = o.seq_len == 0 ? plan.spec.max_positions : o.seq_len;
-  PIPETTE_RETURN_IF_ERROR(CheckCount("--seq-len", plan.seq_len, 1, plan.spec.max_positions)
-                              .WithContext(fmt::format("model '{}' has {} positions",
-                                                       plan.spec.name, plan.spec.max_positions)));
-  plan.dp = o.dp;
+  return Status::Ok();
+}
 
-  PIPETTE_ASSIGN_OR_RETURN(plan.schedule, MakeSchedule(o.schedule, {.p = o.p, .v = o.v, .m = o.m}));
-  PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
-
-  // Pieces: every route must be as long as the first; stage s of route R runs piece s - R.first.
+// Sets plan.stage_piece from the schedule's routes and returns the number of pieces: every route
+// must be as long as the first; stage s of route R runs piece s - R.first.
+Result<int> AssignPieces(const std::string& schedule_name, TrainPlan& plan) {
   const std::vector<StageRange>& routes = plan.schedule.routes;
   const int pieces = routes.front().last - routes.front().first + 1;
   plan.stage_piece.assign(plan.schedule.num_stages(), -1);
@@ -95,19 +68,24 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
       return Status::InvalidArgument(fmt::format(
           "--schedule {}: microbatch {} passes {} stages and microbatch 0 passes {}; the cpu "
           "engine needs every route to run the whole model",
-          o.schedule, mb, route.last - route.first + 1, pieces));
+          schedule_name, mb, route.last - route.first + 1, pieces));
     }
     for (int s = route.first; s <= route.last; ++s) {
       int& piece = plan.stage_piece[s];
       if (piece != -1 && piece != s - route.first) {
         return Status::InvalidArgument(
             fmt::format("--schedule {}: stage {} is model piece {} on one route and {} on another",
-                        o.schedule, s, piece, s - route.first));
+                        schedule_name, s, piece, s - route.first));
       }
       piece = s - route.first;
     }
   }
+  return pieces;
+}
 
+// Cuts the model into `pieces` runs of layers balanced by FLOPs (plan.piece_layers) and sets the
+// width of each stage's output, which must fit one MPI message.
+Status CutModel(int pieces, TrainPlan& plan) {
   PIPETTE_ASSIGN_OR_RETURN(
       ModelGraph graph,
       BuildDecoder(plan.spec, Workload{plan.micro_batch_size, plan.seq_len, DType::kFP32}));
@@ -136,6 +114,51 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
           plan.micro_batch_size, plan.seq_len, s, elements));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
+  if (model == "tiny") return TinyDecoder();
+  if (model == "tiny-tied") {  // the LM head shares the embedding table (GPT-2's tying)
+    DecoderSpec spec = TinyDecoder();
+    spec.name = "tiny-tied";
+    spec.tied_embeddings = true;
+    return spec;
+  }
+  if (model.ends_with(".toml")) {
+    // The model layer reads and validates the file; the decoder is read off its graph. The
+    // workload only scales the graph's amounts, which the decoder does not use.
+    PIPETTE_ASSIGN_OR_RETURN(const ModelGraph graph,
+                             LoadModelToml(model, Workload{1, 1, DType::kFP32}));
+    return DecoderFromGraph(graph, model);
+  }
+  const DecoderSpec* preset = FindDecoderPreset(model);
+  if (preset == nullptr) {
+    return Status::NotFound(fmt::format(
+        "--model {}: no such decoder preset; 'pipette models' lists them (the cpu engine trains "
+        "'tiny' and the GPT-style ones)",
+        model));
+  }
+  PIPETTE_RETURN_IF_ERROR(CheckTrainable(*preset));
+  return *preset;
+}
+
+Result<TrainPlan> PlanTraining(const TrainOptions& o) {
+  PIPETTE_RETURN_IF_ERROR(CheckOptions(o));
+  TrainPlan plan;
+  PIPETTE_ASSIGN_OR_RETURN(plan.spec, ResolveTrainModel(o.model));
+  plan.micro_batch_size = o.micro_batch_size;
+  plan.seq_len = o.seq_len == 0 ? plan.spec.max_positions : o.seq_len;
+  PIPETTE_RETURN_IF_ERROR(CheckCount("--seq-len", plan.seq_len, 1, plan.spec.max_positions)
+                              .WithContext(fmt::format("model '{}' has {} positions",
+                                                       plan.spec.name, plan.spec.max_positions)));
+  plan.dp = o.dp;
+  PIPETTE_ASSIGN_OR_RETURN(plan.schedule, MakeSchedule(o.schedule, {.p = o.p, .v = o.v, .m = o.m}));
+  PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
+  PIPETTE_ASSIGN_OR_RETURN(const int pieces, AssignPieces(o.schedule, plan));
+  PIPETTE_RETURN_IF_ERROR(CutModel(pieces, plan));
   return plan;
 }
 

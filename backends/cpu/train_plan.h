@@ -59,8 +59,9 @@ struct TrainPlan {
 };
 
 // Resolves `options.model` to a trainable decoder spec: "tiny", "tiny-tied" (tiny with the LM head
-// tied to the token embedding), a GPT-style preset, or a model file (.toml) that is a GPT-style
-// decoder chain (model_file.h); InvalidArgument or NotFound naming --model otherwise.
+// tied to the token embedding), a GPT-style preset, or a model file (.toml, read by the model
+// layer) whose graph is a GPT-style decoder chain (decoder_from_graph.h); InvalidArgument or
+// NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 
 // Builds the plan; errors name the option, the value and the rule.

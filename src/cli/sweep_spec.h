@@ -90,7 +90,8 @@ inline constexpr std::string_view kSweepReservedOptions[] = {"db", "no-db", "exp
 // a figure's `where` naming a key the points do not set, a timeline figure not selecting exactly
 // one point, two figures with one `out`.
 Result<SweepSpec> ParseSweepSpec(std::string_view text, const std::string& path);
-// Reads `path` and parses it. NotFound or IoError name the file.
+// Reads `path` (at most 1 MiB) and parses it. NotFound when it does not exist, InvalidArgument
+// when it is not a regular file or is larger, IoError when it cannot be read; each names the file.
 Result<SweepSpec> LoadSweepSpec(const std::string& path);
 
 // Checks every key of [fixed] and [axes] against `options` (the command's): each names exactly one

@@ -87,5 +87,32 @@ TEST(LayerFormulas, WorkloadLimitsNameTheKey) {
             "model 'm': heads = 5000: more than the limit of 4096");
 }
 
+TEST(LayerFormulas, EveryLayerCarriesTheShapeItWasBuiltWith) {
+  const LayerShape attention = AttentionLayer("a", AttentionShape{16, 4, 2, true}, kTokens).shape;
+  EXPECT_EQ(attention.hidden, 16);
+  EXPECT_EQ(attention.heads, 4);
+  EXPECT_EQ(attention.kv_heads, 2);
+  EXPECT_TRUE(attention.bias);
+  const LayerShape mlp = MlpLayer("m", MlpShape{16, 64, true, false}, kTokens).shape;
+  EXPECT_EQ(mlp.hidden, 16);
+  EXPECT_EQ(mlp.ffn_hidden, 64);
+  EXPECT_TRUE(mlp.gated);
+  EXPECT_FALSE(mlp.bias);
+  const LayerShape embedding = EmbeddingLayer("e", 100, 16, 32, kTokens).shape;
+  EXPECT_EQ(embedding.vocab, 100);
+  EXPECT_EQ(embedding.hidden, 16);
+  EXPECT_EQ(embedding.positions, 32);
+  const LayerShape head = HeadLayer("h", 16, 100, true, kTokens).shape;
+  EXPECT_EQ(head.hidden, 16);
+  EXPECT_EQ(head.vocab, 100);
+  EXPECT_TRUE(head.tied);
+  EXPECT_TRUE(NormLayer("n", 16, true, kTokens).shape.bias);
+  EXPECT_EQ(LossLayer("l", 100, kTokens).shape.vocab, 100);
+  const LayerShape linear = LinearLayer("x", 8, 24, false, kTokens).shape;
+  EXPECT_EQ(linear.in, 8);
+  EXPECT_EQ(linear.out, 24);
+  EXPECT_EQ(linear.hidden, 0);
+}
+
 }  // namespace
 }  // namespace pipette

@@ -38,8 +38,9 @@ namespace pipette {
 // dtype or base preset, or more than kMaxClusterGpus GPUs.
 Result<ClusterSpec> ParseClusterToml(std::string_view text, const std::string& origin);
 
-// Reads and parses the cluster file at `path` (at most 1 MiB). NotFound when it is not a regular
-// file; IoError when reading fails; otherwise as ParseClusterToml.
+// Reads and parses the cluster file at `path` (at most 1 MiB). NotFound when it does not exist;
+// InvalidArgument when it is not a regular file or is larger; IoError when it cannot be read;
+// otherwise as ParseClusterToml.
 Result<ClusterSpec> LoadClusterToml(const std::string& path);
 
 }  // namespace pipette

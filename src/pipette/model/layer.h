@@ -2,13 +2,31 @@
 //
 // All amounts are for ONE microbatch of the model's Workload (micro_batch_size sequences of
 // seq_len tokens) and for the whole layer, before tensor parallelism: a cost model divides the
-// shardable parts by tp. FLOPs count a multiply-add as 2. Plain value type.
+// shardable parts by tp. FLOPs count a multiply-add as 2. The shape the amounts come from rides
+// along. Plain value types.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 namespace pipette {
+
+// The architecture a layer was built with: what an engine that really computes it needs besides
+// the amounts (backends/cpu builds its modules from it). 0 and false where the kind has no such
+// key (layer_formulas.h lists each kind's keys; custom layers have none).
+struct LayerShape {
+  std::int64_t hidden = 0;      // model width: embedding, attention, mlp, norm, head
+  std::int64_t heads = 0;       // attention: query heads
+  std::int64_t kv_heads = 0;    // attention: key/value heads (= heads without grouped-query)
+  std::int64_t ffn_hidden = 0;  // mlp: inner width
+  std::int64_t vocab = 0;       // embedding, head, loss
+  std::int64_t positions = 0;   // embedding: rows of a learned position table (0: none)
+  std::int64_t in = 0;          // linear, projector; patch embedding: values per patch
+  std::int64_t out = 0;         // linear, projector
+  bool gated = false;           // mlp: SwiGLU instead of GELU
+  bool bias = false;            // linear biases, and LayerNorm instead of RMSNorm
+  bool tied = false;            // head: the embedding owns the matrix
+};
 
 struct Layer {
   std::string name;             // unique in its graph, e.g. "block3.attn"
@@ -36,6 +54,8 @@ struct Layer {
   std::int64_t tp_allreduce_bytes = 0;
   // Whether FLOPs, parameters and activations split over tp ranks (norms are replicated).
   bool tp_sharded = true;
+
+  LayerShape shape = {};
 };
 
 }  // namespace pipette

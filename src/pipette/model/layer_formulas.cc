@@ -61,6 +61,7 @@ Layer EmbeddingLayer(std::string name, std::int64_t vocab, std::int64_t hidden,
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "embedding");
+  layer.shape = {.hidden = hidden, .vocab = vocab, .positions = positions};
   layer.params = (vocab + positions) * hidden;
   // The backward scatters the output gradient into the rows of the ids: it keeps only the ids.
   layer.activation_bytes = kTokenIdBytes * t;
@@ -78,6 +79,7 @@ Layer PatchEmbeddingLayer(std::string name, std::int64_t patch_values, std::int6
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "patch_embedding");
+  layer.shape = {.hidden = hidden, .positions = positions, .in = patch_values, .bias = true};
   layer.params = patch_values * hidden + hidden + positions * hidden;
   layer.fwd_flops = Gemm(t, hidden, patch_values);
   layer.igrad_flops = 0;
@@ -99,6 +101,7 @@ Layer AttentionLayer(std::string name, const AttentionShape& shape, const TokenB
   const std::int64_t s = tokens.seq_len;
   const std::int64_t scores = tokens.sequences * shape.heads * s * s;  // b·a·s² elements
   Layer layer = Named(std::move(name), "attention");
+  layer.shape = {.hidden = h, .heads = shape.heads, .kv_heads = shape.kv_heads, .bias = shape.bias};
   layer.params = NormParams(h, shape.bias) + 2 * h * h + 2 * h * kv;
   if (shape.bias) layer.params += 2 * h + 2 * kv;
 
@@ -129,6 +132,7 @@ Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens
   const std::int64_t f = shape.ffn_hidden;
   const std::int64_t matrices = shape.gated ? 3 : 2;
   Layer layer = Named(std::move(name), "mlp");
+  layer.shape = {.hidden = h, .ffn_hidden = f, .gated = shape.gated, .bias = shape.bias};
   layer.params = NormParams(h, shape.bias) + matrices * h * f;
   if (shape.bias) layer.params += (matrices - 1) * f + h;
 
@@ -154,6 +158,7 @@ Layer NormLayer(std::string name, std::int64_t hidden, bool bias, const TokenBat
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "norm");
+  layer.shape = {.hidden = hidden, .bias = bias};
   layer.params = NormParams(hidden, bias);
   layer.activation_bytes = e * t * hidden;
   layer.activation_bytes_recompute = e * t * hidden;
@@ -168,6 +173,7 @@ Layer HeadLayer(std::string name, std::int64_t hidden, std::int64_t vocab, bool 
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "head");
+  layer.shape = {.hidden = hidden, .vocab = vocab, .tied = tied};
   layer.params = tied ? 0 : vocab * hidden;
   layer.fwd_flops = Gemm(t, vocab, hidden);
   layer.igrad_flops = layer.fwd_flops;
@@ -184,6 +190,7 @@ Layer LossLayer(std::string name, std::int64_t vocab, const TokenBatch& tokens) 
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "loss");
+  layer.shape = {.vocab = vocab};
   // The backward needs the softmax of the logits and the labels.
   layer.activation_bytes = e * t * vocab + kTokenIdBytes * t;
   layer.activation_bytes_recompute = e * t * vocab + kTokenIdBytes * t;
@@ -198,6 +205,7 @@ Layer LinearLayer(std::string name, std::int64_t in, std::int64_t out, bool bias
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "linear");
+  layer.shape = {.in = in, .out = out, .bias = bias};
   layer.params = in * out + (bias ? out : 0);
   layer.fwd_flops = Gemm(t, out, in);
   layer.igrad_flops = layer.fwd_flops;
@@ -215,6 +223,7 @@ Layer ProjectorLayer(std::string name, std::int64_t in, std::int64_t out,
   const std::int64_t t = tokens.tokens();
   const std::int64_t e = tokens.bytes;
   Layer layer = Named(std::move(name), "projector");
+  layer.shape = {.in = in, .out = out, .bias = true};
   layer.params = in * out + out + out * out + out;
   layer.fwd_flops = Gemm(t, out, in) + Gemm(t, out, out);
   layer.igrad_flops = layer.fwd_flops;

@@ -61,6 +61,9 @@ class ModelGraph {
   // Returns the layers in a topological order that keeps ties in id order (so builders' orders
   // are preserved), or FailedPrecondition naming a layer on a cycle.
   Result<std::vector<LayerId>> TopologicalOrder() const;
+  // Returns the layers of one cycle in data-flow order (each feeds the next, the last the first),
+  // starting from its smallest id; empty when the graph is acyclic.
+  std::vector<LayerId> FindCycle() const;
   // Sum of the layers' parameters.
   std::int64_t TotalParams() const;
   // Region names in order of first appearance in the topological order.

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 namespace pipette {
 namespace {
@@ -254,6 +256,159 @@ class Partitioner {
     return model_.layer(items_[a].id).region == model_.layer(items_[b].id).region;
   }
 
+  // A change of one or two stage boundaries (b2 == 0: one).
+  struct Move {
+    std::size_t b1 = 0, b2 = 0;
+    long d1 = 0, d2 = 0;
+  };
+
+  // The rank objective: the largest rank time, then the sum of squared rank times.
+  struct Objective {
+    double max = 0;
+    double squares = 0;
+  };
+
+  // Where the local search stands: the time of every rank, the slowest and the largest few.
+  struct RankLoads {
+    std::vector<double> load;  // per rank
+    int slowest = 0;
+    Objective now;
+    std::vector<int> top;  // the (up to) 6 ranks with the largest loads, largest first
+  };
+
+  // The first item after stage `s` of `cut`.
+  std::size_t StopOf(const std::vector<std::size_t>& cut, std::size_t s) const {
+    return s + 1 < cut.size() ? cut[s + 1] : items_.size();
+  }
+
+  // Adds `sign` times each stage's time of `starts` to its rank's load.
+  void AddStageTimes(const std::vector<std::size_t>& starts, double sign,
+                     std::vector<double>& load) const {
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      load[placement_.rank_of(static_cast<int>(s))] += sign * Time(starts[s], StopOf(starts, s));
+    }
+  }
+
+  // Fills in the slowest rank, the objective and the top ranks of `loads.load`.
+  static void Rank(RankLoads& loads) {
+    const std::vector<double>& load = loads.load;
+    loads.slowest = static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+    loads.now = {load[loads.slowest], 0};
+    for (double x : load) loads.now.squares += x * x;
+    // The largest loads with their ranks, to find the max over unaffected ranks quickly.
+    std::vector<int>& top = loads.top;
+    top.resize(load.size());
+    std::iota(top.begin(), top.end(), 0);
+    std::partial_sort(top.begin(), top.begin() + std::min<std::size_t>(6, top.size()), top.end(),
+                      [&](int x, int y) { return load[x] > load[y]; });
+    top.resize(std::min<std::size_t>(6, top.size()));
+  }
+
+  // Returns the objective after `move`, which turns `starts` into `candidate`, scored from the
+  // ranks of the (at most four) stages it changes; nullopt when it empties a stage or a stage no
+  // longer fits.
+  std::optional<Objective> Score(const std::vector<std::size_t>& starts,
+                                 const std::vector<std::size_t>& candidate, const Move& move,
+                                 const RankLoads& loads) const {
+    const std::size_t b1 = move.b1, b2 = move.b2;
+    std::size_t affected[4] = {b1 - 1, b1, b2 ? b2 - 1 : b1 - 1, b2 ? b2 : b1};
+    std::sort(affected, affected + 4);
+    const std::size_t* last = std::unique(affected, affected + 4);
+    std::vector<std::pair<int, double>> delta;  // rank, load change
+    for (const std::size_t* it = affected; it != last; ++it) {
+      const std::size_t s = *it;
+      if (s >= starts.size()) continue;
+      const std::size_t b = candidate[s], e = StopOf(candidate, s);
+      if (b >= e) return std::nullopt;  // an empty stage
+      if (!Fits(b, e, static_cast<int>(s))) return std::nullopt;
+      const double change = Time(b, e) - Time(starts[s], StopOf(starts, s));
+      const int r = placement_.rank_of(static_cast<int>(s));
+      auto found_rank =
+          std::find_if(delta.begin(), delta.end(), [&](const auto& d) { return d.first == r; });
+      if (found_rank == delta.end()) {
+        delta.push_back({r, change});
+      } else {
+        found_rank->second += change;
+      }
+    }
+    const std::vector<double>& load = loads.load;
+    Objective after{0, loads.now.squares};
+    for (const auto& [r, change] : delta) {
+      const double updated = load[r] + change;
+      after.squares += updated * updated - load[r] * load[r];
+      after.max = std::max(after.max, updated);
+    }
+    auto untouched = [&](int r) {
+      return std::none_of(delta.begin(), delta.end(), [&](const auto& d) { return d.first == r; });
+    };
+    bool seen = false;
+    for (int r : loads.top) {  // the largest load among ranks the move leaves alone
+      if (untouched(r)) {
+        after.max = std::max(after.max, load[r]);
+        seen = true;
+        break;
+      }
+    }
+    if (!seen) {  // every top rank was touched: scan the rest
+      for (std::size_t r = 0; r < load.size(); ++r) {
+        if (untouched(static_cast<int>(r))) after.max = std::max(after.max, load[r]);
+      }
+    }
+    return after;
+  }
+
+  // Returns the move of a boundary of the slowest rank's stages that lowers the objective the
+  // most (see RefineRanks), nullopt when none lowers it.
+  std::optional<Move> BestMove(const std::vector<std::size_t>& starts,
+                               const RankLoads& loads) const {
+    const std::size_t stages = starts.size();
+    const long n = static_cast<long>(items_.size());
+    const long reach = std::min(n, 64L);
+    constexpr long kPairReach = 3;
+    Objective best = loads.now;
+    std::optional<Move> best_move;
+    std::vector<std::size_t> candidate = starts;
+    auto consider = [&](const Move& move) {
+      candidate[move.b1] = starts[move.b1] + move.d1;
+      if (move.b2) candidate[move.b2] = starts[move.b2] + move.d2;
+      const std::optional<Objective> after = Score(starts, candidate, move, loads);
+      const bool better = after && (after->max < best.max - 1e-12 * best.max ||
+                                    (after->max <= best.max + 1e-12 * best.max &&
+                                     after->squares < best.squares - 1e-12 * best.squares));
+      if (better) {
+        best = *after;
+        best_move = move;
+      }
+      candidate[move.b1] = starts[move.b1];
+      if (move.b2) candidate[move.b2] = starts[move.b2];
+    };
+    auto movable = [&](std::size_t boundary, long delta) {
+      const long moved = static_cast<long>(starts[boundary]) + delta;
+      return !region_cut_[boundary] && moved > 0 && moved < n;
+    };
+    std::vector<std::size_t> own;
+    for (std::size_t s = 0; s < stages; ++s) {
+      if (placement_.rank_of(static_cast<int>(s)) != loads.slowest) continue;
+      if (s > 0) own.push_back(s);
+      if (s + 1 < stages) own.push_back(s + 1);
+    }
+    for (std::size_t b1 : own) {
+      for (long d1 = -reach; d1 <= reach; ++d1) {
+        if (d1 != 0 && movable(b1, d1)) consider(Move{b1, 0, d1, 0});
+      }
+      for (std::size_t b2 = 1; b2 < stages; ++b2) {
+        if (b2 == b1) continue;
+        for (long d1 = -kPairReach; d1 <= kPairReach; ++d1) {
+          if (d1 == 0 || !movable(b1, d1)) continue;
+          for (long d2 = -kPairReach; d2 <= kPairReach; ++d2) {
+            if (d2 != 0 && movable(b2, d2)) consider(Move{b1, b2, d1, d2});
+          }
+        }
+      }
+    }
+    return best_move;
+  }
+
   // Local search on the rank objective (max rank time, then the sum of squared rank times; each
   // accepted move lowers it strictly, so the search ends). Every move touches a boundary of the
   // slowest rank's stages:
@@ -266,133 +421,17 @@ class Partitioner {
     const std::size_t stages = starts.size();
     region_cut_.assign(stages, false);
     for (std::size_t s = 1; s < stages; ++s) region_cut_[s] = !SameRegion(starts[s] - 1, starts[s]);
-    const long n = static_cast<long>(items_.size());
-    const long reach = std::min(n, 64L);
-    constexpr long kPairReach = 3;
-    auto stop_of = [&](const std::vector<std::size_t>& cut, std::size_t s) {
-      return s + 1 < stages ? cut[s + 1] : items_.size();
-    };
-    std::vector<double> load(placement_.num_ranks(), 0.0);
-    for (std::size_t s = 0; s < stages; ++s) {
-      load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop_of(starts, s));
-    }
-
-    struct Move {
-      std::size_t b1 = 0, b2 = 0;  // b2 == 0: single-boundary move
-      long d1 = 0, d2 = 0;
-    };
+    RankLoads loads;
+    loads.load.assign(placement_.num_ranks(), 0.0);
+    AddStageTimes(starts, 1, loads.load);
     for (std::size_t iteration = 0; iteration < 16 * stages; ++iteration) {
-      const int slowest =
-          static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
-      double max_now = load[slowest], squares_now = 0;
-      for (double x : load) squares_now += x * x;
-      // The two largest loads with their ranks, to find the max over unaffected ranks quickly.
-      std::vector<int> top(load.size());
-      std::iota(top.begin(), top.end(), 0);
-      std::partial_sort(top.begin(), top.begin() + std::min<std::size_t>(6, top.size()), top.end(),
-                        [&](int x, int y) { return load[x] > load[y]; });
-      top.resize(std::min<std::size_t>(6, top.size()));
-
-      double best_max = max_now, best_squares = squares_now;
-      Move best;
-      bool found = false;
-      std::vector<std::size_t> candidate = starts;
-      // Scores `candidate` (which differs from `starts` at boundaries b1 and b2).
-      auto score = [&](std::size_t b1, std::size_t b2, const Move& move) {
-        std::size_t affected[4] = {b1 - 1, b1, b2 ? b2 - 1 : b1 - 1, b2 ? b2 : b1};
-        std::sort(affected, affected + 4);
-        const std::size_t* last = std::unique(affected, affected + 4);
-        std::vector<std::pair<int, double>> delta;  // rank, load change
-        for (const std::size_t* it = affected; it != last; ++it) {
-          const std::size_t s = *it;
-          if (s >= stages) continue;
-          const std::size_t b = candidate[s], e = stop_of(candidate, s);
-          if (b >= e) return;  // an empty stage
-          if (!Fits(b, e, static_cast<int>(s))) return;
-          const double change = Time(b, e) - Time(starts[s], stop_of(starts, s));
-          const int r = placement_.rank_of(static_cast<int>(s));
-          auto found_rank =
-              std::find_if(delta.begin(), delta.end(), [&](const auto& d) { return d.first == r; });
-          if (found_rank == delta.end()) {
-            delta.push_back({r, change});
-          } else {
-            found_rank->second += change;
-          }
-        }
-        double new_max = 0, squares = squares_now;
-        for (const auto& [r, change] : delta) {
-          const double updated = load[r] + change;
-          squares += updated * updated - load[r] * load[r];
-          new_max = std::max(new_max, updated);
-        }
-        auto untouched = [&](int r) {
-          return std::none_of(delta.begin(), delta.end(),
-                              [&](const auto& d) { return d.first == r; });
-        };
-        bool seen = false;
-        for (int r : top) {  // the largest load among ranks the move leaves alone
-          if (untouched(r)) {
-            new_max = std::max(new_max, load[r]);
-            seen = true;
-            break;
-          }
-        }
-        if (!seen) {  // every top rank was touched: scan the rest
-          for (std::size_t r = 0; r < load.size(); ++r) {
-            if (untouched(static_cast<int>(r))) new_max = std::max(new_max, load[r]);
-          }
-        }
-        const bool better = new_max < best_max - 1e-12 * best_max ||
-                            (new_max <= best_max + 1e-12 * best_max &&
-                             squares < best_squares - 1e-12 * best_squares);
-        if (better) {
-          best_max = new_max;
-          best_squares = squares;
-          best = move;
-          found = true;
-        }
-      };
-      auto movable = [&](std::size_t boundary, long delta) {
-        const long moved = static_cast<long>(starts[boundary]) + delta;
-        return !region_cut_[boundary] && moved > 0 && moved < n;
-      };
-      std::vector<std::size_t> own;
-      for (std::size_t s = 0; s < stages; ++s) {
-        if (placement_.rank_of(static_cast<int>(s)) != slowest) continue;
-        if (s > 0) own.push_back(s);
-        if (s + 1 < stages) own.push_back(s + 1);
-      }
-      for (std::size_t b1 : own) {
-        for (long d1 = -reach; d1 <= reach; ++d1) {
-          if (d1 == 0 || !movable(b1, d1)) continue;
-          candidate[b1] = starts[b1] + d1;
-          score(b1, 0, Move{b1, 0, d1, 0});
-          candidate[b1] = starts[b1];
-        }
-        for (std::size_t b2 = 1; b2 < stages; ++b2) {
-          if (b2 == b1) continue;
-          for (long d1 = -kPairReach; d1 <= kPairReach; ++d1) {
-            if (d1 == 0 || !movable(b1, d1)) continue;
-            for (long d2 = -kPairReach; d2 <= kPairReach; ++d2) {
-              if (d2 == 0 || !movable(b2, d2)) continue;
-              candidate[b1] = starts[b1] + d1;
-              candidate[b2] = starts[b2] + d2;
-              score(b1, b2, Move{b1, b2, d1, d2});
-              candidate[b1] = starts[b1];
-              candidate[b2] = starts[b2];
-            }
-          }
-        }
-      }
-      if (!found) break;
-      for (std::size_t s = 0; s < stages; ++s) {  // apply: recompute the loads it changes
-        load[placement_.rank_of(static_cast<int>(s))] -= Time(starts[s], stop_of(starts, s));
-      }
-      starts[best.b1] += best.d1;
-      if (best.b2) starts[best.b2] += best.d2;
-      for (std::size_t s = 0; s < stages; ++s) {
-        load[placement_.rank_of(static_cast<int>(s))] += Time(starts[s], stop_of(starts, s));
-      }
+      Rank(loads);
+      const std::optional<Move> move = BestMove(starts, loads);
+      if (!move) break;
+      AddStageTimes(starts, -1, loads.load);  // apply: recompute the loads it changes
+      starts[move->b1] += move->d1;
+      if (move->b2) starts[move->b2] += move->d2;
+      AddStageTimes(starts, 1, loads.load);
     }
   }
 

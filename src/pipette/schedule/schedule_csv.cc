@@ -3,11 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
+
+#include "pipette/common/bounded_file.h"
 
 namespace pipette {
 namespace {
@@ -45,24 +44,10 @@ std::vector<std::string_view> SplitCells(std::string_view line) {
   return cells;
 }
 
-}  // namespace
-
-std::string ToComputeCsv(const Schedule& schedule) {
-  std::string out;
-  for (const auto& actions : schedule.ranks) {
-    for (std::size_t k = 0; k < actions.size(); ++k) {
-      if (k) out += ',';
-      out += ToString(actions[k]);
-      // PyTorch's _Action.from_str needs the kind after an overlapped cell.
-      if (actions[k].kind == ActionKind::kOverlapped) out += "OVERLAP_F_B";
-    }
-    out += '\n';
-  }
-  return out;
-}
-
-Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // spreadsheets' UTF-8 BOM
+// The lines of `text` without line ends, a leading UTF-8 BOM (spreadsheets write one) and
+// trailing empty lines.
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::vector<std::string_view> lines;
   for (std::size_t begin = 0; begin <= text.size();) {
     std::size_t end = text.find('\n', begin);
@@ -70,16 +55,21 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
     lines.push_back(StripLineEnd(text.substr(begin, end - begin)));
     begin = end + 1;
   }
-  while (!lines.empty() && lines.back().empty()) lines.pop_back();  // trailing newlines
-  if (lines.empty())
-    return Status::InvalidArgument("schedule CSV is empty: need one line per rank");
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
 
-  Schedule schedule;
-  schedule.name = std::move(name);
-  schedule.p = static_cast<int>(lines.size());
-  schedule.ranks.resize(schedule.p);
-  std::map<int, int> stage_rank;  // stage -> rank that first touched it
-  int max_stage = -1, max_mb = -1;
+// What the cells say about stages and microbatches.
+struct CellFacts {
+  std::map<int, int> stage_rank;  // stage -> the rank that first touched it
+  int max_stage = -1;
+  int max_mb = -1;
+};
+
+// Parses every cell of `lines` (line r is rank r) into schedule.ranks. Errors name the line and
+// cell of an unparsable or communication action, a stage on two ranks, or a line without actions.
+Result<CellFacts> ReadCells(const std::vector<std::string_view>& lines, Schedule& schedule) {
+  CellFacts facts;
   for (int r = 0; r < schedule.p; ++r) {
     auto cells = SplitCells(lines[r]);
     for (std::size_t c = 0; c < cells.size(); ++c) {
@@ -98,15 +88,15 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
       const Action halves[2] = {a.kind == ActionKind::kOverlapped ? a.forward_half() : a,
                                 a.kind == ActionKind::kOverlapped ? a.backward_half() : a};
       for (const Action& h : halves) {
-        auto [it, inserted] = stage_rank.emplace(h.stage, r);
+        auto [it, inserted] = facts.stage_rank.emplace(h.stage, r);
         if (!inserted && it->second != r) {
           return Status::InvalidArgument(fmt::format(
               "line {}, cell {}: {} puts stage {} on rank {}, but line {} already put it on rank {}"
               " (a stage lives on exactly one rank)",
               r + 1, c + 1, ToString(a), h.stage, r, it->second + 1, it->second));
         }
-        max_stage = std::max(max_stage, h.stage);
-        max_mb = std::max(max_mb, h.microbatch);
+        facts.max_stage = std::max(facts.max_stage, h.stage);
+        facts.max_mb = std::max(facts.max_mb, h.microbatch);
       }
       schedule.ranks[r].push_back(a);
     }
@@ -116,36 +106,46 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
           r + 1));
     }
   }
-  if (max_stage < 0) return Status::InvalidArgument("schedule CSV holds no action");
-  // Every stage and every microbatch needs an action, so neither can exceed the number of actions;
-  // checking this first keeps a cell such as 0F999999999 from sizing the tables below.
+  return facts;
+}
+
+// Bounds the stage and microbatch numbers before they size any table: every stage and every
+// microbatch needs an action, so neither can exceed the number of actions (this keeps a cell such
+// as 0F999999999 from allocating), and S*m is within kMaxScheduleChunks.
+Status CheckNumbering(const Schedule& schedule, const CellFacts& facts) {
+  if (facts.max_stage < 0) return Status::InvalidArgument("schedule CSV holds no action");
   std::size_t cells = 0;
   for (const auto& actions : schedule.ranks) cells += actions.size();
-  if (static_cast<std::size_t>(max_stage) >= 2 * cells) {
+  if (static_cast<std::size_t>(facts.max_stage) >= 2 * cells) {
     return Status::InvalidArgument(
         fmt::format("stage {} in a file of {} actions: stages must be numbered 0..S-1 without gaps",
-                    max_stage, cells));
+                    facts.max_stage, cells));
   }
-  if (static_cast<std::size_t>(max_mb) >= 2 * cells) {
+  if (static_cast<std::size_t>(facts.max_mb) >= 2 * cells) {
     return Status::InvalidArgument(fmt::format(
         "microbatch {} in a file of {} actions: microbatches must be numbered 0..m-1 without gaps",
-        max_mb, cells));
+        facts.max_mb, cells));
   }
-  const long long chunks = static_cast<long long>(max_stage + 1) * (max_mb + 1);
+  const long long chunks = static_cast<long long>(facts.max_stage + 1) * (facts.max_mb + 1);
   if (chunks > kMaxScheduleChunks) {
     return Status::InvalidArgument(fmt::format("S*m = {}*{} = {} chunks: more than the limit of {}",
-                                               max_stage + 1, max_mb + 1, chunks,
+                                               facts.max_stage + 1, facts.max_mb + 1, chunks,
                                                kMaxScheduleChunks));
   }
+  return Status::Ok();
+}
 
-  const int num_stages = max_stage + 1;
+// Sets the placement (each stage on the rank whose line holds it), v and m. Every stage up to the
+// largest needs an action, and S must be a multiple of p.
+Status PlaceStages(const CellFacts& facts, Schedule& schedule) {
+  const int num_stages = facts.max_stage + 1;
   std::vector<int> stage_to_rank(num_stages, -1);
-  for (auto [stage, rank] : stage_rank) stage_to_rank[stage] = rank;
+  for (auto [stage, rank] : facts.stage_rank) stage_to_rank[stage] = rank;
   for (int s = 0; s < num_stages; ++s) {
     if (stage_to_rank[s] < 0) {
       return Status::InvalidArgument(
           fmt::format("stage {} has no action, but stage {} exists: stages must be numbered 0..S-1",
-                      s, max_stage));
+                      s, facts.max_stage));
     }
   }
   if (num_stages % schedule.p != 0) {
@@ -156,10 +156,15 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
   PIPETTE_ASSIGN_OR_RETURN(schedule.placement,
                            Placement::FromStageRanks(std::move(stage_to_rank), schedule.p));
   schedule.v = num_stages / schedule.p;
-  schedule.m = max_mb + 1;
+  schedule.m = facts.max_mb + 1;
+  return Status::Ok();
+}
 
-  // Routes: the stages each microbatch's forwards visit. Microbatches that share stages must
-  // share the whole route (a pipe), so a missing forward is reported, not silently routed around.
+// Sets the routes: the stages each microbatch's forwards visit. Microbatches that share stages
+// must share the whole route (a pipe), so a missing forward is reported, not silently routed
+// around.
+Status TraceRoutes(Schedule& schedule) {
+  const int num_stages = schedule.num_stages();
   std::vector<StageRange> routes(schedule.m, StageRange{num_stages, -1});
   for (const auto& actions : schedule.ranks) {
     for (const Action& a : actions) {
@@ -193,26 +198,46 @@ Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
     if (!known) pipes.push_back(i);
   }
   schedule.routes = std::move(routes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ToComputeCsv(const Schedule& schedule) {
+  std::string out;
+  for (const auto& actions : schedule.ranks) {
+    for (std::size_t k = 0; k < actions.size(); ++k) {
+      if (k) out += ',';
+      out += ToString(actions[k]);
+      // PyTorch's _Action.from_str needs the kind after an overlapped cell.
+      if (actions[k].kind == ActionKind::kOverlapped) out += "OVERLAP_F_B";
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+Result<Schedule> ParseComputeCsv(std::string_view text, std::string name) {
+  const std::vector<std::string_view> lines = SplitLines(text);
+  if (lines.empty()) {
+    return Status::InvalidArgument("schedule CSV is empty: need one line per rank");
+  }
+  Schedule schedule;
+  schedule.name = std::move(name);
+  schedule.p = static_cast<int>(lines.size());
+  schedule.ranks.resize(schedule.p);
+  PIPETTE_ASSIGN_OR_RETURN(const CellFacts facts, ReadCells(lines, schedule));
+  PIPETTE_RETURN_IF_ERROR(CheckNumbering(schedule, facts));
+  PIPETTE_RETURN_IF_ERROR(PlaceStages(facts, schedule));
+  PIPETTE_RETURN_IF_ERROR(TraceRoutes(schedule));
   return schedule;
 }
 
 Result<Schedule> LoadComputeCsv(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    return Status::NotFound(
-        fmt::format("schedule CSV '{}': not a regular file (or it does not exist)", path));
-  }
-  const auto size = std::filesystem::file_size(path, error);
-  if (error || size > kMaxCsvBytes) {
-    return Status::InvalidArgument(fmt::format(
-        "schedule CSV '{}': {} bytes, more than the limit of {}", path, size, kMaxCsvBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("schedule CSV '{}': cannot open the file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IoError(fmt::format("schedule CSV '{}': read failed", path));
-  Result<Schedule> schedule = ParseComputeCsv(text.str(), "csv:" + path);
+  PIPETTE_ASSIGN_OR_RETURN(
+      const std::string text,
+      ReadFileBounded(path, kMaxCsvBytes, "schedule CSV", MissingFile::kNotARegularFile));
+  Result<Schedule> schedule = ParseComputeCsv(text, "csv:" + path);
   if (!schedule.ok()) return schedule.status().WithContext(fmt::format("schedule CSV '{}'", path));
   return schedule;
 }

@@ -1,16 +1,26 @@
-#include "cpu/model_file.h"
+#include "cpu/decoder_from_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "cpu/gpt.h"
 #include "cpu/train_plan.h"
+#include "pipette/model/decoder.h"
+#include "pipette/model/model_toml.h"
 
 namespace pipette::cpu {
 namespace {
 
 const std::string kDir = PIPETTE_MODEL_DATA_DIR;
+
+// The decoder of the model file at `path`: the model layer reads it, the engine reads the graph.
+Result<DecoderSpec> DecoderFromModelFile(const std::string& path) {
+  PIPETTE_ASSIGN_OR_RETURN(const ModelGraph graph,
+                           LoadModelToml(path, Workload{1, 1, DType::kFP32}));
+  return DecoderFromGraph(graph, path);
+}
 
 TEST(ModelFile, GptChainBecomesADecoderSpec) {
   const auto spec = DecoderFromModelFile(kDir + "/gpt-small.toml");
@@ -76,6 +86,43 @@ TEST(ModelFile, RefusalsNameTheLayerAndWhy) {
   spec = DecoderFromModelFile(kDir + "/missing.toml");
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("no such file"), std::string::npos);
+}
+
+TEST(ModelFile, APresetsGraphGivesBackItsSpec) {
+  DecoderSpec tied = TinyDecoder();
+  tied.tied_embeddings = true;
+  for (const DecoderSpec& spec : {TinyDecoder(), tied}) {
+    Result<ModelGraph> graph = BuildDecoder(spec, Workload{2, 8, DType::kFP32});
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    Result<DecoderSpec> read = DecoderFromGraph(*graph, "preset");
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    EXPECT_EQ(read->name, spec.name);
+    EXPECT_EQ(read->source, "preset");
+    EXPECT_EQ(read->layers, spec.layers);
+    EXPECT_EQ(read->hidden, spec.hidden);
+    EXPECT_EQ(read->heads, spec.heads);
+    EXPECT_EQ(read->kv_heads, spec.kv_heads);
+    EXPECT_EQ(read->ffn_hidden, spec.ffn_hidden);
+    EXPECT_EQ(read->vocab, spec.vocab);
+    EXPECT_EQ(read->max_positions, spec.max_positions);
+    EXPECT_EQ(read->tied_embeddings, spec.tied_embeddings);
+    EXPECT_TRUE(read->bias);
+    EXPECT_TRUE(read->learned_positions);
+    EXPECT_FALSE(read->gated_mlp);
+  }
+}
+
+TEST(ModelFile, ABranchingGraphIsRefusedAtTheLayerThatJoins) {
+  Result<ModelGraph> graph = BuildDecoder(TinyDecoder(), Workload{2, 8, DType::kFP32});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  graph->Connect(1, 3, 1);  // block0.attn also feeds block1.attn
+  Result<DecoderSpec> read = DecoderFromGraph(*graph, "g");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(read.status().message().find("--model g: layer 'block1.attn' (attention) does not take "
+                                         "just the layer before it"),
+            std::string::npos)
+      << read.status().message();
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+#include "decoder_from_graph.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <string_view>
+
+#include "gpt.h"
+
+namespace pipette::cpu {
+namespace {
+
+// Returns InvalidArgument: `layer` keeps the graph named `source` from being a trainable decoder.
+Status Refuse(const std::string& source, const Layer& layer, std::string_view why) {
+  return Status::InvalidArgument(fmt::format(
+      "--model {}: layer '{}' ({}) {}; the cpu engine trains files that are GPT-style decoder "
+      "chains: embedding with positions, then attention and mlp pairs, norm, head, loss, with "
+      "bias = true",
+      source, layer.name, layer.type, why));
+}
+
+// Returns the first layer (in id order) whose only input is not the layer before it (the first
+// layer has none), nullptr for a plain chain.
+const Layer* FirstOffChain(const ModelGraph& graph) {
+  for (LayerId v = 0; v < graph.num_layers(); ++v) {
+    const auto [begin, end] = boost::in_edges(v, graph.graph);
+    const bool chained =
+        v == 0 ? begin == end
+               : std::distance(begin, end) == 1 && boost::source(*begin, graph.graph) == v - 1;
+    if (!chained) return &graph.layer(v);
+  }
+  return nullptr;
+}
+
+// Reads the (attention, mlp) blocks from layer `k` on into `spec`, leaving the last three layers
+// for norm, head and loss; returns the id after the last block.
+Result<LayerId> ReadBlocks(const ModelGraph& graph, LayerId k, const std::string& source,
+                           DecoderSpec& spec) {
+  while (k + 3 < graph.num_layers() && graph.layer(k).type == "attention") {
+    const Layer& attn = graph.layer(k++);
+    const Layer& mlp = graph.layer(k++);
+    if (mlp.type != "mlp") return Refuse(source, mlp, "follows an attention layer; expected mlp");
+    const LayerShape& a = attn.shape;
+    const LayerShape& f = mlp.shape;
+    if (a.hidden != spec.hidden || f.hidden != spec.hidden) {
+      return Refuse(source, a.hidden != spec.hidden ? attn : mlp,
+                    fmt::format("has another hidden than the embedding's {}", spec.hidden));
+    }
+    if (a.kv_heads != a.heads) return Refuse(source, attn, "uses grouped-query attention");
+    if (!a.bias) return Refuse(source, attn, "has no biases (bias = false)");
+    if (f.gated) return Refuse(source, mlp, "is gated (SwiGLU)");
+    if (!f.bias) return Refuse(source, mlp, "has no biases (bias = false)");
+    if (spec.layers == 0) {
+      spec.heads = static_cast<int>(a.heads);
+      spec.ffn_hidden = static_cast<int>(f.ffn_hidden);
+    } else if (a.heads != spec.heads || f.ffn_hidden != spec.ffn_hidden) {
+      return Refuse(source, a.heads != spec.heads ? attn : mlp,
+                    "differs from the first block (heads, ffn_hidden)");
+    }
+    ++spec.layers;
+  }
+  spec.kv_heads = spec.heads;
+  return k;
+}
+
+// Reads the final norm, the head and the loss (layers k, k + 1, k + 2) into `spec`.
+Status ReadEnd(const ModelGraph& graph, LayerId k, const std::string& source, DecoderSpec& spec) {
+  const Layer& norm = graph.layer(k);
+  const Layer& head = graph.layer(k + 1);
+  const Layer& loss = graph.layer(k + 2);
+  if (norm.type != "norm") return Refuse(source, norm, "ends the blocks; expected norm");
+  for (const Layer* layer : {&norm, &head}) {
+    if (layer->shape.hidden != spec.hidden) {
+      return Refuse(source, *layer,
+                    fmt::format("has another hidden than the embedding's {}", spec.hidden));
+    }
+  }
+  if (!norm.shape.bias) return Refuse(source, norm, "is RMSNorm (bias = false)");
+  if (head.type != "head") return Refuse(source, head, "follows the final norm; expected head");
+  if (loss.type != "loss") return Refuse(source, loss, "follows the head; expected loss");
+  if (head.shape.vocab != spec.vocab || loss.shape.vocab != spec.vocab) {
+    return Refuse(source, head.shape.vocab != spec.vocab ? head : loss,
+                  fmt::format("has another vocab than the embedding's {}", spec.vocab));
+  }
+  spec.tied_embeddings = head.shape.tied;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DecoderSpec> DecoderFromGraph(const ModelGraph& graph, const std::string& source) {
+  const std::size_t n = graph.num_layers();
+  if (n < 6) {
+    return Status::InvalidArgument(fmt::format(
+        "--model {}: {} layers; a trainable decoder file has at least 6 (embedding, attention, "
+        "mlp, norm, head, loss)",
+        source, n));
+  }
+  if (const Layer* layer = FirstOffChain(graph)) {
+    return Refuse(source, *layer,
+                  "does not take just the layer before it as its input; the engine builds a plain "
+                  "chain");
+  }
+  DecoderSpec spec;
+  spec.name = graph.name;
+  spec.source = source;
+  spec.bias = true;
+  spec.learned_positions = true;
+  const Layer& embedding = graph.layer(0);
+  if (embedding.type != "embedding") {
+    return Refuse(source, embedding, "comes first; expected embedding");
+  }
+  spec.vocab = static_cast<int>(embedding.shape.vocab);
+  spec.hidden = static_cast<int>(embedding.shape.hidden);
+  spec.max_positions = static_cast<int>(embedding.shape.positions);
+  if (spec.max_positions <= 0) {
+    return Refuse(source, embedding, "has no learned positions (positions)");
+  }
+  PIPETTE_ASSIGN_OR_RETURN(const LayerId k, ReadBlocks(graph, 1, source, spec));
+  if (spec.layers == 0)
+    return Refuse(source, graph.layer(k), "follows the embedding; expected attention");
+  if (k + 3 != n) return Refuse(source, graph.layer(k), "is not where the chain expects it");
+  PIPETTE_RETURN_IF_ERROR(ReadEnd(graph, k, source, spec));
+  PIPETTE_RETURN_IF_ERROR(CheckTrainable(spec));
+  return spec;
+}
+
+}  // namespace pipette::cpu

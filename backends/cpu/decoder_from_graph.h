@@ -1,0 +1,25 @@
+// The CPU engine's reading of a model graph: a graph whose layers, in id order, form the GPT-style
+// decoder chain
+//   embedding (with a learned position table) -> (attention, mlp) x L -> norm -> head -> loss
+// with LayerNorm and biases everywhere, GELU MLPs of one width and one KV head per query head
+// becomes the DecoderSpec the engine builds its modules from (gpt.h). The architecture comes from
+// the layers' shapes (model/layer.h) in a graph the model layer has already validated, e.g. a
+// model file's (model/model_toml.h): nothing is parsed twice. Anything else is refused with the
+// layer, its type and why. Pure function.
+#pragma once
+
+#include <string>
+
+#include "pipette/common/status.h"
+#include "pipette/model/decoder.h"
+#include "pipette/model/model_graph.h"
+
+namespace pipette::cpu {
+
+// Returns the decoder `graph` describes, named graph.name; `source` (the --model value, a model
+// file's path) names it in errors and becomes spec.source. Errors: InvalidArgument naming
+// `source`, the layer and why for a structure or shape the engine does not implement, or
+// CheckTrainable's.
+Result<DecoderSpec> DecoderFromGraph(const ModelGraph& graph, const std::string& source);
+
+}  // namespace pipette::cpu

@@ -34,10 +34,7 @@ struct PartitionOptions {
   CLI::Option* microbatches_option = nullptr;
 };
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette partition: {}\n", status.message());
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("partition", status); }
 
 std::string Gigabytes(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 

@@ -53,10 +53,7 @@ struct SimulateOptions {
 
 int RunModel(const SimulateOptions& o);
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette simulate: {}\n", status.message());
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("simulate", status); }
 
 // Registers the run as `running`, then simulates `one`; a failed simulation marks the run failed.
 // Returns the recorder and the result, or the exit code in `exit_code`.

@@ -37,12 +37,7 @@ struct SweepOptions {
   bool dry_run = false;
 };
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette sweep: {}\n", status.message());
-  return status.code() == StatusCode::kInternal || status.code() == StatusCode::kIoError
-             ? kExitFailure
-             : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("sweep", status); }
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();

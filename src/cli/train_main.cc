@@ -35,10 +35,6 @@ struct TrainCommandOptions {
   RecordOptions record;
 };
 
-int ExitCodeOf(const Status& status) {
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
-
 // The rank of this process as its launcher numbers it (0 outside mpirun).
 int LauncherRank() {
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
@@ -274,12 +270,12 @@ int RunTrain(const TrainCommandOptions& o) {
     if (r.ok()) recorder = std::move(*r);
     begun = r.status();
   }
-  int begun_ok = begun.ok() ? 1 : 0;
+  int begun_code = ExitCodeOf(begun);
   cpu::Watched(dog, "rank 0 to open the database",
-               [&] { MPI_Bcast(&begun_ok, 1, MPI_INT, 0, MPI_COMM_WORLD); });
-  if (!begun_ok) {
+               [&] { MPI_Bcast(&begun_code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  if (begun_code != kExitOk) {
     if (rank == 0) fmt::print(stderr, "pipette train: {}\n", begun.message());
-    return finish(kExitFailure);
+    return finish(begun_code);
   }
 
   if (rank == 0 && o.format == "text") {

@@ -1,19 +1,15 @@
 #include "pipette/plot/figure.h"
 
 #include <fmt/core.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "pipette/common/subprocess.h"
 #include "pipette/plot/palette.h"
 
 namespace pipette {
@@ -384,24 +380,17 @@ Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs
 
 Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options) {
   PIPETTE_ASSIGN_OR_RETURN(std::string script, FigureScript(kind, runs, options));
-  const std::string errors =
-      (std::filesystem::temp_directory_path() / fmt::format("pipette_gnuplot_{}.err", getpid()))
-          .string();
   // gnuplot reads a script named /dev/stdin about 3x faster than its interactive standard input.
-  FILE* pipe = popen(fmt::format("gnuplot /dev/stdin 2>{}", errors).c_str(), "w");
-  if (pipe == nullptr) return Status::IoError("cannot start gnuplot");
-  fwrite(script.data(), 1, script.size(), pipe);
-  const int status = pclose(pipe);
-  std::ifstream in(errors);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(errors);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return Status::IoError(fmt::format(
-        "gnuplot failed (exit {}){}: {}", code,
-        code == 127 ? " - is gnuplot installed? (scripts/install-deps.sh installs it)" : "",
-        text.str()));
+  Result<Subprocess> gnuplot =
+      Subprocess::Run("gnuplot", {"gnuplot", "/dev/stdin"}, std::move(script));
+  if (!gnuplot.ok()) {
+    return Status::IoError(
+        fmt::format("{} - is gnuplot installed? (scripts/install-deps.sh installs it)",
+                    gnuplot.status().message()));
+  }
+  const ExitStatus exit = gnuplot->Wait();
+  if (exit.code != 0) {
+    return Status::IoError(fmt::format("gnuplot failed ({}): {}", exit.Describe(), gnuplot->err()));
   }
   return Status::Ok();
 }

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/model_plan.h"
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cluster/parallel_config.h"
 #include "pipette/common/build_info.h"
 #include "pipette/model/model_registry.h"
+#include "pipette/partition/model_plan.h"
 #include "pipette/partition/partitioner.h"
 
 namespace pipette::cli {

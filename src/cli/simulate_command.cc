@@ -14,12 +14,12 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/model_plan.h"
 #include "cli/run_store.h"
 #include "pipette/common/build_info.h"
 #include "pipette/cost/collectives.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/trace_rows.h"
+#include "pipette/partition/model_plan.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "cli/run_store.h"
+#include "cli/schedule_report.h"
 #include "pipette/common/build_info.h"
 #include "pipette/engine/trace_rows.h"
 
@@ -10,19 +11,29 @@ namespace pipette::cli {
 
 // ---- a model ------------------------------------------------------------------------------------
 
+namespace {
+
+// What was simulated where, the keys the configuration and the JSON line share: model, cluster,
+// nodes, schedule, pp, dp, tp, v, m.
+void AddModelShape(const ModelPlan& p, nlohmann::ordered_json& json) {
+  json["model"] = p.model.name;
+  json["cluster"] = p.cluster.name;
+  json["nodes"] = p.cluster.nodes;
+  json["schedule"] = p.schedule.name;
+  json["pp"] = p.config.pp;
+  json["dp"] = p.config.dp;
+  json["tp"] = p.config.tp;
+  json["v"] = p.config.v;
+  json["m"] = p.config.microbatches;
+}
+
+}  // namespace
+
 nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
   const ParallelConfig& c = p.config;
   nlohmann::ordered_json config;
   config["command"] = "simulate";
-  config["model"] = p.model.name;
-  config["cluster"] = p.cluster.name;
-  config["nodes"] = p.cluster.nodes;
-  config["schedule"] = p.schedule.name;
-  config["pp"] = c.pp;
-  config["dp"] = c.dp;
-  config["tp"] = c.tp;
-  config["v"] = c.v;
-  config["m"] = c.microbatches;
+  AddModelShape(p, config);
   config["micro_batch_size"] = c.micro_batch_size;
   config["seq_len"] = c.seq_len;
   config["dtype"] = DTypeName(c.dtype);
@@ -67,15 +78,7 @@ nlohmann::ordered_json JsonOf(const ModelReport& report) {
   const ModelPlan& p = report.plan;
   const ModelSimulation& m = report.simulation;
   nlohmann::ordered_json json;
-  json["model"] = p.model.name;
-  json["cluster"] = p.cluster.name;
-  json["nodes"] = p.cluster.nodes;
-  json["schedule"] = p.schedule.name;
-  json["pp"] = p.config.pp;
-  json["dp"] = p.config.dp;
-  json["tp"] = p.config.tp;
-  json["v"] = p.config.v;
-  json["m"] = p.config.microbatches;
+  AddModelShape(p, json);
   json["steps"] = report.settings.steps;
   json["step_time_s"] = m.step_time;
   json["step_times_s"] = m.step_times;
@@ -165,13 +168,8 @@ RunData RunDataOf(const TimesReport& report) {
 std::string_view RunStatusOf(const TimesReport&) { return kRunOk; }
 
 nlohmann::ordered_json JsonOf(const TimesReport& report) {
-  const Schedule& schedule = report.plan.schedule;
   const SimulationResult& r = report.simulation;
-  nlohmann::ordered_json json;
-  json["schedule"] = schedule.name;
-  json["p"] = schedule.p;
-  json["v"] = schedule.v;
-  json["m"] = schedule.m;
+  nlohmann::ordered_json json = ScheduleJson(report.plan.schedule);
   json["steps"] = report.settings.steps;
   json["step_time_s"] = r.makespan / report.settings.steps;
   json["bubble_ratio"] = r.bubble_ratio;

@@ -30,17 +30,13 @@ struct SimulateSettings {
   int steps = 1;
 };
 
-struct ModelReport {
-  const ModelPlan& plan;
+// One simulated run: what was simulated, the settings, and the result.
+template <typename Plan, typename Simulation>
+struct SimulateReport {
+  const Plan& plan;
   SimulateSettings settings;
-  ModelSimulation simulation;
+  Simulation simulation;
 };
-
-nlohmann::ordered_json ConfigOf(const ModelPlan& plan, const SimulateSettings& settings);
-RunData RunDataOf(const ModelReport& report);
-std::string_view RunStatusOf(const ModelReport& report);  // kRunOom or kRunOk
-nlohmann::ordered_json JsonOf(const ModelReport& report);
-std::string TextOf(const ModelReport& report);
 
 // A schedule with fixed per-chunk times.
 struct TimesPlan {
@@ -49,16 +45,18 @@ struct TimesPlan {
   StageCost times_ms;  // per chunk, milliseconds
 };
 
-struct TimesReport {
-  const TimesPlan& plan;
-  SimulateSettings settings;
-  SimulationResult simulation;
-};
+using ModelReport = SimulateReport<ModelPlan, ModelSimulation>;
+using TimesReport = SimulateReport<TimesPlan, SimulationResult>;
 
+nlohmann::ordered_json ConfigOf(const ModelPlan& plan, const SimulateSettings& settings);
 nlohmann::ordered_json ConfigOf(const TimesPlan& plan, const SimulateSettings& settings);
+RunData RunDataOf(const ModelReport& report);
 RunData RunDataOf(const TimesReport& report);
+std::string_view RunStatusOf(const ModelReport& report);  // kRunOom or kRunOk
 std::string_view RunStatusOf(const TimesReport& report);  // kRunOk
+nlohmann::ordered_json JsonOf(const ModelReport& report);
 nlohmann::ordered_json JsonOf(const TimesReport& report);
+std::string TextOf(const ModelReport& report);
 std::string TextOf(const TimesReport& report);
 
 }  // namespace pipette::cli

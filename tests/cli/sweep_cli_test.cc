@@ -173,14 +173,7 @@ TEST(SweepCli, ADatabaseThatCannotBeOpenedIsAFailureNotBadInput) {
 // file) exits 1, so the sweep counts its point as failed, not invalid, and exits 1. The sweep
 // itself opens the same database first: only the run rows are refused.
 TEST(SweepCli, AChildThatCannotRecordItsRunFailsThePointAndTheSweep) {
-  WriteSpec("refusing.toml", R"([fixed]
-times = "F=1,I=1,W=1"
-ideal-network = true
-pp = 2
-schedule = "1f1b"
-[axes]
-m = [2, 4]
-)");
+  WriteSpec("small.toml", kSmall);
   const std::string path = ScratchDir() + "/refusing.db";
   std::filesystem::remove(path);
   ASSERT_TRUE(pipette::ExperimentDb::Open(path).ok());
@@ -194,12 +187,12 @@ m = [2, 4]
       << sqlite3_errmsg(db);
   sqlite3_close(db);
 
-  CommandResult run = Pipette("sweep refusing.toml --db refusing.db");
+  CommandResult run = Pipette("sweep small.toml --db refusing.db");
   EXPECT_EQ(run.exit_code, 1) << run.err;
   EXPECT_TRUE(Contains(run.out, "invalid            0")) << run.out;
-  EXPECT_TRUE(Contains(run.out, "failed             2")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "failed             4")) << run.out;
   EXPECT_TRUE(Contains(run.err,
-                       "FAILED   ideal-network=true;m=2;pp=2;schedule=1f1b;times=F=1,I=1,W=1: "
+                       "FAILED   ideal-network=true;m=8;pp=4;schedule=gpipe;times=F=1,I=1,W=1: "
                        "exit 1: pipette simulate: insert run: the disk is full"))
       << run.err;
 }

@@ -8,12 +8,7 @@ namespace pipette {
 namespace {
 
 TraceEvent Event(Action action, int step, double start, double end) {
-  TraceEvent e;
-  e.action = action;
-  e.step = step;
-  e.start = start;
-  e.end = end;
-  return e;
+  return TraceEvent{.step = step, .action = action, .start = start, .end = end};
 }
 
 TEST(MeasureStageCosts, MeanPerStageAndKindWithoutTheWarmUpStep) {

@@ -4,8 +4,9 @@
 // training step on the SimGrid engine. The model is partitioned (balanced) and timed with the
 // roofline; the pipeline runs on the cluster platform with real message sizes (or an ideal
 // network); the data-parallel gradient all-reduce of each stage follows its rank's last action
-// (analytic ring). With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is
-// bypassed and the step equals `pipette schedule`'s makespan.
+// (analytic ring): SimulateModel, sim/model_simulation.h. With --times F=..,I=..,W=.. (ms per
+// chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
+// makespan. What is recorded and printed: cli/simulate_report.h.
 #include <fmt/core.h>
 
 #include <functional>

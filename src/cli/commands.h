@@ -1,16 +1,13 @@
 // The pipette subcommands. Each Register* adds its subcommand to the CLI11 app and arranges for it
-// to run after parsing; the run functions return the process exit code (0 ok, 2 bad input, 1 other
-// failure). The CLI stays thin: parse, call the library, print.
+// to run after parsing; the run functions return the process exit code (cli/exit_code.h: 0 ok,
+// 2 bad input, 1 other failure). The CLI stays thin: parse, call the library, print.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-namespace pipette::cli {
+#include "cli/exit_code.h"
 
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitBadInput = 2;
+namespace pipette::cli {
 
 void RegisterScheduleCommand(CLI::App& app, int& exit_code);
 // `partition`, `models` and `clusters`.

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/model_plan.h"
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cluster/parallel_config.h"
 #include "pipette/common/build_info.h"
 #include "pipette/model/model_registry.h"
+#include "pipette/partition/model_plan.h"
 #include "pipette/partition/partitioner.h"
 
 namespace pipette::cli {
@@ -34,10 +34,7 @@ struct PartitionOptions {
   CLI::Option* microbatches_option = nullptr;
 };
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette partition: {}\n", status.message());
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("partition", status); }
 
 std::string Gigabytes(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 
@@ -50,6 +47,80 @@ std::string LayerSummary(const ModelGraph& model, const StageInfo& stage) {
   }
   return fmt::format("{}..{} ({})", model.layer(stage.layers.front()).name,
                      model.layer(stage.layers.back()).name, stage.layers.size());
+}
+
+// The plan as one JSON line; `schedule` as the user named it.
+nlohmann::ordered_json JsonOf(const ModelPlan& p, std::string_view schedule) {
+  nlohmann::ordered_json json;
+  json["model"] = p.plan.model;
+  json["total_params"] = p.plan.total_params;
+  auto& stages = json["stages"] = nlohmann::ordered_json::array();
+  for (const StageInfo& s : p.plan.stages) {
+    nlohmann::ordered_json stage;
+    stage["index"] = s.index;
+    stage["rank"] = s.rank;
+    auto& layers = stage["layers"] = nlohmann::ordered_json::array();
+    for (LayerId id : s.layers) layers.push_back(p.model.layer(id).name);
+    stage["params"] = s.params;
+    stage["fwd_flops"] = s.fwd_flops;
+    stage["time_f_s"] = s.time_f;
+    stage["time_i_s"] = s.time_i;
+    stage["time_w_s"] = s.time_w;
+    stage["activation_bytes"] = s.activation_bytes;
+    stage["boundary_bytes"] = s.boundary_bytes;
+    stages.push_back(std::move(stage));
+  }
+  json["balance"] = p.plan.balance();
+  json["rank_balance"] = p.plan.rank_balance();
+  json["strategy"] = PartitionStrategyName(p.request.strategy);
+  json["schedule"] = schedule;
+  auto& mem = json["rank_memory_bytes"] = nlohmann::ordered_json::array();
+  for (const MemoryBreakdown& m : p.rank_memory) mem.push_back(m.total());
+  json["device_memory_bytes"] = p.cluster.gpu.memory_bytes;
+  return json;
+}
+
+// The plan for people: the resolved configuration, one row per stage, the balance, and the
+// memory of each rank against its device.
+void PrintText(const ModelPlan& p, std::string_view schedule) {
+  const ParallelConfig& c = p.config;
+  const ClusterSpec& cluster = p.cluster;
+  fmt::print("# pipette {} partition {} ({:.4g} B params) strategy={}\n", Version(), p.plan.model,
+             p.plan.total_params / 1e9, PartitionStrategyName(p.request.strategy));
+  fmt::print(
+      "# pp={} v={} tp={} dp={} schedule={} m={} micro_batch_size={} seq_len={} dtype={} "
+      "zero={} recompute={}\n",
+      c.pp, c.v, c.tp, c.dp, schedule, c.microbatches, c.micro_batch_size, c.seq_len,
+      DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no");
+  fmt::print("# cluster {}: {} x {} {} ({:.0f} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
+             cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.gpu.name,
+             cluster.gpu.peak_flops.at(c.dtype) / 1e12, DTypeName(c.dtype),
+             cluster.gpu.memory_bytes / 1e9, p.efficiency);
+  fmt::print(
+      "#\n# stage rank region   params      fwd_flops   time_f   time_i   time_w  "
+      "activation   boundary  layers\n");
+  fmt::print(
+      "#    -    - -        [M]         [GFLOP]       [ms]     [ms]     [ms]        "
+      "[MB]       [MB]  -\n");
+  for (const StageInfo& s : p.plan.stages) {
+    fmt::print(
+        "  {:>5} {:>4} {:<8} {:>9.1f} {:>13.1f} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.1f} "
+        "{:>10.2f}  {}\n",
+        s.index, s.rank, s.region, s.params / 1e6, s.fwd_flops / 1e9, s.time_f * 1e3,
+        s.time_i * 1e3, s.time_w * 1e3, s.activation_bytes / 1e6, s.boundary_bytes / 1e6,
+        LayerSummary(p.model, s));
+  }
+  fmt::print("#\nbalance       {:.4f}   (slowest stage F+I+W time / mean)\n", p.plan.balance());
+  fmt::print("rank_balance  {:.4f}   (slowest rank / mean)\n", p.plan.rank_balance());
+  fmt::print("#\n# rank  weights  gradients  optimizer  activations    total   device\n");
+  fmt::print("#    -     [GB]       [GB]       [GB]         [GB]     [GB]     [GB]\n");
+  for (std::size_t r = 0; r < p.rank_memory.size(); ++r) {
+    const MemoryBreakdown& m = p.rank_memory[r];
+    fmt::print("  {:>4} {:>8} {:>10} {:>10} {:>12} {:>8} {:>8}{}\n", r, Gigabytes(m.weights),
+               Gigabytes(m.gradients), Gigabytes(m.optimizer), Gigabytes(m.activations),
+               Gigabytes(m.total()), Gigabytes(cluster.gpu.memory_bytes),
+               m.total() > cluster.gpu.memory_bytes ? "  exceeds the device" : "");
+  }
 }
 
 int Run(PartitionOptions o) {
@@ -76,82 +147,12 @@ int Run(PartitionOptions o) {
   options.dtype = o.dtype;
   options.efficiency = o.efficiency;
   options.strategy = *strategy;
-  Result<ModelPlan> built = BuildModelPlan(options);
-  if (!built.ok()) return Fail(built.status());
-  const ModelPlan& p = *built;
-  const StagePlan* plan = &p.plan;
-  const ModelGraph* model = &p.model;
-  const ClusterSpec* cluster = &p.cluster;
-  const std::vector<MemoryBreakdown>& rank_memory = p.rank_memory;
-  o.schedule = options.schedule;
-
+  Result<ModelPlan> plan = BuildModelPlan(options);
+  if (!plan.ok()) return Fail(plan.status());
   if (o.format == "json") {
-    nlohmann::ordered_json json;
-    json["model"] = plan->model;
-    json["total_params"] = plan->total_params;
-    auto& stages = json["stages"] = nlohmann::ordered_json::array();
-    for (const StageInfo& s : plan->stages) {
-      nlohmann::ordered_json stage;
-      stage["index"] = s.index;
-      stage["rank"] = s.rank;
-      auto& layers = stage["layers"] = nlohmann::ordered_json::array();
-      for (LayerId id : s.layers) layers.push_back(model->layer(id).name);
-      stage["params"] = s.params;
-      stage["fwd_flops"] = s.fwd_flops;
-      stage["time_f_s"] = s.time_f;
-      stage["time_i_s"] = s.time_i;
-      stage["time_w_s"] = s.time_w;
-      stage["activation_bytes"] = s.activation_bytes;
-      stage["boundary_bytes"] = s.boundary_bytes;
-      stages.push_back(std::move(stage));
-    }
-    json["balance"] = plan->balance();
-    json["rank_balance"] = plan->rank_balance();
-    json["strategy"] = PartitionStrategyName(*strategy);
-    json["schedule"] = o.schedule;
-    auto& mem = json["rank_memory_bytes"] = nlohmann::ordered_json::array();
-    for (const MemoryBreakdown& m : rank_memory) mem.push_back(m.total());
-    json["device_memory_bytes"] = cluster->gpu.memory_bytes;
-    std::cout << json.dump() << "\n";
-    return kExitOk;
-  }
-
-  const ParallelConfig& c = p.config;
-  fmt::print("# pipette {} partition {} ({:.4g} B params) strategy={}\n", Version(), plan->model,
-             plan->total_params / 1e9, PartitionStrategyName(*strategy));
-  fmt::print(
-      "# pp={} v={} tp={} dp={} schedule={} m={} micro_batch_size={} seq_len={} dtype={} "
-      "zero={} recompute={}\n",
-      c.pp, c.v, c.tp, c.dp, o.schedule, c.microbatches, c.micro_batch_size, c.seq_len,
-      DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no");
-  fmt::print("# cluster {}: {} x {} {} ({:.0f} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
-             cluster->name, cluster->nodes, cluster->gpus_per_node, cluster->gpu.name,
-             cluster->gpu.peak_flops.at(c.dtype) / 1e12, DTypeName(c.dtype),
-             cluster->gpu.memory_bytes / 1e9, o.efficiency);
-  fmt::print(
-      "#\n# stage rank region   params      fwd_flops   time_f   time_i   time_w  "
-      "activation   boundary  layers\n");
-  fmt::print(
-      "#    -    - -        [M]         [GFLOP]       [ms]     [ms]     [ms]        "
-      "[MB]       [MB]  -\n");
-  for (const StageInfo& s : plan->stages) {
-    fmt::print(
-        "  {:>5} {:>4} {:<8} {:>9.1f} {:>13.1f} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.1f} "
-        "{:>10.2f}  {}\n",
-        s.index, s.rank, s.region, s.params / 1e6, s.fwd_flops / 1e9, s.time_f * 1e3,
-        s.time_i * 1e3, s.time_w * 1e3, s.activation_bytes / 1e6, s.boundary_bytes / 1e6,
-        LayerSummary(*model, s));
-  }
-  fmt::print("#\nbalance       {:.4f}   (slowest stage F+I+W time / mean)\n", plan->balance());
-  fmt::print("rank_balance  {:.4f}   (slowest rank / mean)\n", plan->rank_balance());
-  fmt::print("#\n# rank  weights  gradients  optimizer  activations    total   device\n");
-  fmt::print("#    -     [GB]       [GB]       [GB]         [GB]     [GB]     [GB]\n");
-  for (std::size_t r = 0; r < rank_memory.size(); ++r) {
-    const MemoryBreakdown& m = rank_memory[r];
-    fmt::print("  {:>4} {:>8} {:>10} {:>10} {:>12} {:>8} {:>8}{}\n", r, Gigabytes(m.weights),
-               Gigabytes(m.gradients), Gigabytes(m.optimizer), Gigabytes(m.activations),
-               Gigabytes(m.total()), Gigabytes(cluster->gpu.memory_bytes),
-               m.total() > cluster->gpu.memory_bytes ? "  exceeds the device" : "");
+    std::cout << JsonOf(*plan, options.schedule).dump() << "\n";
+  } else {
+    PrintText(*plan, options.schedule);
   }
   return kExitOk;
 }

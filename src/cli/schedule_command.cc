@@ -46,10 +46,7 @@ int PrintList() {
   return kExitOk;
 }
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette schedule: {}\n", status.message());
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("schedule", status); }
 
 int Run(const ScheduleOptions& o) {
   if (o.list) return PrintList();

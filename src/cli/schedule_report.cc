@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "pipette/common/build_info.h"
 
@@ -84,6 +83,15 @@ std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns) {
   return out;
 }
 
+nlohmann::ordered_json ScheduleJson(const Schedule& schedule) {
+  nlohmann::ordered_json json;
+  json["schedule"] = schedule.name;
+  json["p"] = schedule.p;
+  json["v"] = schedule.v;
+  json["m"] = schedule.m;
+  return json;
+}
+
 std::string FormatScheduleText(const ScheduleReport& report) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;
@@ -137,11 +145,7 @@ std::string FormatScheduleText(const ScheduleReport& report) {
 std::string FormatScheduleJson(const ScheduleReport& report) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;
-  nlohmann::ordered_json json;
-  json["schedule"] = s.name;
-  json["p"] = s.p;
-  json["v"] = s.v;
-  json["m"] = s.m;
+  nlohmann::ordered_json json = ScheduleJson(s);
   json["placement"] = s.placement.stage_to_rank();
   auto& ranks = json["ranks"] = nlohmann::ordered_json::array();
   for (const auto& actions : s.ranks) {

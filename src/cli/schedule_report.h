@@ -2,6 +2,7 @@
 // per-rank table with units, metrics, ASCII timeline), PyTorch's compute-only CSV, or JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "pipette/schedule/costs.h"
@@ -18,6 +19,9 @@ struct ScheduleReport {
   StageCost times;               // per-chunk costs used
   double latency = 0.0;
 };
+
+// The keys every JSON report of a schedule starts with: schedule, p, v, m.
+nlohmann::ordered_json ScheduleJson(const Schedule& schedule);
 
 std::string FormatScheduleText(const ScheduleReport& report);
 std::string FormatScheduleJson(const ScheduleReport& report);

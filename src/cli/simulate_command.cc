@@ -4,25 +4,25 @@
 // training step on the SimGrid engine. The model is partitioned (balanced) and timed with the
 // roofline; the pipeline runs on the cluster platform with real message sizes (or an ideal
 // network); the data-parallel gradient all-reduce of each stage follows its rank's last action
-// (analytic ring). With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is
-// bypassed and the step equals `pipette schedule`'s makespan.
+// (analytic ring): SimulateModel, sim/model_simulation.h. With --times F=..,I=..,W=.. (ms per
+// chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
+// makespan. What is recorded and printed: cli/simulate_report.h.
 #include <fmt/core.h>
 
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
-#include "cli/model_plan.h"
 #include "cli/run_store.h"
-#include "pipette/common/build_info.h"
-#include "pipette/cost/collectives.h"
-#include "pipette/engine/memory_timeline.h"
-#include "pipette/partition/partitioner.h"
+#include "cli/simulate_report.h"
+#include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
-#include "pipette/store/trace_rows.h"
+#include "sim/model_simulation.h"
 #include "sim/simulator.h"
 
 namespace pipette::cli {
@@ -51,61 +51,49 @@ struct SimulateOptions {
   double efficiency = 0.5;
 };
 
-int RunModel(const SimulateOptions& o);
+int Fail(const Status& status) { return ReportError("simulate", status); }
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette simulate: {}\n", status.message());
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
+SimulateSettings SettingsOf(const SimulateOptions& o) {
+  return {o.ideal_network, o.latency_us, o.steps};
 }
 
-// Registers the run as `running`, then simulates `one`; a failed simulation marks the run failed.
-// Returns the recorder and the result, or the exit code in `exit_code`.
-struct RecordedSimulation {
-  RunRecorder recorder;
-  SimulationResult result;
-};
-std::optional<RecordedSimulation> SimulateRecorded(const SimulateOptions& o,
-                                                   const SimulationCase& one,
-                                                   const nlohmann::ordered_json& config,
-                                                   int& exit_code) {
+// Registers the run as `running` with `config`, runs `simulate`, records the report's rows and
+// prints it; a failed simulation marks the run failed. Returns the exit code.
+template <typename Report>
+int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& config,
+                   const std::function<Result<Report>()>& simulate) {
   Result<RunRecorder> recorder = RunRecorder::Begin(o.record, "sim", config);
-  if (!recorder.ok()) {
-    exit_code = Fail(recorder.status());
-    return std::nullopt;
+  if (!recorder.ok()) return Fail(recorder.status());
+  Result<Report> report = simulate();
+  if (!report.ok()) {
+    (void)recorder->Fail(report.status().message());
+    return Fail(report.status());
   }
-  Result<std::vector<SimulationResult>> results = Simulate({one});
-  if (!results.ok()) {
-    (void)recorder->Fail(results.status().message());
-    exit_code = Fail(results.status());
-    return std::nullopt;
-  }
-  return RecordedSimulation{std::move(*recorder), std::move(results->front())};
-}
-
-// Finishes recording; returns the exit code.
-int FinishRecording(RunRecorder& recorder, RunData data, std::string_view status) {
-  Status s = recorder.Finish(std::move(data), status);
-  if (!s.ok()) {
-    fmt::print(stderr, "pipette simulate: recording run {} in '{}': {}\n", recorder.run_id(),
-               recorder.path(), s.message());
+  // A simulation that ran but could not be recorded is a failure, whatever the database said.
+  const Status recorded = recorder->Finish(RunDataOf(*report), RunStatusOf(*report));
+  if (!recorded.ok()) {
+    fmt::print(stderr, "pipette simulate: recording run {} in '{}': {}\n", recorder->run_id(),
+               recorder->path(), recorded.message());
     return kExitFailure;
+  }
+  if (o.format == "json") {
+    nlohmann::ordered_json json = JsonOf(*report);
+    if (recorder->enabled()) {
+      json["run_id"] = recorder->run_id();
+      json["db"] = recorder->path();
+    }
+    std::cout << json.dump() << "\n";
+  } else {
+    std::cout << TextOf(*report);
+    if (recorder->enabled()) {
+      fmt::print("# recorded as run {} in {}\n", recorder->run_id(), recorder->path());
+    }
   }
   return kExitOk;
 }
 
-std::string RecordedLine(const RunRecorder& recorder) {
-  if (!recorder.enabled()) return "";
-  return fmt::format("# recorded as run {} in {}\n", recorder.run_id(), recorder.path());
-}
-
-int Run(const SimulateOptions& o) {
-  if (o.steps < 1 || o.steps > 1000) {
-    return Fail(Status::InvalidArgument(
-        fmt::format("--steps = {}: must be in [1, 1000] (steps repeat identically; the "
-                    "simulated time is what grows)",
-                    o.steps)));
-  }
-  if (o.times.empty()) return RunModel(o);
+// --times: the schedule with fixed per-chunk times on the ideal network.
+int RunTimes(const SimulateOptions& o) {
   if (!o.ideal_network) {
     return Fail(Status::InvalidArgument(
         "--times needs --ideal-network: with per-chunk times there is no model to size the "
@@ -121,73 +109,21 @@ int Run(const SimulateOptions& o) {
   if (!schedule.ok()) return Fail(schedule.status());
   Result<Program> program = Lower(*schedule);
   if (!program.ok()) return Fail(program.status());
-  const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
-  SimulationCase one;
-  one.program = &*program;
-  one.costs = Costs::Uniform(schedule->num_stages(), seconds);
-  one.latency = o.latency_us / 1e6;
-  one.steps = o.steps;
-
-  nlohmann::ordered_json config;
-  config["command"] = "simulate";
-  config["schedule"] = schedule->name;
-  config["pp"] = schedule->p;
-  config["v"] = schedule->v;
-  config["m"] = schedule->m;
-  config["dp"] = 1;
-  config["tp"] = 1;
-  config["times_ms"] = {{"F", ms->f}, {"I", ms->i}, {"W", ms->w}};
-  config["ideal_network"] = true;
-  config["latency_us"] = o.latency_us;
-  config["steps"] = o.steps;
-  int exit_code = kExitOk;
-  std::optional<RecordedSimulation> run = SimulateRecorded(o, one, config, exit_code);
-  if (!run) return exit_code;
-  RunRecorder* recorder = &run->recorder;
-  const SimulationResult& r = run->result;
-  RunData data;
-  data.events = ToEventRows(*program, r.trace);
-  data.metrics = {{"step_time_s", r.makespan / o.steps, "s"},
-                  {"pipeline_time_s", r.pipeline_makespan, "s"},
-                  {"bubble_ratio", r.bubble_ratio, "fraction"}};
-  AddPerRank(data.metrics, "busy_s", r.busy, "s");
-  exit_code = FinishRecording(*recorder, std::move(data), kRunOk);
-  if (exit_code != kExitOk) return exit_code;
-
-  if (o.format == "json") {
-    nlohmann::ordered_json json;
-    json["schedule"] = schedule->name;
-    json["p"] = schedule->p;
-    json["v"] = schedule->v;
-    json["m"] = schedule->m;
-    json["steps"] = o.steps;
-    json["step_time_s"] = r.makespan / o.steps;
-    json["bubble_ratio"] = r.bubble_ratio;
-    json["busy_s"] = r.busy;
-    json["status"] = "ok";
-    if (recorder->enabled()) {
-      json["run_id"] = recorder->run_id();
-      json["db"] = recorder->path();
-    }
-    std::cout << json.dump() << "\n";
-    return kExitOk;
-  }
-  fmt::print("# pipette {} simulate {} p={} v={} m={} (SimGrid, ideal network)\n", Version(),
-             schedule->name, schedule->p, schedule->v, schedule->m);
-  fmt::print("# per-chunk times F={} I={} W={} ms, message latency {} us\n", ms->f, ms->i, ms->w,
-             o.latency_us);
-  fmt::print("step_time     {:.6g} ms{}\n", r.makespan / o.steps * 1e3,
-             o.steps > 1 ? fmt::format("   (mean of {} steps)", o.steps) : "");
-  fmt::print("bubble_ratio  {:.4f}   (idle/total)\n", r.bubble_ratio);
-  fmt::print("#\n# rank       busy       idle\n#    -       [ms]       [ms]\n");
-  for (std::size_t k = 0; k < r.busy.size(); ++k) {
-    fmt::print("  {:>4} {:>10.4g} {:>10.4g}\n", k, r.busy[k] * 1e3,
-               (r.pipeline_makespan - r.busy[k]) * 1e3);
-  }
-  fmt::print("{}", RecordedLine(*recorder));
-  return kExitOk;
+  const TimesPlan plan{std::move(*schedule), std::move(*program), *ms};
+  const SimulateSettings settings = SettingsOf(o);
+  return RecordAndPrint<TimesReport>(o, ConfigOf(plan, settings), [&]() -> Result<TimesReport> {
+    SimulationCase one;
+    one.program = &plan.program;
+    const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
+    one.costs = Costs::Uniform(plan.schedule.num_stages(), seconds);
+    one.latency = o.latency_us / 1e6;
+    one.steps = o.steps;
+    PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({one}));
+    return TimesReport{plan, settings, std::move(results.front())};
+  });
 }
 
+// The model path: partition the model, simulate it on its cluster (or the ideal network).
 int RunModel(const SimulateOptions& o) {
   ModelPlanOptions options;
   options.model = o.model;
@@ -205,204 +141,24 @@ int RunModel(const SimulateOptions& o) {
   options.config.recompute = o.recompute;
   options.dtype = o.dtype;
   options.efficiency = o.efficiency;
-  Result<ModelPlan> built = BuildModelPlan(options);
-  if (!built.ok()) return Fail(built.status());
-  const ModelPlan& p = *built;
-  const ParallelConfig& config = p.config;
-  const StagePlan* plan = &p.plan;
-  const ModelGraph* model = &p.model;
-  const ClusterSpec* cluster = &p.cluster;
-  const Schedule* schedule = &p.schedule;
-  const Program* program = &p.program;
-  const std::vector<MemoryBreakdown>& rank_memory = p.rank_memory;
+  Result<ModelPlan> plan = BuildModelPlan(options);
+  if (!plan.ok()) return Fail(plan.status());
+  const SimulateSettings settings = SettingsOf(o);
+  const ModelSimulationOptions simulation{o.ideal_network, o.latency_us / 1e6, o.steps};
+  return RecordAndPrint<ModelReport>(o, ConfigOf(*plan, settings), [&]() -> Result<ModelReport> {
+    PIPETTE_ASSIGN_OR_RETURN(ModelSimulation result, SimulateModel(*plan, simulation));
+    return ModelReport{*plan, settings, std::move(result)};
+  });
+}
 
-  // Every replica of the pipeline: replica d's rank r on GPU (d*pp + r)*tp (its tensor-parallel
-  // group is that GPU .. +tp-1). Messages between stages carry the stage output split over the
-  // tensor-parallel group.
-  SimulationCase one;
-  one.program = &*program;
-  one.costs = plan->ToCosts();
-  for (const StageInfo& stage : plan->stages) {
-    one.sizes.stage_output_bytes.push_back(stage.boundary_bytes / config.tp);
+int Run(const SimulateOptions& o) {
+  if (o.steps < 1 || o.steps > 1000) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--steps = {}: must be in [1, 1000] (steps repeat identically; the "
+                    "simulated time is what grows)",
+                    o.steps)));
   }
-  if (o.ideal_network) {
-    one.latency = o.latency_us / 1e6;
-  } else {
-    one.cluster = &*cluster;
-    one.replicas = config.dp;
-    for (int d = 0; d < config.dp; ++d) {
-      for (int r = 0; r < config.pp; ++r)
-        one.gpu_of_rank.push_back((d * config.pp + r) * config.tp);
-    }
-  }
-  one.steps = o.steps;
-
-  // Data-parallel gradient all-reduce of each rank's stages (ring over the dp replicas, over NVLink
-  // when the ring stays inside a node, else over the NICs), once the rank has finished its program
-  // in every replica. On the ideal network the replicas are not simulated: the all-reduce starts
-  // when replica 0's rank finishes.
-  const int gpn = cluster->gpus_per_node;
-  std::vector<double> allreduce(config.pp, 0.0), grads(config.pp, 0.0);
-  for (const StageInfo& stage : plan->stages) grads[stage.rank] += stage.params_per_gpu;
-  for (int r = 0; r < config.pp; ++r) {
-    bool crosses_nodes = false;
-    for (int d = 0; d < config.dp; ++d) {
-      const int here = (d * config.pp + r) * config.tp;
-      const int next = (((d + 1) % config.dp) * config.pp + r) * config.tp;
-      crosses_nodes |= here / gpn != next / gpn;
-    }
-    const LinkSpec& link = crosses_nodes ? cluster->inter_node : cluster->intra_node;
-    allreduce[r] = RingAllReduceSeconds(config.dp, grads[r] * BytesOf(config.dtype), link);
-  }
-  if (config.dp > 1) one.allreduce = allreduce;
-
-  nlohmann::ordered_json run_config;
-  run_config["command"] = "simulate";
-  run_config["model"] = model->name;
-  run_config["cluster"] = cluster->name;
-  run_config["nodes"] = cluster->nodes;
-  run_config["schedule"] = schedule->name;
-  run_config["pp"] = config.pp;
-  run_config["dp"] = config.dp;
-  run_config["tp"] = config.tp;
-  run_config["v"] = config.v;
-  run_config["m"] = config.microbatches;
-  run_config["micro_batch_size"] = config.micro_batch_size;
-  run_config["seq_len"] = config.seq_len;
-  run_config["dtype"] = DTypeName(config.dtype);
-  run_config["zero"] = config.zero_stage;
-  run_config["recompute"] = config.recompute;
-  run_config["efficiency"] = o.efficiency;
-  run_config["ideal_network"] = o.ideal_network;
-  run_config["latency_us"] = o.latency_us;
-  run_config["steps"] = o.steps;
-  int exit_code = kExitOk;
-  std::optional<RecordedSimulation> run = SimulateRecorded(o, one, run_config, exit_code);
-  if (!run) return exit_code;
-  RunRecorder* recorder = &run->recorder;
-  const SimulationResult& sim = run->result;
-  const double step = sim.makespan / o.steps;
-  std::vector<double> step_times;
-  for (std::size_t s = 0; s < sim.step_end.size(); ++s) {
-    step_times.push_back(sim.step_end[s] - (s == 0 ? 0.0 : sim.step_end[s - 1]));
-  }
-
-  // Memory over simulated time: static state plus the activations the executed order holds.
-  std::vector<double> static_bytes;
-  for (const MemoryBreakdown& m : rank_memory) {
-    static_bytes.push_back(m.weights + m.gradients + m.optimizer);
-  }
-  std::vector<StageMemory> stage_memory;
-  for (const StageInfo& stage : plan->stages) {
-    stage_memory.push_back({stage.activation_bytes, stage.wgrad_input_bytes});
-  }
-  const std::vector<RankMemoryTimeline> memory =
-      MemoryOverTime(sim.trace, static_bytes, stage_memory);
-  const std::optional<OutOfMemory> oom =
-      FirstOutOfMemory(memory, static_cast<double>(cluster->gpu.memory_bytes));
-  double model_flops = 0;
-  for (std::size_t v = 0; v < model->num_layers(); ++v) {
-    const Layer& layer = model->layer(v);
-    model_flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
-  }
-  model_flops *= static_cast<double>(config.microbatches) * config.dp;  // per step
-  const double world = config.world_size();
-  const double mfu = model_flops / (step * world * cluster->gpu.peak_flops.at(config.dtype));
-  const double tokens_per_s = static_cast<double>(config.microbatches) * config.micro_batch_size *
-                              config.seq_len * config.dp / step;
-  const std::string status = oom ? "oom" : "ok";
-
-  RunData data;
-  std::vector<AllReduceEvent> allreduces = sim.collectives;
-  for (AllReduceEvent& a : allreduces) {
-    a.bytes = static_cast<std::int64_t>(grads[a.rank] * BytesOf(config.dtype));
-  }
-  data.events = ToEventRows(*program, sim.trace, allreduces);
-  data.memory = ToMemoryRows(memory);
-  data.metrics = {{"step_time_s", step, "s"},
-                  {"pipeline_time_s", sim.pipeline_makespan, "s"},
-                  {"bubble_ratio", sim.bubble_ratio, "fraction"},
-                  {"mfu", mfu, "fraction"},
-                  {"tokens_per_s", tokens_per_s, "tokens/s"},
-                  {"device_memory_bytes", static_cast<double>(cluster->gpu.memory_bytes), "B"}};
-  AddPerRank(data.metrics, "step_times_s", step_times, "s");
-  AddPerRank(data.metrics, "busy_s", sim.busy, "s");
-  AddPerRank(data.metrics, "allreduce_s", allreduce, "s");
-  std::vector<double> peaks;
-  for (const RankMemoryTimeline& line : memory) peaks.push_back(line.peak_bytes);
-  AddPerRank(data.metrics, "peak_memory_bytes", peaks, "B");
-  if (oom) {
-    data.metrics.push_back({"oom_rank", static_cast<double>(oom->rank), "rank"});
-    data.metrics.push_back({"oom_time_s", oom->time, "s"});
-    data.metrics.push_back({"oom_bytes", oom->bytes, "B"});
-  }
-  exit_code = FinishRecording(*recorder, std::move(data), status);
-  if (exit_code != kExitOk) return exit_code;
-
-  if (o.format == "json") {
-    nlohmann::ordered_json json;
-    json["model"] = model->name;
-    json["cluster"] = cluster->name;
-    json["nodes"] = cluster->nodes;
-    json["schedule"] = schedule->name;
-    json["pp"] = config.pp;
-    json["dp"] = config.dp;
-    json["tp"] = config.tp;
-    json["v"] = config.v;
-    json["m"] = config.microbatches;
-    json["steps"] = o.steps;
-    json["step_time_s"] = step;
-    json["step_times_s"] = step_times;
-    json["pipeline_time_s"] = sim.pipeline_makespan;
-    json["allreduce_s"] = allreduce;
-    json["bubble_ratio"] = sim.bubble_ratio;
-    json["mfu"] = mfu;
-    json["tokens_per_s"] = tokens_per_s;
-    auto& peak = json["peak_memory_bytes"] = nlohmann::ordered_json::array();
-    for (const RankMemoryTimeline& line : memory) peak.push_back(line.peak_bytes);
-    json["device_memory_bytes"] = cluster->gpu.memory_bytes;
-    json["status"] = status;
-    if (oom) {
-      json["oom_rank"] = oom->rank;
-      json["oom_time_s"] = oom->time;
-      json["oom_bytes"] = oom->bytes;
-    }
-    if (recorder->enabled()) {
-      json["run_id"] = recorder->run_id();
-      json["db"] = recorder->path();
-    }
-    std::cout << json.dump() << "\n";
-    return kExitOk;
-  }
-  fmt::print("# pipette {} simulate {} on {} ({} x {} {}), SimGrid{}\n", Version(), model->name,
-             cluster->name, cluster->nodes, cluster->gpus_per_node, cluster->gpu.name,
-             o.ideal_network ? ", ideal network" : "");
-  fmt::print(
-      "# {} pp={} dp={} tp={} v={} m={} micro_batch_size={} seq_len={} dtype={} zero={} "
-      "recompute={} efficiency={}\n",
-      schedule->name, config.pp, config.dp, config.tp, config.v, config.microbatches,
-      config.micro_batch_size, config.seq_len, DTypeName(config.dtype), config.zero_stage,
-      config.recompute ? "yes" : "no", o.efficiency);
-  fmt::print(
-      "status        {}{}\n", status,
-      !oom ? ""
-           : fmt::format(" (rank {} holds {:.2f} GB of {:.2f} GB at t = {:.4f} ms)", oom->rank,
-                         oom->bytes / 1e9, cluster->gpu.memory_bytes / 1e9, oom->time * 1e3));
-  fmt::print("step_time     {:.4f} ms   ({}pipeline {:.4f} ms + data-parallel all-reduce)\n",
-             step * 1e3, o.steps > 1 ? fmt::format("mean of {} steps; first step's ", o.steps) : "",
-             sim.pipeline_makespan * 1e3);
-  fmt::print("tokens_per_s  {:.0f}\n", tokens_per_s);
-  fmt::print("mfu           {:.3f}\n", mfu);
-  fmt::print("bubble_ratio  {:.4f}   (pipeline, idle/total)\n", sim.bubble_ratio);
-  fmt::print("#\n# rank       busy  all-reduce       idle  peak_memory\n");
-  fmt::print("#    -       [ms]        [ms]       [ms]         [GB]\n");
-  for (int r = 0; r < config.pp; ++r) {
-    fmt::print("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, sim.busy[r] * 1e3,
-               allreduce[r] * 1e3, (step_times[0] - sim.busy[r] - allreduce[r]) * 1e3,
-               memory[r].peak_bytes / 1e9);
-  }
-  fmt::print("{}", RecordedLine(*recorder));
-  return kExitOk;
+  return o.times.empty() ? RunModel(o) : RunTimes(o);
 }
 
 }  // namespace

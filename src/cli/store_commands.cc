@@ -20,13 +20,6 @@
 namespace pipette::cli {
 namespace {
 
-int Fail(std::string_view command, const Status& status) {
-  fmt::print(stderr, "pipette {}: {}\n", command, status.message());
-  return status.code() == StatusCode::kInternal || status.code() == StatusCode::kIoError
-             ? kExitFailure
-             : kExitBadInput;
-}
-
 struct RunsOptions {
   std::string db = "pipette.db";
   std::string experiment;
@@ -37,26 +30,26 @@ struct RunsOptions {
 
 int RunRuns(const RunsOptions& o) {
   Result<ExperimentDb> db = OpenExistingDb(o.db);
-  if (!db.ok()) return Fail("runs", db.status());
+  if (!db.ok()) return ReportError("runs", db.status());
   if (o.repair) {
     Result<int> repaired = db->RepairStale(o.all_hosts);
-    if (!repaired.ok()) return Fail("runs", repaired.status());
+    if (!repaired.ok()) return ReportError("runs", repaired.status());
     fmt::print(stderr, "pipette runs: marked {} stale run{} failed\n", *repaired,
                *repaired == 1 ? "" : "s");
   }
   RunFilter filter;
   if (!o.experiment.empty()) {
     Result<std::optional<std::int64_t>> id = db->FindExperiment(o.experiment);
-    if (!id.ok()) return Fail("runs", id.status());
+    if (!id.ok()) return ReportError("runs", id.status());
     if (!*id) {
-      return Fail("runs",
-                  Status::NotFound(fmt::format("--experiment = '{}': no such experiment in '{}'",
+      return ReportError(
+          "runs", Status::NotFound(fmt::format("--experiment = '{}': no such experiment in '{}'",
                                                o.experiment, o.db)));
     }
     filter.experiment_id = **id;
   }
   Result<std::vector<RunRecord>> runs = db->ListRuns(filter);
-  if (!runs.ok()) return Fail("runs", runs.status());
+  if (!runs.ok()) return ReportError("runs", runs.status());
   if (o.format == "json") {
     nlohmann::ordered_json json = nlohmann::ordered_json::array();
     for (const RunRecord& r : *runs) {
@@ -103,18 +96,18 @@ struct ExportOptions {
 
 int RunExport(const ExportOptions& o) {
   Result<ExperimentDb> db = OpenExistingDb(o.db);
-  if (!db.ok()) return Fail("export", db.status());
+  if (!db.ok()) return ReportError("export", db.status());
   Result<std::vector<std::int64_t>> ids = ResolveRuns(*db, o.run);
-  if (!ids.ok()) return Fail("export", ids.status());
+  if (!ids.ok()) return ReportError("export", ids.status());
   if (ids->size() != 1) {
-    return Fail("export",
-                Status::InvalidArgument(fmt::format("--run = '{}': export takes one run", o.run)));
+    return ReportError("export", Status::InvalidArgument(
+                                     fmt::format("--run = '{}': export takes one run", o.run)));
   }
   Result<RunData> run = db->LoadRun(ids->front());
-  if (!run.ok()) return Fail("export", run.status());
+  if (!run.ok()) return ReportError("export", run.status());
   Result<std::string> text =
       o.format == "chrome" ? ToChromeTrace(*run) : ToExecutedComputeCsv(*run, o.step);
-  if (!text.ok()) return Fail("export", text.status());
+  if (!text.ok()) return ReportError("export", text.status());
   if (o.out.empty()) {
     std::cout << *text;
     if (o.format == "chrome") std::cout << "\n";
@@ -123,7 +116,7 @@ int RunExport(const ExportOptions& o) {
   std::ofstream file(o.out, std::ios::binary);
   file << *text;
   if (!file.good()) {
-    return Fail("export", Status::IoError(fmt::format("--out = '{}': cannot write", o.out)));
+    return ReportError("export", Status::IoError(fmt::format("--out = '{}': cannot write", o.out)));
   }
   return kExitOk;
 }
@@ -139,7 +132,7 @@ struct PlotCommandOptions {
 
 int RunPlot(const PlotCommandOptions& o) {
   Result<PlotKind> kind = ParsePlotKind(o.kind);
-  if (!kind.ok()) return Fail("plot", kind.status());
+  if (!kind.ok()) return ReportError("plot", kind.status());
   PlotOptions options;
   options.out = o.out.empty() ? o.kind + ".png" : o.out;
   options.x_key = o.x;
@@ -149,25 +142,26 @@ int RunPlot(const PlotCommandOptions& o) {
   if (cross == std::string::npos ||
       std::from_chars(o.size.data(), o.size.data() + cross, width).ptr != o.size.data() + cross ||
       std::from_chars(o.size.data() + cross + 1, end, height).ptr != end) {
-    return Fail("plot", Status::InvalidArgument(fmt::format(
-                            "--size = '{}': must be WIDTHxHEIGHT in pixels, e.g. 1200x600 (height "
-                            "0: the figure's default)",
-                            o.size)));
+    return ReportError("plot",
+                       Status::InvalidArgument(fmt::format(
+                           "--size = '{}': must be WIDTHxHEIGHT in pixels, e.g. 1200x600 (height "
+                           "0: the figure's default)",
+                           o.size)));
   }
   options.width = width;
   options.height = height;
   Result<ExperimentDb> db = OpenExistingDb(o.db);
-  if (!db.ok()) return Fail("plot", db.status());
+  if (!db.ok()) return ReportError("plot", db.status());
   Result<std::vector<std::int64_t>> ids = ResolveRuns(*db, o.run);
-  if (!ids.ok()) return Fail("plot", ids.status());
+  if (!ids.ok()) return ReportError("plot", ids.status());
   std::vector<RunData> runs;
   for (std::int64_t id : *ids) {
     Result<RunData> run = db->LoadRun(id, *kind == PlotKind::kTimeline);
-    if (!run.ok()) return Fail("plot", run.status());
+    if (!run.ok()) return ReportError("plot", run.status());
     runs.push_back(std::move(*run));
   }
   Status drawn = DrawFigure(*kind, runs, options);
-  if (!drawn.ok()) return Fail("plot", drawn);
+  if (!drawn.ok()) return ReportError("plot", drawn);
   fmt::print("{}\n", options.out);
   return kExitOk;
 }

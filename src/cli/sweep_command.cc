@@ -3,6 +3,8 @@
 // database under the spec's experiment, -j at a time; points that already have a finished run are
 // skipped, so a sweep resumes where it stopped. A point whose child rejects its input (exit 2) is
 // invalid, not a failure. At the end each [[figures]] entry is drawn by a `pipette plot` child.
+// Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
+// simulation per process.
 #include <fmt/core.h>
 #include <poll.h>
 #include <unistd.h>
@@ -21,8 +23,8 @@
 
 #include "cli/commands.h"
 #include "cli/store_options.h"
-#include "cli/sweep_child.h"
 #include "cli/sweep_spec.h"
+#include "pipette/common/subprocess.h"
 #include "pipette/store/experiment_db.h"
 
 namespace pipette::cli {
@@ -37,12 +39,10 @@ struct SweepOptions {
   bool dry_run = false;
 };
 
-int Fail(const Status& status) {
-  fmt::print(stderr, "pipette sweep: {}\n", status.message());
-  return status.code() == StatusCode::kInternal || status.code() == StatusCode::kIoError
-             ? kExitFailure
-             : kExitBadInput;
-}
+int Fail(const Status& status) { return ReportError("sweep", status); }
+
+// The binary every child runs: this one.
+constexpr const char* kSelf = "/proc/self/exe";
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -89,7 +89,7 @@ struct PointResult {
   double seconds = 0;
 };
 
-PointResult Classify(const ChildProcess& child, const ChildExit& exit, double seconds) {
+PointResult Classify(const Subprocess& child, const ExitStatus& exit, double seconds) {
   PointResult result;
   result.seconds = seconds;
   if (exit.code == kExitOk) {
@@ -168,10 +168,10 @@ class Progress {
   std::size_t finished_ = 0, skipped_ = 0, failed_ = 0;
 };
 
-// The arguments of point `point`'s child.
+// The argument vector of point `point`'s child.
 std::vector<std::string> ChildArguments(const SweepSpec& spec, const SweepOptions& o,
                                         const SweepPoint& point) {
-  std::vector<std::string> args = {spec.command};
+  std::vector<std::string> args = {"pipette", spec.command};
   for (std::string& a : PointArguments(point)) args.push_back(std::move(a));
   for (const char* a : {"--db", o.db.c_str(), "--experiment", spec.name.c_str(), "--point-key",
                         point.key.c_str(), "--format", "json"}) {
@@ -186,7 +186,7 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
                                    const std::vector<std::size_t>& todo) {
   struct Job {
     std::size_t slot;  // index into todo
-    ChildProcess child;
+    Subprocess child;
     Clock::time_point start;
   };
   std::vector<PointResult> results(todo.size());
@@ -198,7 +198,7 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
     while (running.size() < static_cast<std::size_t>(o.jobs) && next < todo.size()) {
       const std::size_t slot = next++;
       const SweepPoint& point = points[todo[slot]];
-      Result<ChildProcess> child = ChildProcess::Start(ChildArguments(spec, o, point));
+      Result<Subprocess> child = Subprocess::Start(kSelf, ChildArguments(spec, o, point));
       if (!child.ok()) {
         results[slot].message = child.status().message();
         progress.Finished(point, results[slot]);
@@ -209,9 +209,8 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
     std::vector<pollfd> fds;
     std::vector<Job*> owner;
     for (const auto& job : running) {
-      for (int fd : {job->child.out_fd(), job->child.err_fd()}) {
-        if (fd < 0) continue;
-        fds.push_back({fd, POLLIN, 0});
+      for (const pollfd& fd : job->child.PollFds()) {
+        fds.push_back(fd);
         owner.push_back(job.get());
       }
     }
@@ -222,16 +221,16 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
         break;  // the Jobs' destructors kill and reap the children
       }
       for (std::size_t k = 0; k < fds.size(); ++k) {
-        if (fds[k].revents != 0) owner[k]->child.ReadFrom(fds[k].fd);
+        if (fds[k].revents != 0) owner[k]->child.Transfer(fds[k].fd);
       }
     }
     for (auto it = running.begin(); it != running.end();) {
       Job& job = **it;
-      if (!job.child.output_closed()) {
+      if (!job.child.done()) {
         ++it;
         continue;
       }
-      const ChildExit exit = job.child.Wait();
+      const ExitStatus exit = job.child.Wait();
       results[job.slot] = Classify(job.child, exit, SecondsSince(job.start));
       progress.Finished(points[todo[job.slot]], results[job.slot]);
       it = running.erase(it);
@@ -280,9 +279,10 @@ FigureCounts DrawFigures(const SweepSpec& spec, const SweepOptions& o, bool have
       ++counts.skipped;
       continue;
     }
-    std::vector<std::string> args{"plot", figure.kind, "--db", o.db, "--run", ids, "--out", out};
+    std::vector<std::string> args{"pipette", "plot", figure.kind, "--db", o.db,
+                                  "--run",   ids,    "--out",     out};
     if (!figure.x.empty()) args.insert(args.end(), {"--x", figure.x});
-    Result<ChildProcess> plot = ChildProcess::Run(args);
+    Result<Subprocess> plot = Subprocess::Run(kSelf, args);
     if (plot.ok() && plot->Wait().code == kExitOk) {
       fmt::print(stderr, "pipette sweep: drew {} figure {}\n", figure.kind, out);
       ++counts.drawn;

@@ -21,6 +21,7 @@
 #include "cli/run_store.h"
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
+#include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/store/trace_rows.h"
 
@@ -34,10 +35,6 @@ struct TrainCommandOptions {
   double tolerance = 1e-5;
   RecordOptions record;
 };
-
-int ExitCodeOf(const Status& status) {
-  return status.code() == StatusCode::kInternal ? kExitFailure : kExitBadInput;
-}
 
 nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
   const cpu::TrainOptions& t = o.train;
@@ -74,6 +71,107 @@ nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::Train
   return c;
 }
 
+// The run's measured per-stage costs as metrics "stage_f_s[s]", "stage_i_s[s]", "stage_w_s[s]" and
+// "stage_b_s[s]" (docs/metrics.md), kind by kind.
+void AddStageCosts(const std::vector<MeasuredStageCost>& costs, std::vector<MetricRow>& metrics) {
+  const std::pair<ActionKind, const char*> kinds[] = {{ActionKind::kForward, "stage_f_s"},
+                                                      {ActionKind::kInputBackward, "stage_i_s"},
+                                                      {ActionKind::kWeightBackward, "stage_w_s"},
+                                                      {ActionKind::kFullBackward, "stage_b_s"}};
+  for (const auto& [kind, name] : kinds) {
+    for (std::size_t s = 0; s < costs.size(); ++s) {
+      if (const std::optional<double>& seconds = costs[s].Of(kind)) {
+        metrics.push_back({fmt::format("{}[{}]", name, s), *seconds, "s"});
+      }
+    }
+  }
+}
+
+double MeanStepTime(const cpu::TrainReport& r) {
+  double mean = 0;
+  for (const double t : r.step_times) mean += t / static_cast<double>(r.step_times.size());
+  return mean;
+}
+
+bool Verified(const TrainCommandOptions& o, const cpu::TrainReport& r) {
+  return !r.verification || r.verification->Passes(o.tolerance);
+}
+
+// The run's rows: every traced instruction, memory over time and the metrics.
+RunData RunDataOf(const cpu::TrainPlan& plan, const cpu::TrainReport& r) {
+  RunData data;
+  data.events = ToEventRows(plan.program, r.trace, r.allreduces);
+  data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory));
+  data.metrics = {{"step_time_s", MeanStepTime(r), "s"},
+                  {"tokens_per_s", r.tokens_per_s, "tokens/s"},
+                  {"final_loss", r.losses.back(), "nats"},
+                  {"params", static_cast<double>(r.params), "count"}};
+  AddPerRank(data.metrics, "loss", r.losses, "nats");
+  AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
+  AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
+  AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
+  AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
+  if (r.verification) {
+    data.metrics.push_back(
+        {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});
+    data.metrics.push_back(
+        {"verify_param_rel_err", r.verification->parameters.global_relative_error, "fraction"});
+  }
+  return data;
+}
+
+// The run's JSON line, without where it was recorded.
+nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const cpu::TrainPlan& plan,
+                              const cpu::TrainReport& r) {
+  nlohmann::ordered_json json;
+  json["engine"] = o.engine;
+  json["model"] = plan.spec.name;
+  json["params"] = r.params;
+  json["schedule"] = plan.schedule.name;
+  json["p"] = plan.p();
+  json["v"] = plan.schedule.v;
+  json["m"] = plan.m();
+  json["dp"] = plan.dp;
+  json["steps"] = o.train.steps;
+  json["tokens_per_step"] = plan.sequences_per_step() * plan.seq_len;
+  json["losses"] = r.losses;
+  json["step_time_s"] = r.step_times;
+  json["tokens_per_s"] = r.tokens_per_s;
+  json["peak_memory_bytes"] = r.peak_memory_bytes;
+  json["peak_rss_bytes"] = r.peak_rss_bytes;
+  if (r.verification) {
+    auto& v = json["verify"];
+    v["grad_rel_err"] = r.verification->gradients.max_relative_error;
+    v["grad_worst"] = r.verification->gradients.worst;
+    v["param_rel_err"] = r.verification->parameters.global_relative_error;
+    v["param_tensor_rel_err"] = r.verification->parameters.max_relative_error;
+    v["param_worst"] = r.verification->parameters.worst;
+    v["loss_diff"] = r.verification->max_loss_difference;
+    v["tolerance"] = o.tolerance;
+    v["ok"] = Verified(o, r);
+  }
+  json["status"] = Verified(o, r) ? "ok" : "failed";
+  return json;
+}
+
+// ---- the text for people: a header, a line per step, a summary ----------------------------------
+
+void PrintHeader(const cpu::TrainPlan& plan) {
+  fmt::print(
+      "# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
+      "dp={}, {} x {} tokens per microbatch\n",
+      Version(), plan.spec.name, plan.spec.layers, plan.spec.hidden, plan.schedule.name, plan.p(),
+      plan.schedule.v, plan.m(), plan.dp, plan.micro_batch_size, plan.seq_len);
+  fmt::print("#  step      loss   time [ms]   tokens/s\n");
+}
+
+void PrintStep(const cpu::TrainPlan& plan, int step, double loss, double seconds) {
+  const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
+  fmt::print("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
+             step_tokens / seconds);
+  std::fflush(stdout);
+}
+
 void PrintVerification(const cpu::Verification& v, double tolerance) {
   fmt::print("# verify against the unpipelined reference (tolerance {:g}):\n", tolerance);
   fmt::print("#   gradients after step 1: max relative error {:.3g} ({})\n",
@@ -84,104 +182,32 @@ void PrintVerification(const cpu::Verification& v, double tolerance) {
   fmt::print("#   loss: max difference {:.3g}\n", v.max_loss_difference);
 }
 
-// Measured compute time per stage and kind ("stage_f_s[s]", "stage_i_s[s]", "stage_w_s[s]",
-// "stage_b_s[s]"): the mean duration over the traced steps, without step 0 (warm-up) when later
-// steps were traced. Overlapped cells are left out (their halves are not timed apart). These are
-// the per-stage costs a calibrated simulation needs.
-void AddStageTimes(const std::vector<TraceEvent>& trace, int stages,
-                   std::vector<MetricRow>& metrics) {
-  const bool skip_first =
-      std::any_of(trace.begin(), trace.end(), [](const TraceEvent& e) { return e.step > 0; });
-  const std::pair<ActionKind, const char*> kinds[] = {{ActionKind::kForward, "stage_f_s"},
-                                                      {ActionKind::kInputBackward, "stage_i_s"},
-                                                      {ActionKind::kWeightBackward, "stage_w_s"},
-                                                      {ActionKind::kFullBackward, "stage_b_s"}};
-  for (const auto& [kind, name] : kinds) {
-    std::vector<double> sum(stages, 0), count(stages, 0);
-    for (const TraceEvent& e : trace) {
-      if (e.action.kind != kind || (skip_first && e.step == 0)) continue;
-      sum[e.action.stage] += e.end - e.start;
-      count[e.action.stage] += 1;
-    }
-    for (int s = 0; s < stages; ++s) {
-      if (count[s] > 0) metrics.push_back({fmt::format("{}[{}]", name, s), sum[s] / count[s], "s"});
-    }
-  }
+void PrintSummary(const TrainCommandOptions& o, const cpu::TrainReport& r) {
+  fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:",
+             MeanStepTime(r) * 1e3, r.tokens_per_s);
+  for (const double b : r.peak_memory_bytes) fmt::print(" {:.2f} MiB", b / (1 << 20));
+  fmt::print("\n");
+  if (r.verification) PrintVerification(*r.verification, o.tolerance);
 }
 
-// Rank 0's output and recording after training.
+// Rank 0's recording and output after training; returns the exit code.
 int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::TrainReport& r,
            RunRecorder& recorder) {
-  const bool verified = !r.verification || r.verification->Passes(o.tolerance);
-  double mean_step = 0;
-  for (const double t : r.step_times) mean_step += t / static_cast<double>(r.step_times.size());
-
-  RunData data;
-  data.events = ToEventRows(plan.program, r.trace, r.allreduces);
-  const std::vector<RankMemoryTimeline> memory =
-      MemoryOverTime(r.trace, r.static_bytes, r.stage_memory);
-  data.memory = ToMemoryRows(memory);
-  data.metrics = {{"step_time_s", mean_step, "s"},
-                  {"tokens_per_s", r.tokens_per_s, "tokens/s"},
-                  {"final_loss", r.losses.back(), "nats"},
-                  {"params", static_cast<double>(r.params), "count"}};
-  AddPerRank(data.metrics, "loss", r.losses, "nats");
-  AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
-  AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
-  AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
-  AddStageTimes(r.trace, plan.schedule.num_stages(), data.metrics);
-  if (r.verification) {
-    data.metrics.push_back(
-        {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});
-    data.metrics.push_back(
-        {"verify_param_rel_err", r.verification->parameters.global_relative_error, "fraction"});
-  }
-  const Status recorded = recorder.Finish(std::move(data), verified ? kRunOk : kRunFailed);
+  const bool verified = Verified(o, r);
+  const Status recorded = recorder.Finish(RunDataOf(plan, r), verified ? kRunOk : kRunFailed);
   if (!recorded.ok()) {
     fmt::print(stderr, "pipette train: {}\n", recorded.message());
     return kExitFailure;
   }
-
   if (o.format == "json") {
-    nlohmann::ordered_json json;
-    json["engine"] = o.engine;
-    json["model"] = plan.spec.name;
-    json["params"] = r.params;
-    json["schedule"] = plan.schedule.name;
-    json["p"] = plan.p();
-    json["v"] = plan.schedule.v;
-    json["m"] = plan.m();
-    json["dp"] = plan.dp;
-    json["steps"] = o.train.steps;
-    json["tokens_per_step"] = plan.sequences_per_step() * plan.seq_len;
-    json["losses"] = r.losses;
-    json["step_time_s"] = r.step_times;
-    json["tokens_per_s"] = r.tokens_per_s;
-    json["peak_memory_bytes"] = r.peak_memory_bytes;
-    json["peak_rss_bytes"] = r.peak_rss_bytes;
-    if (r.verification) {
-      auto& v = json["verify"];
-      v["grad_rel_err"] = r.verification->gradients.max_relative_error;
-      v["grad_worst"] = r.verification->gradients.worst;
-      v["param_rel_err"] = r.verification->parameters.global_relative_error;
-      v["param_tensor_rel_err"] = r.verification->parameters.max_relative_error;
-      v["param_worst"] = r.verification->parameters.worst;
-      v["loss_diff"] = r.verification->max_loss_difference;
-      v["tolerance"] = o.tolerance;
-      v["ok"] = verified;
-    }
-    json["status"] = verified ? "ok" : "failed";
+    nlohmann::ordered_json json = JsonOf(o, plan, r);
     if (recorder.enabled()) {
       json["run_id"] = recorder.run_id();
       json["db"] = recorder.path();
     }
     std::cout << json.dump() << std::endl;
   } else {
-    fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:",
-               mean_step * 1e3, r.tokens_per_s);
-    for (const double b : r.peak_memory_bytes) fmt::print(" {:.2f} MiB", b / (1 << 20));
-    fmt::print("\n");
-    if (r.verification) PrintVerification(*r.verification, o.tolerance);
+    PrintSummary(o, r);
     if (recorder.enabled()) {
       fmt::print("# recorded as run {} in {}\n", recorder.run_id(), recorder.path());
     }
@@ -197,25 +223,63 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
   return kExitOk;
 }
 
-int RunTrain(const TrainCommandOptions& o) {
+// The options every rank checks before MPI starts: InvalidArgument naming the option.
+Status CheckOptions(const TrainCommandOptions& o) {
   const cpu::TrainOptions& t = o.train;
   if (o.engine != "cpu") {
-    fmt::print(stderr, "pipette train: --engine {}: only the cpu engine exists so far\n", o.engine);
-    return kExitBadInput;
+    return Status::InvalidArgument(
+        fmt::format("--engine {}: only the cpu engine exists so far", o.engine));
   }
   if (!(o.tolerance > 0 && o.tolerance < 1)) {
-    fmt::print(stderr, "pipette train: --tolerance {}: must be in (0, 1)\n", o.tolerance);
-    return kExitBadInput;
+    return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
-  const bool launched = cpu::LaunchedByMpi();
-  if (!launched && t.p * t.dp > 1) {
-    fmt::print(stderr,
-               "pipette train: -p {} --dp {} needs {} processes, one per rank, but this is a "
-               "single process; launch it with mpirun:\n  mpirun -np {} --oversubscribe pipette "
-               "train ...\n(as root also --allow-run-as-root)\n",
-               t.p, t.dp, t.p * t.dp, t.p * t.dp);
-    return kExitBadInput;
+  if (!cpu::LaunchedByMpi() && t.p * t.dp > 1) {
+    return Status::InvalidArgument(fmt::format(
+        "-p {} --dp {} needs {} processes, one per rank, but this is a single process; launch it "
+        "with mpirun:\n  mpirun -np {} --oversubscribe pipette train ...\n(as root also "
+        "--allow-run-as-root)",
+        t.p, t.dp, t.p * t.dp, t.p * t.dp));
   }
+  return Status::Ok();
+}
+
+// Every rank plans the run; the ranks agree that they were started with the same configuration
+// and that there are as many of them as the plan needs. Returns the plan, or the first error of
+// any rank.
+Result<cpu::TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog& dog) {
+  Result<cpu::TrainPlan> plan = cpu::PlanTraining(o.train);
+  std::string config;
+  if (plan.ok()) config = ConfigJson(o, *plan).dump();
+  Status agreed;
+  cpu::Watched(dog, "the other ranks to agree on the configuration",
+               [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
+  if (!agreed.ok()) return agreed;
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  PIPETTE_RETURN_IF_ERROR(cpu::CheckWorldSize(*plan, world));
+  return plan;
+}
+
+// Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`) and
+// tells every rank how that went. Returns the exit code every rank ends with if it failed.
+int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int rank,
+                   cpu::Watchdog& dog, std::optional<RunRecorder>& recorder) {
+  Status begun;
+  if (rank == 0) {
+    Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, plan));
+    if (r.ok()) recorder = std::move(*r);
+    begun = r.status();
+  }
+  int code = ExitCodeOf(begun);
+  cpu::Watched(dog, "rank 0 to open the database",
+               [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  if (rank == 0 && !begun.ok()) fmt::print(stderr, "pipette train: {}\n", begun.message());
+  return code;
+}
+
+int RunTrain(const TrainCommandOptions& o) {
+  const cpu::TrainOptions& t = o.train;
+  if (Status checked = CheckOptions(o); !checked.ok()) return ReportError("train", checked);
   openblas_set_num_threads(1);  // one core per rank
 
   // Every wait on peers is bounded, MPI_Init's included.
@@ -237,53 +301,20 @@ int RunTrain(const TrainCommandOptions& o) {
     }
     return finish(kExitFailure);
   }
-
-  Result<cpu::TrainPlan> plan = cpu::PlanTraining(t);
-  std::string config;
-  if (plan.ok()) config = ConfigJson(o, *plan).dump();
-  Status agreed;
-  cpu::Watched(dog, "the other ranks to agree on the configuration",
-               [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
-  if (agreed.ok()) {
-    int world = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    agreed = cpu::CheckWorldSize(*plan, world);
+  Result<cpu::TrainPlan> plan = PlanTogether(o, dog);
+  if (!plan.ok()) {
+    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", plan.status().message());
+    return finish(ExitCodeOf(plan.status()));
   }
-  if (!agreed.ok()) {
-    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", agreed.message());
-    return finish(ExitCodeOf(agreed));
-  }
-
-  // Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`).
   std::optional<RunRecorder> recorder;
-  Status begun;
-  if (rank == 0) {
-    Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, *plan));
-    if (r.ok()) recorder = std::move(*r);
-    begun = r.status();
-  }
-  int begun_ok = begun.ok() ? 1 : 0;
-  cpu::Watched(dog, "rank 0 to open the database",
-               [&] { MPI_Bcast(&begun_ok, 1, MPI_INT, 0, MPI_COMM_WORLD); });
-  if (!begun_ok) {
-    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", begun.message());
-    return finish(kExitFailure);
+  if (const int code = BeginRecording(o, *plan, rank, dog, recorder); code != kExitOk) {
+    return finish(code);
   }
 
-  if (rank == 0 && o.format == "text") {
-    fmt::print(
-        "# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
-        "dp={}, {} x {} tokens per microbatch\n",
-        Version(), plan->spec.name, plan->spec.layers, plan->spec.hidden, plan->schedule.name,
-        plan->p(), plan->schedule.v, plan->m(), plan->dp, plan->micro_batch_size, plan->seq_len);
-    fmt::print("#  step      loss   time [ms]   tokens/s\n");
-  }
-  const double step_tokens = static_cast<double>(plan->sequences_per_step()) * plan->seq_len;
+  const bool text = rank == 0 && o.format == "text";
+  if (text) PrintHeader(*plan);
   const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
-    if (o.format != "text") return;
-    fmt::print("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
-               step_tokens / seconds);
-    std::fflush(stdout);
+    if (text) PrintStep(*plan, step, loss, seconds);
   };
   Result<cpu::TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
   if (!report.ok()) {
@@ -293,9 +324,7 @@ int RunTrain(const TrainCommandOptions& o) {
     }
     return finish(ExitCodeOf(report.status()));
   }
-  int code = kExitOk;
-  if (rank == 0) code = Report(o, *plan, *report, *recorder);
-  return finish(code);
+  return finish(rank == 0 ? Report(o, *plan, *report, *recorder) : kExitOk);
 }
 
 void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& o) {

@@ -1,6 +1,8 @@
 // End-to-end tests of `pipette sweep`: points recorded under the spec's experiment, resuming,
-// parallel children writing one database, invalid specs and invalid points, dry runs, figures.
+// parallel children writing one database, invalid specs and invalid points, children that cannot
+// use their database, dry runs, figures.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -150,6 +152,49 @@ m = [4, 8]
   EXPECT_TRUE(Contains(run.out, "invalid            1")) << run.out;
   EXPECT_TRUE(Contains(run.out, "failed             0")) << run.out;
   EXPECT_EQ(Runs("mixed.db", "mixed").size(), 3u);
+}
+
+// A database that cannot be opened is a failure (exit 1), not bad input (exit 2): a file that is
+// not a database, and a path under a regular file (which root cannot open either).
+TEST(SweepCli, ADatabaseThatCannotBeOpenedIsAFailureNotBadInput) {
+  WriteSpec("small.toml", kSmall);
+  std::ofstream(ScratchDir() + "/garbage.db") << std::string(4096, 'x');
+  for (const std::string db : {"garbage.db", "garbage.db/inside.db"}) {
+    CommandResult child =
+        Pipette("simulate --times F=1 --ideal-network --db " + db + " --format json");
+    EXPECT_EQ(child.exit_code, 1) << db << ": " << child.err;
+    EXPECT_TRUE(Contains(child.err, "pipette simulate: --db = '" + db + "'")) << child.err;
+    CommandResult sweep = Pipette("sweep small.toml --db " + db);
+    EXPECT_EQ(sweep.exit_code, 1) << db << ": " << sweep.err;
+  }
+}
+
+// A child whose database refuses its run (here a trigger stands in for a full disk or a broken
+// file) exits 1, so the sweep counts its point as failed, not invalid, and exits 1. The sweep
+// itself opens the same database first: only the run rows are refused.
+TEST(SweepCli, AChildThatCannotRecordItsRunFailsThePointAndTheSweep) {
+  WriteSpec("small.toml", kSmall);
+  const std::string path = ScratchDir() + "/refusing.db";
+  std::filesystem::remove(path);
+  ASSERT_TRUE(pipette::ExperimentDb::Open(path).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db,
+                         "CREATE TRIGGER refuse_runs BEFORE INSERT ON runs BEGIN "
+                         "SELECT RAISE(ABORT, 'the disk is full'); END",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  CommandResult run = Pipette("sweep small.toml --db refusing.db");
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(Contains(run.out, "invalid            0")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "failed             4")) << run.out;
+  EXPECT_TRUE(Contains(run.err,
+                       "FAILED   ideal-network=true;m=8;pp=4;schedule=gpipe;times=F=1,I=1,W=1: "
+                       "exit 1: pipette simulate: insert run: the disk is full"))
+      << run.err;
 }
 
 TEST(SweepCli, DryRunListsThePointsAndWhichAreDone) {

@@ -1,19 +1,15 @@
 #include "pipette/plot/figure.h"
 
 #include <fmt/core.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "pipette/common/subprocess.h"
 #include "pipette/plot/palette.h"
 
 namespace pipette {
@@ -105,6 +101,55 @@ std::uint32_t KindColour(EventKind kind) {
   }
 }
 
+// The timeline's data: one box per drawn event (x, y, xlow, xhigh, ylow, yhigh, colour) and the
+// microbatch labels of the compute boxes wide enough for one.
+struct TimelineBoxes {
+  std::string boxes, labels;
+};
+
+// Run k's rank r is row first_row[k] + r. Compute fills the row's upper part; receives (waits for
+// data) and sends are thin bars below it. `scale` converts seconds to the time axis' unit.
+TimelineBoxes Boxes(const std::vector<RunData>& runs, const std::vector<int>& first_row,
+                    double scale, double px_per_unit) {
+  TimelineBoxes out;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    for (const EventRow& e : runs[k].events) {
+      const int y = first_row[k] + e.rank;
+      const double x0 = e.start_s * scale, x1 = e.end_s * scale;
+      const bool compute = e.kind <= EventKind::kB || e.kind == EventKind::kAllReduce ||
+                           e.kind == EventKind::kOptimizer;
+      if (!compute && x1 <= x0) continue;  // instantaneous sends and receives: nothing to draw
+      std::uint32_t colour = KindColour(e.kind);
+      if (e.chunk > 0) colour = palette::Tint(colour);
+      if (!compute) colour = palette::Tint(palette::kCommunication);
+      const double y0 = compute ? y - 0.4 : y + 0.27, y1 = compute ? y + 0.2 : y + 0.37;
+      out.boxes += fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {}\n", (x0 + x1) / 2,
+                               (y0 + y1) / 2, x0, x1, y0, y1, colour);
+      if (compute && e.microbatch >= 0 && (x1 - x0) * px_per_unit >= 16) {
+        out.labels += fmt::format("{:.9g} {:.9g} {}\n", (x0 + x1) / 2, y - 0.1, e.microbatch);
+      }
+    }
+  }
+  return out;
+}
+
+// The legend entries (NaN plots) that continue the timeline's plot command.
+std::string TimelineLegend() {
+  const std::pair<const char*, std::uint32_t> legend[] = {
+      {"F (forward)", palette::kForward},
+      {"I / B (backward)", palette::kBackward},
+      {"W (weight gradient)", palette::kWeight},
+      {"later chunk (lighter)", palette::Tint(palette::kForward)},
+      {"receive posted, data pending", palette::Tint(palette::kCommunication)},
+      {"all-reduce", palette::kAllReduce},
+      {"optimizer", palette::kOptimizer}};
+  std::string entries;
+  for (const auto& [title, colour] : legend) {
+    entries += fmt::format(", \\\n  NaN with boxes fc rgb {} title {}", Rgb(colour), Quote(title));
+  }
+  return entries;
+}
+
 Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotOptions& o) {
   if (runs.size() > 2) {
     return Status::InvalidArgument(
@@ -126,28 +171,8 @@ Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotO
   const bool ms = span < 10;
   const double scale = ms ? 1e3 : 1;
   PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, std::clamp(90 + 26 * rows, 240, 4000)));
-  // Boxes: x, y, xlow, xhigh, ylow, yhigh, colour. Compute fills the row's upper part; receives
-  // (waits for data) and sends are thin bars below it.
-  std::string boxes, labels;
   const double px_per_unit = (o.width - 160) / std::max(span * scale, 1e-12);
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    for (const EventRow& e : runs[k].events) {
-      const int y = first_row[k] + e.rank;
-      const double x0 = e.start_s * scale, x1 = e.end_s * scale;
-      const bool compute = e.kind <= EventKind::kB || e.kind == EventKind::kAllReduce ||
-                           e.kind == EventKind::kOptimizer;
-      if (!compute && x1 <= x0) continue;  // instantaneous sends and receives: nothing to draw
-      std::uint32_t colour = KindColour(e.kind);
-      if (e.chunk > 0) colour = palette::Tint(colour);
-      if (!compute) colour = palette::Tint(palette::kCommunication);
-      const double y0 = compute ? y - 0.4 : y + 0.27, y1 = compute ? y + 0.2 : y + 0.37;
-      boxes += fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {}\n", (x0 + x1) / 2,
-                           (y0 + y1) / 2, x0, x1, y0, y1, colour);
-      if (compute && e.microbatch >= 0 && (x1 - x0) * px_per_unit >= 16) {
-        labels += fmt::format("{:.9g} {:.9g} {}\n", (x0 + x1) / 2, y - 0.1, e.microbatch);
-      }
-    }
-  }
+  const TimelineBoxes drawn = Boxes(runs, first_row, scale, px_per_unit);
   std::string ytics;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     for (int r = 0; r < runs[k].NumRanks(); ++r) {
@@ -174,23 +199,13 @@ Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotO
         "set arrow from graph 0, first {0} to graph 1, first {0} nohead lc rgb \"#888888\" dt 2\n",
         first_row[1] - 1);
   }
-  script += "$boxes << EOD\n" + boxes + "EOD\n";
-  script += "$labels << EOD\n" + (labels.empty() ? std::string("0 0 \"\"\n") : labels) + "EOD\n";
+  script += "$boxes << EOD\n" + drawn.boxes + "EOD\n";
+  script += "$labels << EOD\n" + (drawn.labels.empty() ? std::string("0 0 \"\"\n") : drawn.labels) +
+            "EOD\n";
   script +=
       "plot $boxes using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, \\\n"
       "  $labels using 1:2:3 with labels font \",8\" tc rgb \"#FFFFFF\" notitle";
-  const std::pair<const char*, std::uint32_t> legend[] = {
-      {"F (forward)", palette::kForward},
-      {"I / B (backward)", palette::kBackward},
-      {"W (weight gradient)", palette::kWeight},
-      {"later chunk (lighter)", palette::Tint(palette::kForward)},
-      {"receive posted, data pending", palette::Tint(palette::kCommunication)},
-      {"all-reduce", palette::kAllReduce},
-      {"optimizer", palette::kOptimizer}};
-  for (const auto& [title, colour] : legend) {
-    script += fmt::format(", \\\n  NaN with boxes fc rgb {} title {}", Rgb(colour), Quote(title));
-  }
-  return script + "\n";
+  return script + TimelineLegend() + "\n";
 }
 
 // Analytic bubble ratio (idle over total) where it is exact: (p-1)/(v m + p - 1) for GPipe,
@@ -384,24 +399,17 @@ Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs
 
 Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options) {
   PIPETTE_ASSIGN_OR_RETURN(std::string script, FigureScript(kind, runs, options));
-  const std::string errors =
-      (std::filesystem::temp_directory_path() / fmt::format("pipette_gnuplot_{}.err", getpid()))
-          .string();
   // gnuplot reads a script named /dev/stdin about 3x faster than its interactive standard input.
-  FILE* pipe = popen(fmt::format("gnuplot /dev/stdin 2>{}", errors).c_str(), "w");
-  if (pipe == nullptr) return Status::IoError("cannot start gnuplot");
-  fwrite(script.data(), 1, script.size(), pipe);
-  const int status = pclose(pipe);
-  std::ifstream in(errors);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(errors);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return Status::IoError(fmt::format(
-        "gnuplot failed (exit {}){}: {}", code,
-        code == 127 ? " - is gnuplot installed? (scripts/install-deps.sh installs it)" : "",
-        text.str()));
+  Result<Subprocess> gnuplot =
+      Subprocess::Run("gnuplot", {"gnuplot", "/dev/stdin"}, std::move(script));
+  if (!gnuplot.ok()) {
+    return Status::IoError(
+        fmt::format("{} - is gnuplot installed? (scripts/install-deps.sh installs it)",
+                    gnuplot.status().message()));
+  }
+  const ExitStatus exit = gnuplot->Wait();
+  if (exit.code != 0) {
+    return Status::IoError(fmt::format("gnuplot failed ({}): {}", exit.Describe(), gnuplot->err()));
   }
   return Status::Ok();
 }

@@ -13,8 +13,9 @@
 //   compare   simulated against measured step time for pairs of runs (sim, measured, sim, ...),
 //             with y = x, a +-10% band and the mean absolute percentage error in the title.
 //
-// Pure functions apart from DrawFigure, which runs `gnuplot` as a child process (script on its
-// standard input, data inline) and writes only `options.out`.
+// Pure functions apart from DrawFigure, which runs `gnuplot` as a child process
+// (common/subprocess.h: no shell, the script on its standard input, data inline) and writes only
+// `options.out`.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "cli/model_plan.h"
+#include "pipette/partition/model_plan.h"
 
 #include <fmt/core.h>
 
@@ -9,7 +9,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   ModelPlan p;
@@ -49,7 +49,8 @@ Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   p.request.peak_pending_w = counts.peak_pending_w;
   PIPETTE_ASSIGN_OR_RETURN(p.plan, Partition(p.model, p.schedule.placement, cost, p.request));
   p.rank_memory = RankMemory(p.plan, p.request);
+  p.efficiency = o.efficiency;
   return p;
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -1,8 +1,8 @@
-// ModelPlan: what the model-based commands (partition, simulate) share. From a model name, a
-// cluster name and a parallel configuration it builds the model, the cluster, the checked
-// configuration, the schedule and its program, and the partition (timed with the roofline, with
-// per-rank memory against the device). Move-only; `request.memory` points into the plan and stays
-// valid when the plan moves.
+// ModelPlan: a model made ready to run, what `pipette partition` prints and SimulateModel
+// (sim/model_simulation.h) simulates. From a model name, a cluster name and a parallel
+// configuration it builds the model, the cluster, the checked configuration, the schedule and its
+// program, and the partition (timed with the roofline, with per-rank memory against the device).
+// Move-only; `request.memory` points into the plan and stays valid when the plan moves.
 #pragma once
 
 #include <memory>
@@ -18,7 +18,7 @@
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 struct ModelPlanOptions {
   std::string model;
@@ -41,9 +41,11 @@ struct ModelPlan {
   PartitionRequest request;
   StagePlan plan;
   std::vector<MemoryBreakdown> rank_memory;
+  double efficiency =
+      0.5;  // the roofline's achieved fraction of peak FLOP/s (stage times assume it)
 };
 
 // Returns the plan, or the first error (InvalidArgument/NotFound naming the flag, value and rule).
 Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& options);
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -1,0 +1,112 @@
+#include "sim/model_simulation.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "pipette/cost/collectives.h"
+
+namespace pipette {
+namespace {
+
+// The GPU of every rank of every replica: replica d's rank r on GPU (d*pp + r)*tp.
+int GpuOf(const ParallelConfig& c, int replica, int rank) { return (replica * c.pp + rank) * c.tp; }
+
+// Per rank: the parameters (after tensor-parallel sharding) whose gradients it all-reduces.
+std::vector<double> GradientParams(const ModelPlan& p) {
+  std::vector<double> params(p.config.pp, 0.0);
+  for (const StageInfo& stage : p.plan.stages) params[stage.rank] += stage.params_per_gpu;
+  return params;
+}
+
+// Per rank: seconds of its ring all-reduce over the dp replicas, over the NICs when any hop of
+// the ring leaves a node, else over NVLink.
+std::vector<double> AllReduceSeconds(const ModelPlan& p, const std::vector<double>& params) {
+  const ParallelConfig& c = p.config;
+  const int gpn = p.cluster.gpus_per_node;
+  std::vector<double> seconds(c.pp, 0.0);
+  for (int r = 0; r < c.pp; ++r) {
+    bool crosses_nodes = false;
+    for (int d = 0; d < c.dp; ++d) {
+      crosses_nodes |= GpuOf(c, d, r) / gpn != GpuOf(c, (d + 1) % c.dp, r) / gpn;
+    }
+    const LinkSpec& link = crosses_nodes ? p.cluster.inter_node : p.cluster.intra_node;
+    seconds[r] = RingAllReduceSeconds(c.dp, params[r] * BytesOf(c.dtype), link);
+  }
+  return seconds;
+}
+
+SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
+                      const std::vector<double>& allreduce) {
+  const ParallelConfig& c = p.config;
+  SimulationCase one;
+  one.program = &p.program;
+  one.costs = p.plan.ToCosts();
+  for (const StageInfo& stage : p.plan.stages) {
+    one.sizes.stage_output_bytes.push_back(stage.boundary_bytes / c.tp);
+  }
+  if (o.ideal_network) {
+    one.latency = o.latency;
+  } else {
+    one.cluster = &p.cluster;
+    one.replicas = c.dp;
+    for (int d = 0; d < c.dp; ++d) {
+      for (int r = 0; r < c.pp; ++r) one.gpu_of_rank.push_back(GpuOf(c, d, r));
+    }
+  }
+  one.steps = o.steps;
+  if (c.dp > 1) one.allreduce = allreduce;
+  return one;
+}
+
+// Memory over simulated time: static state plus the activations the executed order holds.
+std::vector<RankMemoryTimeline> MemoryOf(const ModelPlan& p, const std::vector<TraceEvent>& trace) {
+  std::vector<double> static_bytes;
+  for (const MemoryBreakdown& m : p.rank_memory) {
+    static_bytes.push_back(m.weights + m.gradients + m.optimizer);
+  }
+  std::vector<StageMemory> stage_memory;
+  for (const StageInfo& stage : p.plan.stages) {
+    stage_memory.push_back({stage.activation_bytes, stage.wgrad_input_bytes});
+  }
+  return MemoryOverTime(trace, static_bytes, stage_memory);
+}
+
+// FLOPs of one training step of every replica (forward, input-grad and weight-grad of every layer
+// for every microbatch).
+double ModelFlopsPerStep(const ModelPlan& p) {
+  double flops = 0;
+  for (std::size_t v = 0; v < p.model.num_layers(); ++v) {
+    const Layer& layer = p.model.layer(v);
+    flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
+  }
+  return flops * (static_cast<double>(p.config.microbatches) * p.config.dp);
+}
+
+}  // namespace
+
+Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationOptions& o) {
+  const ParallelConfig& c = p.config;
+  const std::vector<double> params = GradientParams(p);
+  ModelSimulation m;
+  m.allreduce = AllReduceSeconds(p, params);
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results,
+                           Simulate({CaseOf(p, o, m.allreduce)}));
+  m.sim = std::move(results.front());
+  for (AllReduceEvent& a : m.sim.collectives) {
+    a.bytes = static_cast<std::int64_t>(params[a.rank] * BytesOf(c.dtype));
+  }
+  m.step_time = m.sim.makespan / o.steps;
+  for (std::size_t s = 0; s < m.sim.step_end.size(); ++s) {
+    m.step_times.push_back(m.sim.step_end[s] - (s == 0 ? 0.0 : m.sim.step_end[s - 1]));
+  }
+  m.memory = MemoryOf(p, m.sim.trace);
+  for (const RankMemoryTimeline& line : m.memory) m.peak_memory.push_back(line.peak_bytes);
+  m.oom = FirstOutOfMemory(m.memory, static_cast<double>(p.cluster.gpu.memory_bytes));
+  const double world = c.world_size();
+  m.mfu = ModelFlopsPerStep(p) / (m.step_time * world * p.cluster.gpu.peak_flops.at(c.dtype));
+  m.tokens_per_s =
+      static_cast<double>(c.microbatches) * c.micro_batch_size * c.seq_len * c.dp / m.step_time;
+  return m;
+}
+
+}  // namespace pipette

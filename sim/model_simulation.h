@@ -1,0 +1,53 @@
+// ModelSimulation: training steps of a partitioned model (partition/model_plan.h) on the SimGrid
+// engine (simulator.h), and what they measure: step times, the data-parallel all-reduce of each
+// rank, memory over simulated time and the first moment it exceeds the GPU, MFU and tokens/s.
+//
+// The GPU mapping: replica d's pipeline rank r runs on GPU (d*pp + r)*tp (its tensor-parallel
+// group is that GPU .. +tp-1), and the messages between stages carry the stage output split over
+// the tensor-parallel group. On the cluster every replica runs, each with its own actors and
+// messages; on the ideal network only replica 0 does and every message takes a fixed latency.
+// Each rank's gradient all-reduce (an analytic ring over the dp replicas, cost/collectives.h, over
+// NVLink when the ring stays inside a node, else over the NICs) follows its program at the end of
+// every step, once the rank has finished in every replica (on the ideal network: in replica 0).
+//
+// SimulateModel calls Simulate(), so it may run once per process (SimGrid allows one engine).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/partition/model_plan.h"
+#include "sim/simulator.h"
+
+namespace pipette {
+
+struct ModelSimulationOptions {
+  bool ideal_network = false;  // unbounded bandwidth: every message takes `latency`
+  double latency = 0;          // seconds per message on the ideal network
+  int steps = 1;               // training steps, back to back
+};
+
+struct ModelSimulation {
+  // The engine's result (replica 0's trace, busy times, step ends, bubble ratio); its all-reduce
+  // events carry the gradient bytes they reduce.
+  SimulationResult sim;
+  double step_time = 0;             // seconds per step, the mean over the steps
+  std::vector<double> step_times;   // seconds of each step
+  std::vector<double> allreduce;    // per rank: seconds of its all-reduce (0 with dp = 1)
+  std::vector<double> peak_memory;  // per rank: bytes at its peak (memory[r].peak_bytes)
+  // Per rank: its static state (weights, gradients, optimizer) plus the activations the executed
+  // order holds, over simulated time.
+  std::vector<RankMemoryTimeline> memory;
+  std::optional<OutOfMemory> oom;  // the first moment a rank holds more than its GPU's memory
+  double mfu = 0;                  // model FLOPs per step / (step_time * GPUs * peak FLOP/s)
+  double tokens_per_s = 0;         // tokens of every replica per step / step_time
+};
+
+// Simulates `plan` (its program, stage costs and per-rank memory) on its cluster. Errors:
+// Simulate()'s (e.g. FailedPrecondition on a second call in one process, InvalidArgument for a
+// negative latency).
+Result<ModelSimulation> SimulateModel(const ModelPlan& plan, const ModelSimulationOptions& options);
+
+}  // namespace pipette

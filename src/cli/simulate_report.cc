@@ -1,0 +1,202 @@
+#include "cli/simulate_report.h"
+
+#include <fmt/core.h>
+
+#include "cli/run_store.h"
+#include "cli/schedule_report.h"
+#include "pipette/common/build_info.h"
+#include "pipette/store/trace_rows.h"
+
+namespace pipette::cli {
+
+// ---- a model ------------------------------------------------------------------------------------
+
+namespace {
+
+// What was simulated where, the keys the configuration and the JSON line share: model, cluster,
+// nodes, schedule, pp, dp, tp, v, m.
+void AddModelShape(const ModelPlan& p, nlohmann::ordered_json& json) {
+  json["model"] = p.model.name;
+  json["cluster"] = p.cluster.name;
+  json["nodes"] = p.cluster.nodes;
+  json["schedule"] = p.schedule.name;
+  json["pp"] = p.config.pp;
+  json["dp"] = p.config.dp;
+  json["tp"] = p.config.tp;
+  json["v"] = p.config.v;
+  json["m"] = p.config.microbatches;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
+  const ParallelConfig& c = p.config;
+  nlohmann::ordered_json config;
+  config["command"] = "simulate";
+  AddModelShape(p, config);
+  config["micro_batch_size"] = c.micro_batch_size;
+  config["seq_len"] = c.seq_len;
+  config["dtype"] = DTypeName(c.dtype);
+  config["zero"] = c.zero_stage;
+  config["recompute"] = c.recompute;
+  config["efficiency"] = p.efficiency;
+  config["ideal_network"] = s.ideal_network;
+  config["latency_us"] = s.latency_us;
+  config["steps"] = s.steps;
+  return config;
+}
+
+RunData RunDataOf(const ModelReport& report) {
+  const ModelSimulation& m = report.simulation;
+  const double device_bytes = static_cast<double>(report.plan.cluster.gpu.memory_bytes);
+  RunData data;
+  data.events = ToEventRows(report.plan.program, m.sim.trace, m.sim.collectives);
+  data.memory = ToMemoryRows(m.memory);
+  data.metrics = {{"step_time_s", m.step_time, "s"},
+                  {"pipeline_time_s", m.sim.pipeline_makespan, "s"},
+                  {"bubble_ratio", m.sim.bubble_ratio, "fraction"},
+                  {"mfu", m.mfu, "fraction"},
+                  {"tokens_per_s", m.tokens_per_s, "tokens/s"},
+                  {"device_memory_bytes", device_bytes, "B"}};
+  AddPerRank(data.metrics, "step_times_s", m.step_times, "s");
+  AddPerRank(data.metrics, "busy_s", m.sim.busy, "s");
+  AddPerRank(data.metrics, "allreduce_s", m.allreduce, "s");
+  AddPerRank(data.metrics, "peak_memory_bytes", m.peak_memory, "B");
+  if (m.oom) {
+    data.metrics.push_back({"oom_rank", static_cast<double>(m.oom->rank), "rank"});
+    data.metrics.push_back({"oom_time_s", m.oom->time, "s"});
+    data.metrics.push_back({"oom_bytes", m.oom->bytes, "B"});
+  }
+  return data;
+}
+
+std::string_view RunStatusOf(const ModelReport& report) {
+  return report.simulation.oom ? kRunOom : kRunOk;
+}
+
+nlohmann::ordered_json JsonOf(const ModelReport& report) {
+  const ModelPlan& p = report.plan;
+  const ModelSimulation& m = report.simulation;
+  nlohmann::ordered_json json;
+  AddModelShape(p, json);
+  json["steps"] = report.settings.steps;
+  json["step_time_s"] = m.step_time;
+  json["step_times_s"] = m.step_times;
+  json["pipeline_time_s"] = m.sim.pipeline_makespan;
+  json["allreduce_s"] = m.allreduce;
+  json["bubble_ratio"] = m.sim.bubble_ratio;
+  json["mfu"] = m.mfu;
+  json["tokens_per_s"] = m.tokens_per_s;
+  json["peak_memory_bytes"] = m.peak_memory;
+  json["device_memory_bytes"] = p.cluster.gpu.memory_bytes;
+  json["status"] = RunStatusOf(report);
+  if (m.oom) {
+    json["oom_rank"] = m.oom->rank;
+    json["oom_time_s"] = m.oom->time;
+    json["oom_bytes"] = m.oom->bytes;
+  }
+  return json;
+}
+
+std::string TextOf(const ModelReport& report) {
+  const ModelPlan& p = report.plan;
+  const ClusterSpec& cluster = p.cluster;
+  const ParallelConfig& c = p.config;
+  const ModelSimulation& m = report.simulation;
+  const int steps = report.settings.steps;
+  std::string out =
+      fmt::format("# pipette {} simulate {} on {} ({} x {} {}), SimGrid{}\n", Version(),
+                  p.model.name, cluster.name, cluster.nodes, cluster.gpus_per_node,
+                  cluster.gpu.name, report.settings.ideal_network ? ", ideal network" : "");
+  out += fmt::format(
+      "# {} pp={} dp={} tp={} v={} m={} micro_batch_size={} seq_len={} dtype={} zero={} "
+      "recompute={} efficiency={}\n",
+      p.schedule.name, c.pp, c.dp, c.tp, c.v, c.microbatches, c.micro_batch_size, c.seq_len,
+      DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no", p.efficiency);
+  out += fmt::format(
+      "status        {}{}\n", RunStatusOf(report),
+      !m.oom ? ""
+             : fmt::format(" (rank {} holds {:.2f} GB of {:.2f} GB at t = {:.4f} ms)", m.oom->rank,
+                           m.oom->bytes / 1e9, cluster.gpu.memory_bytes / 1e9, m.oom->time * 1e3));
+  out += fmt::format(
+      "step_time     {:.4f} ms   ({}pipeline {:.4f} ms + data-parallel all-reduce)\n",
+      m.step_time * 1e3, steps > 1 ? fmt::format("mean of {} steps; first step's ", steps) : "",
+      m.sim.pipeline_makespan * 1e3);
+  out += fmt::format("tokens_per_s  {:.0f}\n", m.tokens_per_s);
+  out += fmt::format("mfu           {:.3f}\n", m.mfu);
+  out += fmt::format("bubble_ratio  {:.4f}   (pipeline, idle/total)\n", m.sim.bubble_ratio);
+  out += "#\n# rank       busy  all-reduce       idle  peak_memory\n";
+  out += "#    -       [ms]        [ms]       [ms]         [GB]\n";
+  for (int r = 0; r < c.pp; ++r) {
+    out +=
+        fmt::format("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, m.sim.busy[r] * 1e3,
+                    m.allreduce[r] * 1e3, (m.step_times[0] - m.sim.busy[r] - m.allreduce[r]) * 1e3,
+                    m.peak_memory[r] / 1e9);
+  }
+  return out;
+}
+
+// ---- a schedule with fixed times ----------------------------------------------------------------
+
+nlohmann::ordered_json ConfigOf(const TimesPlan& p, const SimulateSettings& s) {
+  nlohmann::ordered_json config;
+  config["command"] = "simulate";
+  config["schedule"] = p.schedule.name;
+  config["pp"] = p.schedule.p;
+  config["v"] = p.schedule.v;
+  config["m"] = p.schedule.m;
+  config["dp"] = 1;
+  config["tp"] = 1;
+  config["times_ms"] = {{"F", p.times_ms.f}, {"I", p.times_ms.i}, {"W", p.times_ms.w}};
+  config["ideal_network"] = true;
+  config["latency_us"] = s.latency_us;
+  config["steps"] = s.steps;
+  return config;
+}
+
+RunData RunDataOf(const TimesReport& report) {
+  const SimulationResult& r = report.simulation;
+  RunData data;
+  data.events = ToEventRows(report.plan.program, r.trace);
+  data.metrics = {{"step_time_s", r.makespan / report.settings.steps, "s"},
+                  {"pipeline_time_s", r.pipeline_makespan, "s"},
+                  {"bubble_ratio", r.bubble_ratio, "fraction"}};
+  AddPerRank(data.metrics, "busy_s", r.busy, "s");
+  return data;
+}
+
+std::string_view RunStatusOf(const TimesReport&) { return kRunOk; }
+
+nlohmann::ordered_json JsonOf(const TimesReport& report) {
+  const SimulationResult& r = report.simulation;
+  nlohmann::ordered_json json = ScheduleJson(report.plan.schedule);
+  json["steps"] = report.settings.steps;
+  json["step_time_s"] = r.makespan / report.settings.steps;
+  json["bubble_ratio"] = r.bubble_ratio;
+  json["busy_s"] = r.busy;
+  json["status"] = RunStatusOf(report);
+  return json;
+}
+
+std::string TextOf(const TimesReport& report) {
+  const Schedule& schedule = report.plan.schedule;
+  const StageCost& ms = report.plan.times_ms;
+  const SimulateSettings& s = report.settings;
+  const SimulationResult& r = report.simulation;
+  std::string out =
+      fmt::format("# pipette {} simulate {} p={} v={} m={} (SimGrid, ideal network)\n", Version(),
+                  schedule.name, schedule.p, schedule.v, schedule.m);
+  out += fmt::format("# per-chunk times F={} I={} W={} ms, message latency {} us\n", ms.f, ms.i,
+                     ms.w, s.latency_us);
+  out += fmt::format("step_time     {:.6g} ms{}\n", r.makespan / s.steps * 1e3,
+                     s.steps > 1 ? fmt::format("   (mean of {} steps)", s.steps) : "");
+  out += fmt::format("bubble_ratio  {:.4f}   (idle/total)\n", r.bubble_ratio);
+  out += "#\n# rank       busy       idle\n#    -       [ms]       [ms]\n";
+  for (std::size_t k = 0; k < r.busy.size(); ++k) {
+    out += fmt::format("  {:>4} {:>10.4g} {:>10.4g}\n", k, r.busy[k] * 1e3,
+                       (r.pipeline_makespan - r.busy[k]) * 1e3);
+  }
+  return out;
+}
+
+}  // namespace pipette::cli

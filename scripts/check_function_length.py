@@ -20,6 +20,8 @@ import sys
 
 SOURCE_SUFFIXES = (".cc", ".h", ".cpp", ".hpp", ".cu", ".cuh")
 MARKER = "NOLINTNEXTLINE(readability-function-size)"
+# A constructor's member initialiser list: `) :` (not `::`), possibly after noexcept.
+INIT_LIST = re.compile(r"\)\s*(noexcept\s*)?:(?!:)")
 NOT_A_FUNCTION = re.compile(r"^\s*(template\s*<.*>\s*)?(namespace|class|struct|union|enum)\b|"
                             r"^\s*extern\s+\"C\"")
 
@@ -92,6 +94,11 @@ def functions(path):
             if not in_function:
                 head = text[head_start:i]
                 flat = " ".join(head.split())
+                if INIT_LIST.search(flat) and i > 0 and re.match(r"[\w>]", text[i - 1]):
+                    # A member initialiser `a_{x}` in a constructor's init list: part of the head.
+                    stack.append(False)
+                    open_at.append((i, None, False))
+                    continue
                 if ("(" in flat and ")" in flat and not NOT_A_FUNCTION.search(flat)
                         and not re.search(r"=\s*$", flat) and not flat.endswith(",")):
                     is_function = True
@@ -102,6 +109,8 @@ def functions(path):
             if stack:
                 stack.pop()
                 start, head, is_function = open_at.pop()
+                if head is None:  # the end of a member initialiser: the head goes on
+                    continue
                 if is_function:
                     head_text = text[head:start]
                     first = head + (len(head_text) - len(head_text.lstrip()))

@@ -38,8 +38,9 @@ struct Channels {
 
 class SimGridRuntime final : public RankRuntime {
  public:
-  // `allreduce_seconds` > 0 with a barrier of every replica's rank: the rank all-reduces after
-  // each step; nullptr: it does not.
+  // With `replicas` (a barrier of this rank in every replica) the rank all-reduces after each
+  // step: it waits for the barrier, then takes `allreduce_seconds` (a zero-length all-reduce is
+  // still recorded); nullptr: it does not all-reduce.
   SimGridRuntime(Channels& channels, int rank, const Costs& costs,
                  simgrid::s4u::BarrierPtr replicas, double allreduce_seconds);
 

@@ -61,17 +61,17 @@ Status CheckMessageTags(const TrainPlan& plan, MPI_Comm comm) {
 
 Status AgreeOnConfiguration(const Status& local, const std::string& config_json) {
   ByteWriter mine;
-  mine.Put(static_cast<std::uint8_t>(local.ok() ? 1 : 0));
+  mine.Put(static_cast<std::uint8_t>(local.code()));
   mine.PutString(local.ok() ? config_json : local.message());
   const std::vector<std::vector<char>> all = AllGatherBytes(mine.bytes(), MPI_COMM_WORLD);
   std::vector<std::string> configs;
   for (std::size_t r = 0; r < all.size(); ++r) {
     ByteReader reader(all[r]);
-    const bool ok = reader.Get<std::uint8_t>() != 0;
+    const auto code = static_cast<StatusCode>(reader.Get<std::uint8_t>());
     std::string text = reader.GetString();
-    if (!ok) {
-      return Status::InvalidArgument(
-          r == 0 ? text : fmt::format("rank {} of {}: {}", r, all.size(), text));
+    if (code != StatusCode::kOk) {  // the failing rank's own code, so its exit code too
+      return Status::FromCode(
+          code, r == 0 ? text : fmt::format("rank {} of {}: {}", r, all.size(), text));
     }
     configs.push_back(std::move(text));
   }

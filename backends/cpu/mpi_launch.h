@@ -30,8 +30,9 @@ Status CheckMessageTags(const TrainPlan& plan, MPI_Comm comm);
 
 // Agreement before anything runs: every rank passes its own parse/plan status and its resolved
 // configuration (JSON text). All ranks return the same answer: the first failing rank's error
-// (prefixed with its rank), or InvalidArgument naming the first key whose value differs from rank
-// 0's (MPMD launches with mismatched arguments), or OK. REQUIRES: MPI initialised.
+// with its code (prefixed with its rank), or InvalidArgument naming the first key whose value
+// differs from rank 0's (MPMD launches with mismatched arguments), or OK. REQUIRES: MPI
+// initialised.
 Status AgreeOnConfiguration(const Status& local, const std::string& config_json);
 
 }  // namespace pipette::cpu

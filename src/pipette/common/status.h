@@ -53,6 +53,11 @@ class [[nodiscard]] Status {
     return Status(StatusCode::kInternal, std::move(message));
   }
 
+  // A status rebuilt from its parts, e.g. one another process sent. kOk ignores the message.
+  static Status FromCode(StatusCode code, std::string message) {
+    return code == StatusCode::kOk ? Status() : Status(code, std::move(message));
+  }
+
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }

@@ -19,7 +19,9 @@
 
 namespace pipette {
 
-// When a collective ran on one rank: from when every participant was ready to its end.
+// A stretch of one rank's time: a step (from its start to its last part) or a collective. A
+// collective's start is engine-defined: the SimGrid runtime starts it once every participant is
+// ready; a real engine on entry, so its wait for the others is inside the span.
 struct Span {
   double start = 0;  // seconds
   double end = 0;

@@ -2,10 +2,12 @@
 // unpipelined reference on 2 and 4 ranks, with data parallelism and tied embeddings; a failing or
 // hung rank ends the whole job within a bounded time; mismatched ranks are refused; the run lands
 // in the database with the simulator's instruction ids and plots.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -165,6 +167,21 @@ TEST(RankFailure, ABadOptionOnOneRankIsReportedWithItsRank) {
             PIPETTE_BINARY + " train -p 2 --lr -1 --no-db");
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("rank 1 of 2: --lr -1"), std::string::npos) << run.err;
+}
+
+// A rank that cannot read its model file (an I/O failure, not a bad option) ends every rank with
+// that failure's exit code, 1, as a single-process command would.
+TEST(RankFailure, AnUnreadableModelFileOnOneRankIsAFailureNotBadInput) {
+  const std::filesystem::path loop =
+      std::filesystem::temp_directory_path() / fmt::format("pipette-loop-{}.toml", getpid());
+  std::filesystem::remove(loop);
+  std::filesystem::create_symlink(loop, loop);  // reading it fails: too many levels of links
+  const CommandResult run =
+      Shell(Launcher() + " -np 1 " + PIPETTE_BINARY + " train -p 2 --no-db : -np 1 " +
+            PIPETTE_BINARY + " train -p 2 --model " + loop.string() + " --no-db");
+  std::filesystem::remove(loop);
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_NE(run.err.find("rank 1 of 2: model file"), std::string::npos) << run.err;
 }
 
 TEST(RankFailure, WrongProcessCountNamesTheLaunch) {

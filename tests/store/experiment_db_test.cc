@@ -1,13 +1,22 @@
 // The experiment database: schema creation and migration, round trips of run rows, the run
-// lifecycle (running -> ok/oom/failed, never finished twice), stale-run repair and run lookup.
+// lifecycle (running -> ok/oom/failed, never finished twice), stale-run repair (zombies, reused
+// pids) and run lookup; opening that waits for a writer holding the lock (forced interleaving);
+// read-only opening; claiming sweep points across connections.
 #include "pipette/store/experiment_db.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
 
 namespace pipette {
 namespace {
@@ -98,7 +107,7 @@ TEST(ExperimentDb, MigratesAVersionOneDatabaseKeepingItsRows) {
 
   Result<ExperimentDb> db = ExperimentDb::Open(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
   Result<RunData> run = db->LoadRun(1);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->run.version, "0.0.9");
@@ -109,7 +118,7 @@ TEST(ExperimentDb, MigratesAVersionOneDatabaseKeepingItsRows) {
   // Opening again is a no-op.
   db = ExperimentDb::Open(path);
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
 }
 
 TEST(ExperimentDb, RefusesADatabaseFromANewerPipette) {
@@ -223,6 +232,275 @@ TEST(ExperimentDb, RepairMarksRunsOfDeadProcessesFailed) {
   EXPECT_EQ(*db.RepairStale(/*all_hosts=*/true), 1);
   EXPECT_EQ(db.LoadRun(remote)->run.status, kRunFailed);
   EXPECT_EQ(db.LoadRun(alive)->run.status, kRunRunning);
+}
+
+// ---- opening while another connection holds the write lock (forced interleaving) -------------
+
+std::atomic<int> lock_waits{0};
+void CountLockWait(int) { ++lock_waits; }
+
+// A plain connection to `path` that holds the write lock from construction until Release().
+class LockHolder {
+ public:
+  LockHolder(const std::string& path, bool wal) {
+    sqlite3_open(path.c_str(), &db_);
+    if (wal) sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    rc_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+  }
+  ~LockHolder() { sqlite3_close(db_); }
+  int begin_rc() const { return rc_; }
+  void Release() { sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr); }
+
+ private:
+  sqlite3* db_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// Opens `path` on another thread while `holder` holds the write lock, and releases the lock only
+// once the opener provably waits for it (the lock-wait observer fired) and has not returned.
+void ExpectOpenWaitsForTheLock(const std::string& path, LockHolder& holder) {
+  ASSERT_EQ(holder.begin_rc(), SQLITE_OK);
+  lock_waits = 0;
+  SetLockWaitObserverForTesting(CountLockWait);
+  std::future<Result<ExperimentDb>> opened =
+      std::async(std::launch::async, [&] { return ExperimentDb::Open(path); });
+  // Until the opener either waits for the lock or gives up.
+  while (lock_waits == 0 &&
+         opened.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+  }
+  const bool returned_before_release =
+      opened.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  holder.Release();
+  Result<ExperimentDb> db = opened.get();
+  SetLockWaitObserverForTesting(nullptr);
+  EXPECT_FALSE(returned_before_release) << "Open returned while another connection held the lock: "
+                                        << (db.ok() ? std::string("ok") : db.status().message());
+  EXPECT_GT(lock_waits.load(), 0);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
+  EXPECT_EQ(Query(path, "PRAGMA journal_mode"), "wal");
+}
+
+// Another creator holds the lock while the file is still in rollback mode (it is switching to
+// WAL): SQLite answers the opener's own switch with SQLITE_BUSY at once, without the busy handler.
+TEST(ExperimentDbConcurrency, OpenWaitsForACreatorSwitchingANewFileToWal) {
+  const std::string path = FreshPath("wait_rollback");
+  LockHolder holder(path, /*wal=*/false);
+  ExpectOpenWaitsForTheLock(path, holder);
+}
+
+// Another creator holds the lock in WAL mode (it is migrating): the migration waits for it.
+TEST(ExperimentDbConcurrency, OpenWaitsForACreatorMigratingANewFile) {
+  const std::string path = FreshPath("wait_wal");
+  LockHolder holder(path, /*wal=*/true);
+  ExpectOpenWaitsForTheLock(path, holder);
+}
+
+TEST(ExperimentDb, PathsThatRecordNowhereAreRefused) {
+  for (const std::string path : {"", ":memory:", "file:x.db", "file:x.db?mode=memory"}) {
+    Result<ExperimentDb> db = ExperimentDb::Open(path);
+    ASSERT_FALSE(db.ok()) << "'" << path << "'";
+    EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(db.status().message().find("--db = '" + path + "': must name a database file"),
+              std::string::npos)
+        << db.status().message();
+    EXPECT_EQ(ExperimentDb::OpenReadOnly(path).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(std::filesystem::exists("file:x.db"));
+}
+
+// ---- read-only opening ---------------------------------------------------------------------
+
+std::string Bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct timespec MTime(const std::string& path) {
+  struct stat st {};
+  stat(path.c_str(), &st);
+  return st.st_mtim;
+}
+
+bool SameTime(const struct timespec& a, const struct timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+TEST(ExperimentDbReadOnly, ReadsWithoutWritingAndRefusesWrites) {
+  const std::string path = FreshPath("readonly");
+  {
+    ExperimentDb db = *ExperimentDb::Open(path);
+    ASSERT_TRUE(db.FinishRun(*db.BeginRun(SimRun()), SomeRows(), kRunOk).ok());
+  }
+  const std::string before = Bytes(path);
+  const struct timespec mtime = MTime(path);
+  {
+    Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(path);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    EXPECT_EQ(db->ListRuns()->size(), 1u);
+    EXPECT_EQ(db->LoadRun(1)->events.size(), SomeRows().events.size());
+    EXPECT_FALSE(db->BeginRun(SimRun()).ok());
+  }
+  EXPECT_EQ(Bytes(path), before);
+  EXPECT_TRUE(SameTime(MTime(path), mtime));
+}
+
+TEST(ExperimentDbReadOnly, AnEmptyFileIsAnErrorAndStaysEmpty) {
+  const std::string path = FreshPath("empty");
+  std::ofstream(path).close();
+  Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kIoError);
+  EXPECT_NE(db.status().message().find("not a pipette database (an empty file)"), std::string::npos)
+      << db.status().message();
+  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+}
+
+TEST(ExperimentDbReadOnly, AForeignOrCorruptFileIsAnIoErrorAndStaysAsItWas) {
+  const std::string garbage = FreshPath("garbage");
+  std::ofstream(garbage) << std::string(4096, 'x');
+  Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(garbage);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kIoError);
+  EXPECT_NE(db.status().message().find("not a pipette database: file is not a database"),
+            std::string::npos)
+      << db.status().message();
+  EXPECT_EQ(Bytes(garbage), std::string(4096, 'x'));
+  // A SQLite file of something else.
+  const std::string foreign = FreshPath("foreign");
+  Query(foreign, "CREATE TABLE notes(text)");
+  db = ExperimentDb::OpenReadOnly(foreign);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("not a pipette database (it has no runs table)"),
+            std::string::npos)
+      << db.status().message();
+}
+
+TEST(ExperimentDbReadOnly, AnOlderSchemaIsReadOrNamesTheCommandThatMigratesIt) {
+  const std::string v2 = FreshPath("v2");
+  { ASSERT_TRUE(ExperimentDb::Open(v2, 2).ok()); }
+  Query(v2,
+        "INSERT INTO runs(engine, config, version, git_rev, libraries, host, started_at, status) "
+        "VALUES ('sim', '{}', '0.1', 'r', '{}', 'h', '2026-01-01', 'ok')");
+  Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(v2);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(db->ListRuns()->size(), 1u);
+
+  const std::string v1 = FreshPath("v1");
+  { ASSERT_TRUE(ExperimentDb::Open(v1, 1).ok()); }
+  const std::string before = Bytes(v1);
+  db = ExperimentDb::OpenReadOnly(v1);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("schema version 1, older than this pipette reads (2); "
+                                       "`pipette runs --db " +
+                                       v1 + " --repair` migrates it"),
+            std::string::npos)
+      << db.status().message();
+  EXPECT_EQ(Bytes(v1), before);
+}
+
+// ---- claiming sweep points -------------------------------------------------------------------
+
+// Two connections (two sweeps, or a rerun beside a live child) claim one point: the second finds
+// the first's run, running or finished, and does not start another.
+TEST(ExperimentDbClaim, APointWithALiveOrFinishedRunIsNotClaimedTwice) {
+  const std::string path = FreshPath("claim");
+  ExperimentDb a = *ExperimentDb::Open(path);
+  ExperimentDb b = *ExperimentDb::Open(path);
+  RunRecord run = SimRun();
+  run.experiment_id = *a.EnsureExperiment("study", "", "");
+  Result<std::int64_t> first = a.BeginRun(run, "m=2");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  Result<std::int64_t> second = b.BeginRun(run, "m=2");
+  ASSERT_FALSE(second.ok()) << "the point ran twice: runs " << *first << " and " << *second;
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("--point-key = 'm=2': the point already has run " +
+                                           std::to_string(*first) + " (running)"),
+            std::string::npos)
+      << second.status().message();
+  Result<PointClaim> claim = b.ClaimPoint(run, "m=2");
+  ASSERT_TRUE(claim.ok());
+  EXPECT_FALSE(claim->claimed);
+  EXPECT_EQ(claim->run_id, *first);
+  EXPECT_EQ(claim->holder, "running");
+  ASSERT_TRUE(a.FinishRun(*first, {}, kRunOk).ok());
+  claim = b.ClaimPoint(run, "m=2");
+  EXPECT_FALSE(claim->claimed);
+  EXPECT_EQ(claim->holder, "ok");
+  // Another point, and the same point of another experiment, are free.
+  EXPECT_TRUE(b.ClaimPoint(run, "m=4")->claimed);
+  RunRecord other = run;
+  other.experiment_id = *a.EnsureExperiment("other", "", "");
+  EXPECT_TRUE(b.ClaimPoint(other, "m=2")->claimed);
+  EXPECT_EQ(a.ListRuns(RunFilter{run.experiment_id, std::nullopt})->size(), 2u);
+}
+
+// A failed run, or a run whose process ended (gone, or a zombie) does not hold its point: the
+// claim marks the stale run failed and starts a new one.
+TEST(ExperimentDbClaim, APointOfAFailedOrDeadRunIsClaimedAgain) {
+  ExperimentDb db = *ExperimentDb::Open(FreshPath("reclaim"));
+  RunRecord run = SimRun();
+  run.experiment_id = *db.EnsureExperiment("study", "", "");
+  const std::int64_t failed = *db.BeginRun(run, "k=1");
+  ASSERT_TRUE(db.FailRun(failed, "boom").ok());
+  EXPECT_TRUE(db.ClaimPoint(run, "k=1")->claimed);
+
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const pid_t zombie = fork();  // exits, not reaped until the end of the test
+  if (zombie == 0) _exit(0);
+  siginfo_t info{};
+  waitid(P_PID, zombie, &info, WEXITED | WNOWAIT);  // it has exited; still a zombie
+  for (const pid_t pid : {gone, zombie}) {
+    RunRecord dead = run;
+    dead.pid = pid;
+    const std::string key = "pid=" + std::to_string(pid);
+    const std::int64_t stale = *db.BeginRun(dead, key);
+    Result<PointClaim> claim = db.ClaimPoint(run, key);
+    ASSERT_TRUE(claim.ok()) << claim.status().message();
+    EXPECT_TRUE(claim->claimed) << "pid " << pid << " (" << (pid == zombie ? "zombie" : "gone")
+                                << ") taken for the run's live process";
+    EXPECT_EQ(db.LoadRun(stale)->run.status, kRunFailed);
+    EXPECT_NE(db.LoadRun(stale)->run.error.find("stale: process " + std::to_string(pid)),
+              std::string::npos);
+  }
+  waitpid(zombie, nullptr, 0);
+}
+
+// A zombie and a pid reused by a later process are not the run's process: repair fails their runs,
+// and leaves the live run of this process alone.
+TEST(ExperimentDb, RepairTakesZombiesAndReusedPidsForDeadProcesses) {
+  const std::string path = FreshPath("repair_reuse");
+  ExperimentDb db = *ExperimentDb::Open(path);
+  const pid_t zombie = fork();
+  if (zombie == 0) _exit(0);
+  siginfo_t info{};
+  waitid(P_PID, zombie, &info, WEXITED | WNOWAIT);
+  RunRecord of_zombie = SimRun();
+  of_zombie.pid = zombie;
+  const std::int64_t z = *db.BeginRun(of_zombie);
+  // This process's pid, recorded with another process's identity (as after a reboot or pid reuse).
+  const std::int64_t reused = *db.BeginRun(SimRun());
+  Query(path,
+        "UPDATE runs SET owner_start = 'another-boot:42' WHERE id = " + std::to_string(reused));
+  // A run recorded before owner_start existed: this process's pid, but a start long before it.
+  RunRecord old = SimRun();
+  old.started_at = "2000-01-01T00:00:00.000Z";
+  const std::int64_t old_run = *db.BeginRun(old);
+  Query(path, "UPDATE runs SET owner_start = '' WHERE id = " + std::to_string(old_run));
+  const std::int64_t alive = *db.BeginRun(SimRun());
+
+  EXPECT_EQ(*db.RepairStale(), 3);
+  EXPECT_EQ(db.LoadRun(z)->run.status, kRunFailed);
+  EXPECT_EQ(db.LoadRun(reused)->run.status, kRunFailed);
+  EXPECT_EQ(db.LoadRun(old_run)->run.status, kRunFailed);
+  EXPECT_EQ(db.LoadRun(alive)->run.status, kRunRunning);
+  waitpid(zombie, nullptr, 0);
 }
 
 TEST(EventKind, NamesRoundTrip) {

@@ -1,16 +1,20 @@
 #include "pipette/store/experiment_db.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <utility>
+
+#include "pipette/store/process_owner.h"
 
 namespace pipette {
 namespace {
@@ -79,6 +83,11 @@ ALTER TABLE events ADD COLUMN chunk INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN point_key TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_point ON runs(experiment_id, point_key);
+)sql",
+    // 3: the identity of the process that writes a run (process_owner.h), so a reused pid is not
+    // taken for the run's process.
+    R"sql(
+ALTER TABLE runs ADD COLUMN owner_start TEXT NOT NULL DEFAULT '';
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
@@ -195,12 +204,68 @@ constexpr const char* kRunColumns =
     "id, experiment_id, engine, config, version, git_rev, libraries, host, pid, started_at, "
     "ended_at, status, error";
 
-bool ProcessAlive(std::int64_t pid) {
-  if (pid <= 0) return false;
-  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+// A run of a point or a `running` run, with the facts about its process.
+struct RunningRun {
+  std::int64_t id = 0;
+  std::string status;
+  OwnerFacts owner;
+};
+
+std::atomic<LockWaitObserver> lock_wait_observer{nullptr};
+
+// Tells the test hooks that this process waits for a lock (SetLockWaitObserverForTesting).
+void NoteLockWait(int waits) {
+  if (LockWaitObserver observer = lock_wait_observer.load()) observer(waits);
+  const char* file = waits == 0 ? std::getenv("PIPETTE_TEST_LOCK_WAIT_FILE") : nullptr;
+  if (file == nullptr) return;
+  const int fd = ::open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string line = fmt::format("{}\n", getpid());
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
 }
 
+// The busy handler of every connection (and the retry of the journal switch): sleeps 1 ms, 2 ms,
+// ... up to 100 ms between tries, and gives up (returns 0) after kBusyTimeoutMs in all.
+int WaitForLock(void*, int waits) {
+  static constexpr int kDelaysMs[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+  constexpr int kSteps = static_cast<int>(std::size(kDelaysMs));
+  long long slept = 0;
+  for (int k = 0; k < std::min(waits, kSteps); ++k) slept += kDelaysMs[k];
+  if (waits > kSteps) slept += 100LL * (waits - kSteps);
+  if (slept >= kBusyTimeoutMs) return 0;
+  NoteLockWait(waits);
+  sqlite3_sleep(waits < kSteps ? kDelaysMs[waits] : 100);
+  return 1;
+}
+
+// OK when a loop of steps ended at SQLITE_DONE; IoError (a corrupt or locked file) otherwise.
+Status StepsDone(sqlite3* db, int rc, std::string_view what) {
+  if (rc == SQLITE_DONE) return Status::Ok();
+  return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db)));
+}
+
+bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
 }  // namespace
+
+Status CheckDatabasePath(std::string_view path) {
+  if (path.empty()) {
+    return Status::InvalidArgument(
+        "--db = '': must name a database file (is a variable unset?), e.g. --db pipette.db");
+  }
+  if (path == ":memory:" || path.rfind("file:", 0) == 0) {
+    return Status::InvalidArgument(
+        fmt::format("--db = '{}': must name a database file; an in-memory database or a 'file:' "
+                    "URI records nowhere a later command can read (give a plain path, or --no-db)",
+                    path));
+  }
+  return Status::Ok();
+}
+
+void SetLockWaitObserverForTesting(LockWaitObserver observer) {
+  lock_wait_observer.store(observer);
+}
 
 std::string HostName() {
   char name[256] = {};
@@ -221,6 +286,7 @@ std::string UtcNow() {
 }
 
 Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_version) {
+  PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
   sqlite3* raw = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -230,16 +296,55 @@ Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_versi
     return Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
                                        raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
-  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
-  for (const char* pragma :
-       {"PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"}) {
-    Status s = db.Exec(pragma);
-    if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
-  }
+  sqlite3_busy_handler(raw, WaitForLock, nullptr);
+  Status s = db.Exec("PRAGMA foreign_keys = ON");
+  if (s.ok()) s = db.SwitchToWal();
+  if (s.ok()) s = db.Exec("PRAGMA synchronous = NORMAL");
+  if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
   Status migrated = db.Migrate(up_to_version);
   if (!migrated.ok()) {
     if (migrated.code() == StatusCode::kFailedPrecondition) return migrated;
     return Status::IoError(fmt::format("--db = '{}': {}", path, migrated.message()));
+  }
+  return db;
+}
+
+Result<ExperimentDb> ExperimentDb::OpenReadOnly(const std::string& path) {
+  PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  ExperimentDb db(raw);
+  if (rc != SQLITE_OK) {
+    return Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
+                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  sqlite3_busy_handler(raw, WaitForLock, nullptr);
+  Statement s(raw,
+              "SELECT (SELECT user_version FROM pragma_user_version), "
+              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs')");
+  if (!s.status("").ok() || s.Step() != SQLITE_ROW) {
+    return Status::IoError(
+        fmt::format("--db = '{}': not a pipette database: {}", path, sqlite3_errmsg(raw)));
+  }
+  const int version = static_cast<int>(s.Int(0));
+  if (s.Int(1) == 0) {
+    std::error_code error;
+    const bool empty = std::filesystem::file_size(path, error) == 0 && !error;
+    return Status::IoError(fmt::format("--db = '{}': not a pipette database ({})", path,
+                                       empty ? "an empty file" : "it has no runs table"));
+  }
+  if (version > kSchemaVersion) {
+    return Status::FailedPrecondition(
+        fmt::format("--db = '{}': the database has schema version {}, newer than this pipette's "
+                    "{}: use a newer pipette or another --db",
+                    path, version, kSchemaVersion));
+  }
+  if (version < kOldestReadableSchema) {
+    return Status::FailedPrecondition(fmt::format(
+        "--db = '{}': the database has schema version {}, older than this pipette reads ({}); "
+        "`pipette runs --db {} --repair` migrates it (as does any command that records into it)",
+        path, version, kOldestReadableSchema, path));
   }
   return db;
 }
@@ -269,6 +374,23 @@ Status ExperimentDb::Exec(const char* sql) {
   return Status::Ok();
 }
 
+// PRAGMA journal_mode = WAL needs the write lock, and SQLite returns SQLITE_BUSY at once instead of
+// calling the busy handler when another connection holds it (its read-to-write upgrade): retry on
+// the handler's schedule, holding no lock between tries.
+Status ExperimentDb::SwitchToWal() {
+  for (int waits = 0;; ++waits) {
+    int rc = SQLITE_OK;
+    {
+      Statement s(db_, "PRAGMA journal_mode = WAL");
+      rc = s.status("").ok() ? s.Step() : sqlite3_errcode(db_);
+      if (rc == SQLITE_ROW || rc == SQLITE_DONE) return Status::Ok();
+    }
+    if (!IsBusy(rc) || WaitForLock(nullptr, waits) == 0) {
+      return Status::IoError(fmt::format("set the WAL journal: {}", sqlite3_errstr(rc)));
+    }
+  }
+}
+
 int ExperimentDb::schema_version() const {
   Statement s(db_, "PRAGMA user_version");
   return s.Step() == SQLITE_ROW ? static_cast<int>(s.Int(0)) : -1;
@@ -279,6 +401,9 @@ Status ExperimentDb::Migrate(int up_to_version) {
   Transaction tx(db_);
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
   const int version = schema_version();
+  if (version < 0) {
+    return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_)));
+  }
   if (version > kSchemaVersion) {
     return Status::FailedPrecondition(
         fmt::format("the database has schema version {}, newer than this pipette's {}: use a newer "
@@ -320,13 +445,22 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindExperiment(std::string_vie
 }
 
 Result<std::int64_t> ExperimentDb::BeginRun(RunRecord run, std::string_view point_key) {
+  if (point_key.empty()) return InsertRun(std::move(run), point_key);
+  PIPETTE_ASSIGN_OR_RETURN(PointClaim claim, ClaimPoint(std::move(run), point_key));
+  if (claim.claimed) return claim.run_id;
+  return Status::FailedPrecondition(
+      fmt::format("--point-key = '{}': the point already has run {} ({})", point_key, claim.run_id,
+                  claim.holder));
+}
+
+Result<std::int64_t> ExperimentDb::InsertRun(RunRecord run, std::string_view point_key) {
   if (run.host.empty()) run.host = HostName();
   if (run.pid == 0) run.pid = getpid();
   if (run.started_at.empty()) run.started_at = UtcNow();
-  Statement s(
-      db_,
-      "INSERT INTO runs(experiment_id, engine, config, version, git_rev, libraries, host, "
-      "pid, started_at, status, point_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+  Statement s(db_,
+              "INSERT INTO runs(experiment_id, engine, config, version, git_rev, libraries, host, "
+              "pid, started_at, status, point_key, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "'running', ?, ?)");
   PIPETTE_RETURN_IF_ERROR(s.status("insert run"));
   if (run.experiment_id > 0) {
     s.Bind(1, run.experiment_id);
@@ -336,8 +470,52 @@ Result<std::int64_t> ExperimentDb::BeginRun(RunRecord run, std::string_view poin
   s.Bind(2, run.engine).Bind(3, run.config).Bind(4, run.version).Bind(5, run.git_rev);
   s.Bind(6, run.libraries).Bind(7, run.host).Bind(8, run.pid).Bind(9, run.started_at);
   s.Bind(10, point_key);
+  s.Bind(11, run.host == HostName() ? ProcessStartId(run.pid) : std::string());
   PIPETTE_RETURN_IF_ERROR(s.Run("insert run"));
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Result<PointClaim> ExperimentDb::ClaimPoint(RunRecord run, std::string_view point_key) {
+  Transaction tx(db_);
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  std::vector<RunningRun> stale;
+  {
+    // Finished runs first: a point with one is done whatever else it has.
+    Statement s(db_,
+                "SELECT id, status, host, pid, owner_start, started_at FROM runs WHERE "
+                "experiment_id IS ? AND point_key = ? AND status IN ('running', 'ok', 'oom') "
+                "ORDER BY status = 'running', id");
+    PIPETTE_RETURN_IF_ERROR(s.status("claim point"));
+    if (run.experiment_id > 0) {
+      s.Bind(1, run.experiment_id);
+    } else {
+      s.BindNull(1);
+    }
+    s.Bind(2, point_key);
+    const std::string here = HostName();
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      RunningRun r{s.Int(0), s.Text(1), {s.Text(2), s.Int(3), s.Text(4), s.Text(5)}};
+      if (r.status != kRunRunning || CheckOwner(r.owner, here) != OwnerState::kDead) {
+        return PointClaim{false, r.id, r.status};
+      }
+      stale.push_back(std::move(r));
+    }
+    if (rc != SQLITE_DONE)
+      return Status::IoError(fmt::format("claim point: {}", sqlite3_errmsg(db_)));
+  }
+  for (const RunningRun& r : stale) {
+    PIPETTE_RETURN_IF_ERROR(FailStale(r.id, r.owner, "pipette claiming its point"));
+  }
+  PIPETTE_ASSIGN_OR_RETURN(const std::int64_t id, InsertRun(std::move(run), point_key));
+  PIPETTE_RETURN_IF_ERROR(tx.Commit());
+  return PointClaim{true, id, ""};
+}
+
+Status ExperimentDb::FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by) {
+  return FailRun(run_id, fmt::format("stale: process {} on {} ended without finishing the run "
+                                     "(marked by {} at {})",
+                                     owner.pid, owner.host, by, UtcNow()));
 }
 
 Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::string_view status,
@@ -422,7 +600,8 @@ Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
         "FROM events WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load events"));
     s.Bind(1, run_id);
-    while (s.Step() == SQLITE_ROW) {
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
       EventRow e;
       e.rank = static_cast<int>(s.Int(0));
       e.step = static_cast<int>(s.Int(1));
@@ -436,20 +615,25 @@ Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
       e.bytes = s.Int(9);
       data.events.push_back(e);
     }
+    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load events"));
   }
   {
     Statement s(db_, "SELECT rank, t_s, bytes FROM memory WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load memory"));
     s.Bind(1, run_id);
-    while (s.Step() == SQLITE_ROW) {
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
       data.memory.push_back({static_cast<int>(s.Int(0)), s.Real(1), static_cast<double>(s.Int(2))});
     }
+    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load memory"));
   }
   {
     Statement s(db_, "SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load metrics"));
     s.Bind(1, run_id);
-    while (s.Step() == SQLITE_ROW) data.metrics.push_back({s.Text(0), s.Real(1), s.Text(2)});
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) data.metrics.push_back({s.Text(0), s.Real(1), s.Text(2)});
+    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load metrics"));
   }
   return data;
 }
@@ -464,7 +648,9 @@ Result<std::vector<RunRecord>> ExperimentDb::ListRuns(const RunFilter& filter) {
   if (filter.experiment_id) s.Bind(1, *filter.experiment_id);
   if (filter.status) s.Bind(2, *filter.status);
   std::vector<RunRecord> runs;
-  while (s.Step() == SQLITE_ROW) runs.push_back(ReadRun(s));
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) runs.push_back(ReadRun(s));
+  if (rc != SQLITE_DONE) return Status::IoError(fmt::format("list runs: {}", sqlite3_errmsg(db_)));
   return runs;
 }
 
@@ -480,17 +666,26 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindFinishedRun(std::int64_t e
 }
 
 Result<int> ExperimentDb::RepairStale(bool all_hosts) {
-  PIPETTE_ASSIGN_OR_RETURN(std::vector<RunRecord> running,
-                           ListRuns(RunFilter{std::nullopt, std::string(kRunRunning)}));
+  std::vector<RunningRun> running;
+  {
+    Statement s(db_,
+                "SELECT id, host, pid, owner_start, started_at FROM runs WHERE status = 'running' "
+                "ORDER BY id");
+    PIPETTE_RETURN_IF_ERROR(s.status("list running runs"));
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      running.push_back({s.Int(0), "running", {s.Text(1), s.Int(2), s.Text(3), s.Text(4)}});
+    }
+    if (rc != SQLITE_DONE) {
+      return Status::IoError(fmt::format("list running runs: {}", sqlite3_errmsg(db_)));
+    }
+  }
   const std::string host = HostName();
   int repaired = 0;
-  for (const RunRecord& run : running) {
-    const bool here = run.host == host;
-    if (here ? ProcessAlive(run.pid) : !all_hosts) continue;
-    PIPETTE_RETURN_IF_ERROR(FailRun(
-        run.id, fmt::format("stale: process {} on {} ended without finishing the run (marked by "
-                            "pipette runs --repair at {})",
-                            run.pid, run.host, UtcNow())));
+  for (const RunningRun& run : running) {
+    const OwnerState state = CheckOwner(run.owner, host);
+    if (state == OwnerState::kAlive || (state == OwnerState::kElsewhere && !all_hosts)) continue;
+    PIPETTE_RETURN_IF_ERROR(FailStale(run.id, run.owner, "pipette runs --repair"));
     ++repaired;
   }
   return repaired;

@@ -1,13 +1,17 @@
 // ExperimentDb: the SQLite experiment database every run of every engine lands in
 // (docs/trace_schema.md has the schema and example queries).
 //
-// Opening creates or migrates the schema (PRAGMA user_version), turns on foreign keys and the WAL
-// journal, and waits up to a minute for other writers, so several processes may record into one
-// file at once. A run is written in two transactions: BeginRun() commits its row with status
-// `running`; FinishRun() writes all its events, memory and metric rows and sets its final status in
-// one transaction, so a process that dies in between leaves a `running` run with no rows, never a
-// partial one marked finished; RepairStale() marks such runs `failed`. Move-only (owns the
-// connection); one thread at a time.
+// Open() creates or migrates the schema (PRAGMA user_version), turns on foreign keys and the WAL
+// journal; every step of it, like every write, waits up to a minute for other connections (the
+// journal switch, which SQLite does not hand to its busy handler, is retried), so several processes
+// may create and record into one file at once. OpenReadOnly() is for commands that only read: it
+// never writes, switches the journal or migrates, so a read-only file can be read and an empty or
+// foreign file stays as it was. A run is written in two transactions: BeginRun() commits its row
+// with status `running`; FinishRun() writes all its events, memory and metric rows and sets its
+// final status in one transaction, so a process that dies in between leaves a `running` run with
+// no rows, never a partial one marked finished; RepairStale() marks such runs `failed`. A sweep
+// point is claimed atomically (ClaimPoint): at most one live or finished run per point. Move-only
+// (owns the connection); one thread at a time.
 //
 // Example:
 //   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open("pipette.db"));
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/store/process_owner.h"
 #include "pipette/store/run_data.h"
 
 struct sqlite3;
@@ -30,7 +35,27 @@ struct sqlite3;
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
+// The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
+inline constexpr int kOldestReadableSchema = 2;
+
+// OK for a path that names a database file; InvalidArgument naming --db otherwise: empty (an unset
+// variable), ":memory:" and "file:" URIs record nowhere a later command can read.
+Status CheckDatabasePath(std::string_view path);
+
+// Tests: called each time a connection of this process waits for a lock another connection holds
+// (`waits`: how many times this wait has slept so far), so a test can release a lock only once a
+// writer provably waits on it. Setting PIPETTE_TEST_LOCK_WAIT_FILE=FILE makes a process append its
+// pid to FILE at the start of each such wait, for tests across processes.
+using LockWaitObserver = void (*)(int waits);
+void SetLockWaitObserverForTesting(LockWaitObserver observer);
+
+// Who holds a sweep point (ClaimPoint).
+struct PointClaim {
+  bool claimed = false;     // true: `run_id` is the new run, now `running`
+  std::int64_t run_id = 0;  // claimed: the new run; else the run that holds the point
+  std::string holder;       // not claimed: the holder's status ("ok", "oom" or "running")
+};
 
 struct RunFilter {
   std::optional<std::int64_t> experiment_id;
@@ -43,6 +68,10 @@ class ExperimentDb {
   // only) stops the migration early. Errors: IoError naming the path and SQLite's message;
   // FailedPrecondition for a database made by a newer pipette.
   static Result<ExperimentDb> Open(const std::string& path, int up_to_version = kSchemaVersion);
+  // Opens an existing database for reading only (writes fail). IoError for a file that is not a
+  // pipette database (empty, foreign or corrupt); FailedPrecondition for a schema older than
+  // kOldestReadableSchema (naming the command that migrates it) or newer than kSchemaVersion.
+  static Result<ExperimentDb> OpenReadOnly(const std::string& path);
 
   ExperimentDb(ExperimentDb&& other) noexcept;
   ExperimentDb& operator=(ExperimentDb&& other) noexcept;
@@ -60,9 +89,15 @@ class ExperimentDb {
 
   // Inserts `run` with status `running` and returns its id. Empty host, pid and started_at are
   // filled in (this machine, this process, now). `point_key` (optional) names the run's point in
-  // its experiment, for resuming sweeps. REQUIRES: run.engine is sim, cpu or cuda; run.config is
-  // JSON.
+  // its experiment, for resuming sweeps; the point is claimed as by ClaimPoint and
+  // FailedPrecondition names the run that holds it. REQUIRES: run.engine is sim, cpu or cuda;
+  // run.config is JSON.
   Result<std::int64_t> BeginRun(RunRecord run, std::string_view point_key = "");
+  // In one IMMEDIATE transaction: if point `point_key` of run.experiment_id has a finished (ok,
+  // oom) run, or a `running` run whose process is alive (or on another host), returns that run
+  // unclaimed; otherwise marks the point's runs of dead processes failed and inserts `run` as
+  // `running` (as BeginRun). So a point runs once, whatever the interleaving of its claimers.
+  Result<PointClaim> ClaimPoint(RunRecord run, std::string_view point_key);
 
   // In one transaction: inserts `data`'s events, memory rows and metrics for run `run_id` and sets
   // its status (ok, oom or failed), error and ended_at. FailedPrecondition if the run is not
@@ -78,14 +113,18 @@ class ExperimentDb {
   // The finished (ok or oom) run of `experiment_id` at `point_key`, if any.
   Result<std::optional<std::int64_t>> FindFinishedRun(std::int64_t experiment_id,
                                                       std::string_view point_key);
-  // Marks `running` runs whose process is gone (same host, pid not alive) as failed; returns how
-  // many. Runs of other hosts are left alone unless `all_hosts`.
+  // Marks `running` runs whose process ended as failed (this host: the pid is gone, a zombie, or
+  // reused by a process that started later; process_owner.h); returns how many. Runs of other hosts
+  // are left alone unless `all_hosts`.
   Result<int> RepairStale(bool all_hosts = false);
 
  private:
   explicit ExperimentDb(sqlite3* db) : db_(db) {}
   Status Exec(const char* sql);
+  Status SwitchToWal();
   Status Migrate(int up_to_version);
+  Result<std::int64_t> InsertRun(RunRecord run, std::string_view point_key);
+  Status FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by);
 
   sqlite3* db_ = nullptr;
 };

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 namespace pipette::cpu {
 
@@ -35,6 +36,11 @@ void Watchdog::set_rank(int rank) {
   rank_ = rank;
 }
 
+void Watchdog::set_on_expiry(std::function<void(const std::string&)> hook) {
+  std::lock_guard lock(mutex_);
+  on_expiry_ = std::move(hook);
+}
+
 void Watchdog::Loop() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
@@ -42,11 +48,14 @@ void Watchdog::Loop() {
     if (!waiting_) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - since_).count();
     if (waited > timeout_) {
-      std::fprintf(stderr,
-                   "pipette train: rank %d waited %.1f s for %s (--peer-timeout %g s); a peer "
-                   "failed or hangs, ending the run\n",
-                   rank_, waited, what_.c_str(), timeout_);
+      char message[512];
+      std::snprintf(message, sizeof(message),
+                    "rank %d waited %.1f s for %s (--peer-timeout %g s); a peer failed or hangs, "
+                    "ending the run",
+                    rank_, waited, what_.c_str(), timeout_);
+      std::fprintf(stderr, "pipette train: %s\n", message);
       std::fflush(stderr);
+      if (on_expiry_) on_expiry_(message);
       std::_Exit(kWatchdogExitCode);
     }
   }

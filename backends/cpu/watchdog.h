@@ -2,12 +2,14 @@
 //
 // A rank marks the start and the end of each blocking wait (a receive, a collective, MPI_Init).
 // When one wait lasts longer than the timeout, a background thread prints what the rank waited
-// for and ends the process at once without MPI_Finalize; mpirun then ends every other rank of the
-// job. This turns a failed or hung peer into an error within a bounded time on every rank.
+// for, calls the expiry hook (if set: e.g. rank 0 marks its recorded run failed) and ends the
+// process at once without MPI_Finalize; mpirun then ends every other rank of the job. This turns a
+// failed or hung peer into an error within a bounded time on every rank.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +28,9 @@ class Watchdog {
   void Begin(std::string what);
   void End();
   void set_rank(int rank);
+  // Called on the watchdog's thread, with the message, just before it ends the process. The hook
+  // must not use what the waiting thread owns (open its own database connection, say).
+  void set_on_expiry(std::function<void(const std::string& message)> hook);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -38,6 +43,7 @@ class Watchdog {
   bool stop_ = false;
   bool waiting_ = false;
   std::string what_;
+  std::function<void(const std::string&)> on_expiry_;
   Clock::time_point since_;
   std::thread thread_;
 };

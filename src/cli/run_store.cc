@@ -3,13 +3,26 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <iostream>
 
+#include "cli/exit_code.h"
 #include "pipette/common/build_info.h"
 
 namespace pipette::cli {
 
+CLI::Validator DatabasePathValidator() {
+  return CLI::Validator(
+      [](std::string& path) {
+        const Status checked = CheckDatabasePath(path);
+        return checked.ok() ? std::string() : checked.message();
+      },
+      "FILE", "database file");
+}
+
 void AddRecordOptions(CLI::App* cmd, RecordOptions& o) {
-  cmd->add_option("--db", o.db, "Experiment database (SQLite)")->capture_default_str();
+  cmd->add_option("--db", o.db, "Experiment database (SQLite)")
+      ->capture_default_str()
+      ->check(DatabasePathValidator());
   cmd->add_flag("--no-db", o.no_db, "Do not record the run");
   cmd->add_option("--trace", o.trace,
                   "What the run records: none (metrics), summary (+ memory, all-reduces), full "
@@ -56,8 +69,64 @@ Result<RunRecorder> RunRecorder::Begin(const RecordOptions& o, std::string_view 
   run.version = Version();
   run.git_rev = GitRevision();
   run.libraries = LibraryVersions().dump();
-  PIPETTE_ASSIGN_OR_RETURN(recorder.run_id_, recorder.db_->BeginRun(run, o.point_key));
+  if (o.point_key.empty()) {
+    PIPETTE_ASSIGN_OR_RETURN(recorder.run_id_, recorder.db_->BeginRun(run));
+    return recorder;
+  }
+  PIPETTE_ASSIGN_OR_RETURN(PointClaim claim, recorder.db_->ClaimPoint(run, o.point_key));
+  if (claim.claimed) {
+    recorder.run_id_ = claim.run_id;
+  } else {
+    recorder.db_.reset();
+    recorder.held_ = claim;
+  }
   return recorder;
+}
+
+RunRecorder::RunRecorder(RunRecorder&& other) noexcept
+    : db_(std::move(other.db_)),
+      run_id_(other.run_id_),
+      path_(std::move(other.path_)),
+      level_(other.level_),
+      finished_(other.finished_),
+      held_(std::move(other.held_)) {}
+
+RunRecorder& RunRecorder::operator=(RunRecorder&& other) noexcept {
+  if (this != &other) {
+    FailUnfinished();
+    db_ = std::move(other.db_);
+    run_id_ = other.run_id_;
+    path_ = std::move(other.path_);
+    level_ = other.level_;
+    finished_ = other.finished_;
+    held_ = std::move(other.held_);
+  }
+  return *this;
+}
+
+RunRecorder::~RunRecorder() { FailUnfinished(); }
+
+void RunRecorder::FailUnfinished() {
+  if (!enabled() || finished_) return;
+  (void)Fail("pipette ended before finishing the run (an error or exception after it began)");
+}
+
+int ReportPointHeld(std::string_view command, const RecordOptions& o, const RunRecorder& r,
+                    bool json) {
+  const PointClaim& held = *r.held();
+  if (json) {
+    nlohmann::ordered_json out = {{"point_key", o.point_key},
+                                  {"held_by_run", held.run_id},
+                                  {"held_status", held.holder},
+                                  {"db", o.db}};
+    std::cout << out.dump() << "\n";
+  } else {
+    fmt::print("# point '{}' of experiment '{}' is held by run {} ({}) in {}: not run again\n",
+               o.point_key, o.experiment, held.run_id, held.holder, o.db);
+  }
+  fmt::print(stderr, "pipette {}: --point-key = '{}': held by run {} ({}); not run again\n",
+             command, o.point_key, held.run_id, held.holder);
+  return kExitOk;
 }
 
 Status RunRecorder::Finish(RunData data, std::string_view status) {
@@ -70,11 +139,17 @@ Status RunRecorder::Finish(RunData data, std::string_view status) {
       return e.kind != EventKind::kAllReduce && e.kind != EventKind::kOptimizer;
     });
   }
-  return db_->FinishRun(run_id_, data, status);
+  Status written = db_->FinishRun(run_id_, data, status);
+  finished_ = true;
+  if (!written.ok()) {
+    (void)db_->FailRun(run_id_, fmt::format("recording the run failed: {}", written.message()));
+  }
+  return written;
 }
 
 Status RunRecorder::Fail(std::string_view error) {
   if (!enabled()) return Status::Ok();
+  finished_ = true;
   return db_->FailRun(run_id_, error);
 }
 

@@ -64,6 +64,7 @@ int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& confi
                    const std::function<Result<Report>()>& simulate) {
   Result<RunRecorder> recorder = RunRecorder::Begin(o.record, "sim", config);
   if (!recorder.ok()) return Fail(recorder.status());
+  if (recorder->held()) return ReportPointHeld("simulate", o.record, *recorder, o.format == "json");
   Result<Report> report = simulate();
   if (!report.ok()) {
     (void)recorder->Fail(report.status().message());

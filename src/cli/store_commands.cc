@@ -6,12 +6,16 @@
 // [--out FILE.png|.svg] [--size WxH] [--x KEY]`: a figure drawn with gnuplot from the database.
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <charconv>
-#include <fstream>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/run_store.h"
 #include "cli/store_options.h"
 #include "pipette/plot/figure.h"
 #include "pipette/store/experiment_db.h"
@@ -29,7 +33,7 @@ struct RunsOptions {
 };
 
 int RunRuns(const RunsOptions& o) {
-  Result<ExperimentDb> db = OpenExistingDb(o.db);
+  Result<ExperimentDb> db = OpenExistingDb(o.db, o.repair ? DbAccess::kWrite : DbAccess::kRead);
   if (!db.ok()) return ReportError("runs", db.status());
   if (o.repair) {
     Result<int> repaired = db->RepairStale(o.all_hosts);
@@ -94,7 +98,42 @@ struct ExportOptions {
   std::string out;  // empty: standard output
 };
 
+// InvalidArgument when `out` is the database `db` or one of its -wal/-shm files (by identity, so
+// another path to the same file is caught too).
+Status CheckOutIsNotTheDatabase(const std::string& out, const std::string& db) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::error_code error;
+    if (std::filesystem::equivalent(out, db + suffix, error) && !error) {
+      return Status::InvalidArgument(fmt::format(
+          "--out = '{}': is the database{} (--db = '{}'); writing the export there would destroy "
+          "it: choose another file",
+          out, *suffix ? fmt::format("'s {} file", suffix + 1) : std::string(), db));
+    }
+  }
+  return Status::Ok();
+}
+
+// Writes `text` to `path`; IoError with the system's reason.
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return Status::IoError(
+        fmt::format("--out = '{}': cannot write: {}", path, std::strerror(errno)));
+  }
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !closed) {
+    return Status::IoError(fmt::format("--out = '{}': cannot write: {}", path,
+                                       std::strerror(written ? errno : write_errno)));
+  }
+  return Status::Ok();
+}
+
 int RunExport(const ExportOptions& o) {
+  if (!o.out.empty()) {
+    if (Status s = CheckOutIsNotTheDatabase(o.out, o.db); !s.ok()) return ReportError("export", s);
+  }
   Result<ExperimentDb> db = OpenExistingDb(o.db);
   if (!db.ok()) return ReportError("export", db.status());
   Result<std::vector<std::int64_t>> ids = ResolveRuns(*db, o.run);
@@ -113,11 +152,7 @@ int RunExport(const ExportOptions& o) {
     if (o.format == "chrome") std::cout << "\n";
     return kExitOk;
   }
-  std::ofstream file(o.out, std::ios::binary);
-  file << *text;
-  if (!file.good()) {
-    return ReportError("export", Status::IoError(fmt::format("--out = '{}': cannot write", o.out)));
-  }
+  if (Status s = WriteFile(o.out, *text); !s.ok()) return ReportError("export", s);
   return kExitOk;
 }
 
@@ -171,7 +206,9 @@ int RunPlot(const PlotCommandOptions& o) {
 void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   auto runs = std::make_shared<RunsOptions>();
   CLI::App* cmd = app.add_subcommand("runs", "List the runs of an experiment database");
-  cmd->add_option("--db", runs->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--db", runs->db, "Experiment database")
+      ->capture_default_str()
+      ->check(DatabasePathValidator());
   cmd->add_option("--experiment", runs->experiment, "Only this experiment's runs");
   cmd->add_flag("--repair", runs->repair, "Mark runs whose process died as failed");
   cmd->add_flag("--all-hosts", runs->all_hosts,
@@ -183,7 +220,9 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
 
   auto exp = std::make_shared<ExportOptions>();
   cmd = app.add_subcommand("export", "Export a run's trace (Chrome trace JSON or CSV)");
-  cmd->add_option("--db", exp->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--db", exp->db, "Experiment database")
+      ->capture_default_str()
+      ->check(DatabasePathValidator());
   cmd->add_option("--run", exp->run, "Run id, or last")->capture_default_str();
   cmd->add_option("--format", exp->format, "chrome or csv")
       ->capture_default_str()
@@ -195,7 +234,9 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   auto plot = std::make_shared<PlotCommandOptions>();
   cmd = app.add_subcommand("plot", "Draw a figure of recorded runs with gnuplot");
   cmd->add_option("kind", plot->kind, "timeline, bubble, memory or compare")->required();
-  cmd->add_option("--db", plot->db, "Experiment database")->capture_default_str();
+  cmd->add_option("--db", plot->db, "Experiment database")
+      ->capture_default_str()
+      ->check(DatabasePathValidator());
   cmd->add_option("--run", plot->run,
                   "Run ids (comma-separated), last or lastN; compare: sim,measured pairs")
       ->capture_default_str();

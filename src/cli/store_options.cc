@@ -7,14 +7,15 @@
 
 namespace pipette::cli {
 
-Result<ExperimentDb> OpenExistingDb(const std::string& path) {
+Result<ExperimentDb> OpenExistingDb(const std::string& path, DbAccess access) {
+  PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     return Status::NotFound(fmt::format(
         "--db = '{}': no such database (pipette simulate records into pipette.db by default)",
         path));
   }
-  return ExperimentDb::Open(path);
+  return access == DbAccess::kRead ? ExperimentDb::OpenReadOnly(path) : ExperimentDb::Open(path);
 }
 
 Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::string& text) {

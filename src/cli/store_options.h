@@ -1,5 +1,6 @@
-// What the commands that read an experiment database share: opening one that must exist, and
-// turning --run values ("12", "3,4,9", "last", "last2") into run ids.
+// What the commands that read an experiment database share: opening one that must exist (read-only
+// unless the command writes), and turning --run values ("12", "3,4,9", "last", "last2") into run
+// ids.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,13 @@
 
 namespace pipette::cli {
 
+enum class DbAccess {
+  kRead,   // ExperimentDb::OpenReadOnly: no write, no journal switch, no migration
+  kWrite,  // ExperimentDb::Open: migrates (runs --repair)
+};
+
 // Opens `path`; NotFound naming --db when the file does not exist (reading never creates one).
-Result<ExperimentDb> OpenExistingDb(const std::string& path);
+Result<ExperimentDb> OpenExistingDb(const std::string& path, DbAccess access = DbAccess::kRead);
 
 // Run ids from a comma-separated list of ids and "last" (the newest finished run) or "lastN" (the
 // N newest finished runs, oldest first). Errors name --run, the value and the rule; ids must exist.

@@ -1,7 +1,10 @@
 // `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run]`: runs every point of a study
 // (docs/experiments.md) as a `pipette simulate` child process recording into the experiment
 // database under the spec's experiment, -j at a time; points that already have a finished run are
-// skipped, so a sweep resumes where it stopped. A point whose child rejects its input (exit 2) is
+// skipped, so a sweep resumes where it stopped. Each child claims its point in the database before
+// it runs (ExperimentDb::ClaimPoint): a point whose run is finished or still running in a live
+// process (a sweep whose parent was killed, a concurrent sweep of the same spec) is reported as
+// held and not run again. A point whose child rejects its input (exit 2) is
 // invalid, not a failure. At the end each [[figures]] entry is drawn by a `pipette plot` child.
 // Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
 // simulation per process.
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/run_store.h"
 #include "cli/store_options.h"
 #include "cli/sweep_spec.h"
 #include "pipette/common/subprocess.h"
@@ -82,10 +86,10 @@ std::string MinutesSeconds(double seconds) {
 
 // A finished point.
 struct PointResult {
-  enum class Outcome { kRan, kInvalid, kFailed } outcome = Outcome::kFailed;
-  std::int64_t run_id = 0;
-  std::string status;   // ok or oom (kRan)
-  std::string message;  // kInvalid, kFailed: why
+  enum class Outcome { kRan, kHeld, kInvalid, kFailed } outcome = Outcome::kFailed;
+  std::int64_t run_id = 0;  // kHeld: the run that holds the point
+  std::string status;       // ok or oom (kRan); the holder's status (kHeld)
+  std::string message;      // kInvalid, kFailed: why
   double seconds = 0;
 };
 
@@ -94,6 +98,14 @@ PointResult Classify(const Subprocess& child, const ExitStatus& exit, double sec
   result.seconds = seconds;
   if (exit.code == kExitOk) {
     const auto json = nlohmann::json::parse(LastLine(child.out()), nullptr, false);
+    if (json.is_object() && json.contains("held_by_run") &&
+        json["held_by_run"].is_number_integer() && json.contains("held_status") &&
+        json["held_status"].is_string()) {
+      result.outcome = PointResult::Outcome::kHeld;
+      result.run_id = json["held_by_run"].get<std::int64_t>();
+      result.status = json["held_status"].get<std::string>();
+      return result;
+    }
     if (json.is_object() && json.contains("run_id") && json["run_id"].is_number_integer() &&
         json.contains("status") && json["status"].is_string()) {
       result.outcome = PointResult::Outcome::kRan;
@@ -129,6 +141,9 @@ class Progress {
       case PointResult::Outcome::kRan:
         line =
             fmt::format("{:<8} run {:<6} {:>7.2f} s  {}", r.status, r.run_id, r.seconds, point.key);
+        break;
+      case PointResult::Outcome::kHeld:
+        line = fmt::format("{:<8} run {:<6} ({}) {}", "held", r.run_id, r.status, point.key);
         break;
       case PointResult::Outcome::kInvalid:
         line = fmt::format("{:<8} {}: {}", "invalid", point.key, r.message);
@@ -359,11 +374,14 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   fmt::print(stderr, "pipette sweep: {}: {} points, {} already done, running {} with -j {}\n",
              spec->name, points.size(), already, todo.size(), o.jobs);
   const std::vector<PointResult> results = RunPoints(*spec, o, points, todo);
-  std::size_t ok = 0, oom = 0, invalid = 0, failed = 0;
+  std::size_t ok = 0, oom = 0, held = 0, invalid = 0, failed = 0;
   for (const PointResult& r : results) {
     switch (r.outcome) {
       case PointResult::Outcome::kRan:
         (r.status == "oom" ? oom : ok) += 1;
+        break;
+      case PointResult::Outcome::kHeld:
+        ++held;
         break;
       case PointResult::Outcome::kInvalid:
         ++invalid;
@@ -381,6 +399,8 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   fmt::print("points        {:>6}\n", points.size());
   fmt::print("already done  {:>6}\n", already);
   fmt::print("ran           {:>6}   (ok {}, oom {})\n", ok + oom, ok, oom);
+  fmt::print("held          {:>6}   (another process ran or runs the point: not run again)\n",
+             held);
   fmt::print("invalid       {:>6}   (the command rejected the point's settings)\n", invalid);
   fmt::print("failed        {:>6}\n", failed);
   fmt::print("figures       {:>6}   drawn ({} not drawn, {} failed)\n", figures.drawn,
@@ -396,7 +416,9 @@ void RegisterSweepCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run every point of a study (experiments/NAME.toml) and draw its figures");
   cmd->add_option("spec", o->spec, "The study's TOML spec (docs/experiments.md)")->required();
-  cmd->add_option("--db", o->db, "Experiment database (SQLite)")->capture_default_str();
+  cmd->add_option("--db", o->db, "Experiment database (SQLite)")
+      ->capture_default_str()
+      ->check(DatabasePathValidator());
   cmd->add_option("-j,--jobs", o->jobs, "Points run in parallel (child processes)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

@@ -41,6 +41,21 @@ Status CheckKey(const TomlOrigin& origin, const toml::node& node, std::string_vi
                                   section, key));
 }
 
+// Strings reach the point's child as command-line arguments and its point key: a NUL would cut
+// them short there, and no option takes another control byte (line breaks included).
+Status RejectControlBytes(const TomlOrigin& origin, const toml::node* node, std::string_view where,
+                          std::string_view text) {
+  const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (bad == text.end()) return Status::Ok();
+  return origin.Error(node,
+                      fmt::format("{}: byte {} is the control byte 0x{:02x}; strings may not "
+                                  "contain control bytes (they become command-line "
+                                  "arguments and point keys)",
+                                  where, bad - text.begin() + 1, static_cast<unsigned char>(*bad)));
+}
+
 // A scalar of [fixed], [axes] or `where`, in canonical form.
 Result<SweepValue> ToValue(const TomlOrigin& origin, const toml::node& node,
                            std::string_view where) {
@@ -48,6 +63,7 @@ Result<SweepValue> ToValue(const TomlOrigin& origin, const toml::node& node,
   if (const auto* s = node.as_string()) {
     value.kind = SweepValue::Kind::kString;
     value.text = s->get();
+    PIPETTE_RETURN_IF_ERROR(RejectControlBytes(origin, &node, where, value.text));
     if (value.text.find_first_of(";\n") != std::string::npos) {
       return origin.Error(&node, fmt::format("{} = {}: values may not contain ';' or a line break "
                                              "(';' separates the settings of a point key)",
@@ -191,9 +207,11 @@ Status ParseFigure(const SweepSpec& spec, const TomlOrigin& origin, const toml::
   }
   PIPETTE_ASSIGN_OR_RETURN(figure.out,
                            reader.String("out", fmt::format("{}-{}.png", spec.name, figure.kind)));
+  PIPETTE_RETURN_IF_ERROR(RejectControlBytes(origin, reader.Get("out"), name + ".out", figure.out));
   PIPETTE_ASSIGN_OR_RETURN(std::optional<std::string> x,
                            reader.FindString("x", Presence::kOptional, EmptyString::kAllowed));
   figure.x = x.value_or("");
+  PIPETTE_RETURN_IF_ERROR(RejectControlBytes(origin, reader.Get("x"), name + ".x", figure.x));
   PIPETTE_ASSIGN_OR_RETURN(
       const toml::table* where,
       reader.FindTable("where", Presence::kOptional, ", e.g. { schedule = \"1f1b\" }"));
@@ -206,6 +224,7 @@ Status ReadHeader(const TomlTableReader& root, SweepSpec& spec) {
   PIPETTE_RETURN_IF_ERROR(
       root.RejectUnknownKeys(kTopLevelKeys, "unknown key '{key}' (a sweep spec has {expected})"));
   PIPETTE_ASSIGN_OR_RETURN(spec.name, root.String("name", spec.name));
+  PIPETTE_RETURN_IF_ERROR(RejectControlBytes(root.origin(), root.Get("name"), "name", spec.name));
   if (spec.name.empty()) {
     return Status::InvalidArgument(fmt::format(
         "{}: the file has no stem to name the experiment; set name = \"...\"", spec.path));

@@ -267,8 +267,22 @@ int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int
   Status begun;
   if (rank == 0) {
     Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, plan));
-    if (r.ok()) recorder = std::move(*r);
     begun = r.status();
+    if (r.ok() && r->held()) {
+      begun = Status::FailedPrecondition(fmt::format("--point-key = '{}': held by run {} ({})",
+                                                     o.record.point_key, r->held()->run_id,
+                                                     r->held()->holder));
+    } else if (r.ok()) {
+      recorder = std::move(*r);
+    }
+    if (recorder && recorder->enabled()) {
+      // The watchdog ends the process without unwinding: it marks the run failed on its own
+      // connection first.
+      dog.set_on_expiry([path = recorder->path(), id = recorder->run_id()](const std::string& why) {
+        Result<ExperimentDb> db = ExperimentDb::Open(path);
+        if (db.ok()) (void)db->FailRun(id, why);
+      });
+    }
   }
   int code = ExitCodeOf(begun);
   cpu::Watched(dog, "rank 0 to open the database",

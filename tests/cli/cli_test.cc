@@ -422,27 +422,8 @@ TEST(CliStore, TraceLevelsChooseTheRows) {
   EXPECT_GT(full.out.size(), 10 * summary.out.size());
 }
 
-TEST(CliStore, TwoProcessesWritingOneDatabaseLoseNothing) {
-  std::filesystem::remove(ScratchDir() + "/shared.db");
-  // Four simulations of 64 microbatches at once, all creating and writing one new database.
-  CommandResult run = Pipette(
-      "--version >/dev/null; "
-      "for k in 1 2 3 4; do " +
-      std::string(PIPETTE_BINARY) +
-      " simulate --db shared.db -m 64 --dp 2 >/dev/null & done; wait");
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto runs = RunsJson("shared.db");
-  ASSERT_EQ(runs.size(), 4u);
-  for (const auto& r : runs) {
-    EXPECT_EQ(r["status"], "ok");
-    CommandResult chrome = Pipette("export --db shared.db --run " + r["id"].dump());
-    ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
-    int x = 0;
-    const auto chrome_json = nlohmann::json::parse(chrome.out);
-    for (const auto& e : chrome_json["traceEvents"]) x += e["ph"] == "X";
-    EXPECT_EQ(x, 4 * 128 + 2 * 3 * 64 * 2 + 4) << "run " << r["id"];
-  }
-}
+// Concurrent writers: tests/cli/store_cli_test.cc
+// (StoreCli.ConcurrentCreatorsOfANewDatabaseAllRecord).
 
 TEST(CliStore, AProcessKilledMidWriteLeavesARunningRunWithNoRowsThatRepairFails) {
   std::filesystem::remove(ScratchDir() + "/killed.db");

@@ -154,6 +154,84 @@ m = [4, 8]
   EXPECT_EQ(Runs("mixed.db", "mixed").size(), 3u);
 }
 
+// The point key of kSmall's point (1f1b, m = 4).
+constexpr const char* kSmallKey = "ideal-network=true;m=4;pp=4;schedule=1f1b;times=F=1,I=1,W=1";
+
+// Records a `running` run of experiment "small" at kSmallKey owned by process `pid` in `db` (a
+// sweep child still running after its parent was killed, or a concurrent sweep's child); returns
+// its id.
+std::int64_t RunningPoint(const std::string& db, pid_t pid) {
+  pipette::Result<pipette::ExperimentDb> store = pipette::ExperimentDb::Open(db);
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  pipette::RunRecord run;
+  run.experiment_id = *store->EnsureExperiment("small", "", "");
+  run.engine = "sim";
+  run.config = "{}";
+  run.pid = pid;
+  pipette::Result<std::int64_t> id = store->BeginRun(run, kSmallKey);
+  EXPECT_TRUE(id.ok()) << id.status().message();
+  return id.ok() ? *id : 0;
+}
+
+// A rerun after only the parent was killed (its child still runs the point), or a second sweep of
+// the same spec: the point held by the live process is not run again, and reruns add no duplicate.
+TEST(SweepCli, APointRunningInALiveProcessIsNotRunAgain) {
+  WriteSpec("small.toml", kSmall);
+  std::filesystem::remove(ScratchDir() + "/held.db");
+  const std::int64_t held = RunningPoint(ScratchDir() + "/held.db", getpid());  // alive: this test
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    CommandResult run = Pipette("sweep small.toml --db held.db -j 2");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(Contains(run.out, "held               1")) << run.out;
+    EXPECT_TRUE(Contains(run.err, "held     run " + std::to_string(held))) << run.err;
+  }
+  nlohmann::json runs = Runs("held.db", "small");
+  ASSERT_EQ(runs.size(), 4u) << runs.dump();  // the held run and the three other points, once
+  int running = 0;
+  for (const auto& r : runs) running += r["status"] == "running";
+  EXPECT_EQ(running, 1);
+  // By hand: the child reports the holder and runs nothing.
+  CommandResult child = Pipette(
+      "simulate --times F=1,I=1,W=1 --ideal-network -p 4 --schedule 1f1b -m 4 --db held.db "
+      "--experiment small --point-key '" +
+      std::string(kSmallKey) + "' --format json");
+  ASSERT_EQ(child.exit_code, 0) << child.err;
+  const auto json = nlohmann::json::parse(child.out);
+  EXPECT_EQ(json["held_by_run"], held);
+  EXPECT_EQ(json["held_status"], "running");
+}
+
+// A point whose `running` run belongs to a process that ended is claimed and run; the stale run is
+// marked failed.
+TEST(SweepCli, APointOfADeadProcessIsRunAndItsStaleRunFailed) {
+  WriteSpec("small.toml", kSmall);
+  std::filesystem::remove(ScratchDir() + "/dead.db");
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const std::int64_t stale = RunningPoint(ScratchDir() + "/dead.db", gone);
+  CommandResult run = Pipette("sweep small.toml --db dead.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(Contains(run.out, "ran                4")) << run.out;
+  nlohmann::json runs = Runs("dead.db", "small");
+  ASSERT_EQ(runs.size(), 5u);
+  EXPECT_EQ(runs[0]["id"], stale);
+  EXPECT_EQ(runs[0]["status"], "failed");
+  EXPECT_TRUE(Contains(runs[0]["error"].get<std::string>(), "stale: process")) << runs[0];
+}
+
+TEST(SweepCli, AControlByteInASpecStringIsRefusedBeforeAnyRun) {
+  WriteSpec("nul.toml",
+            "[fixed]\ntimes = \"F=1\"\nideal-network = true\n[axes]\n"
+            "schedule = [\"1f1b\\u0000\", \"gpipe\"]\n");
+  std::filesystem::remove(ScratchDir() + "/nul.db");
+  CommandResult run = Pipette("sweep nul.toml --db nul.db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(Contains(run.err, "nul.toml:5: [axes] schedule: byte 5 is the control byte 0x00"))
+      << run.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/nul.db"));
+}
+
 // A database that cannot be opened is a failure (exit 1), not bad input (exit 2): a file that is
 // not a database, and a path under a regular file (which root cannot open either).
 TEST(SweepCli, ADatabaseThatCannotBeOpenedIsAFailureNotBadInput) {

@@ -190,6 +190,26 @@ TEST(SweepSpec, AxisMustBeANonEmptyListOfScalars) {
   EXPECT_NE(ParseError("[axes]\nm = [8, 8]\n").find("lists 8 twice"), std::string::npos);
 }
 
+// A NUL would cut the child's argument and the point key short; no option takes a control byte.
+TEST(SweepSpec, ControlBytesInStringsAreRejectedNamingTheKey) {
+  EXPECT_EQ(ParseError("[fixed]\nschedule = \"1f1b\\u0000x\"\n"),
+            "experiments/bad.toml:2: [fixed] schedule: byte 5 is the control byte 0x00; strings "
+            "may not contain control bytes (they become command-line arguments and point keys)");
+  EXPECT_NE(ParseError("[axes]\nschedule = [\"1f1b\", \"gpipe\\u0000\"]\n")
+                .find("[axes] schedule: byte 6 is the control byte 0x00"),
+            std::string::npos);
+  EXPECT_NE(ParseError("[fixed]\ntimes = \"F=1\\tI=1\"\n").find("control byte 0x09"),
+            std::string::npos);
+  EXPECT_NE(ParseError("name = \"a\\u001bb\"\n").find("name: byte 2 is the control byte 0x1b"),
+            std::string::npos);
+  EXPECT_NE(ParseError("[[figures]]\nkind = \"bubble\"\nout = \"a\\u0000.png\"\n")
+                .find("figures[0].out: byte 2 is the control byte 0x00"),
+            std::string::npos);
+  // The message itself carries no raw control byte.
+  const std::string message = ParseError("[fixed]\nschedule = \"\\u0000\"\n");
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+}
+
 TEST(SweepSpec, KeyInBothFixedAndAxesIsRejected) {
   EXPECT_EQ(ParseError("[fixed]\nm = 8\n[axes]\nm = [8, 16]\n"),
             "experiments/bad.toml:4: [axes] m = [ 8, 16 ]: 'm' is also in [fixed] (= 8); a key is "

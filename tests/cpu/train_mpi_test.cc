@@ -151,6 +151,25 @@ TEST(RankFailure, AHungRankEndsTheRunAfterThePeerTimeout) {
   EXPECT_NE(run.err.find("RECV"), std::string::npos) << run.err;  // names what it waited for
 }
 
+// The watchdog ends rank 0 without unwinding; it first marks rank 0's recorded run failed with what
+// it waited for, instead of leaving it `running` until `pipette runs --repair`.
+TEST(RankFailure, AWatchdogExpiryOnRankZeroEndsItsRunFailed) {
+  const std::string db = testing::ScratchDir() + "/watchdog.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const CommandResult run = Shell(FaultyRun("hang", "-p 2 --steps 50 --peer-timeout 2 --db " + db));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("rank 0 waited"), std::string::npos) << run.err;
+  Result<ExperimentDb> store = ExperimentDb::OpenReadOnly(db);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const Result<std::vector<RunRecord>> runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().status, kRunFailed);
+  EXPECT_NE(runs->front().error.find("rank 0 waited"), std::string::npos) << runs->front().error;
+  EXPECT_NE(runs->front().error.find("(--peer-timeout 2 s)"), std::string::npos)
+      << runs->front().error;
+}
+
 // An MPMD launch whose ranks got different options: every rank refuses before training.
 TEST(RankFailure, RanksWithDifferentOptionsAreRefused) {
   const CommandResult run =

@@ -1,0 +1,301 @@
+// End-to-end tests of the experiment database through the pipette binary: concurrent creators of a
+// new database (forced interleaving: the test holds the lock until every process waits for it),
+// export refusing to overwrite the database, --db values that record nowhere, read commands that
+// never write, one exit code for a corrupt database in every command, runs that cannot be recorded
+// ending failed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pipette/store/experiment_db.h"
+#include "pipette_runner.h"
+
+extern char** environ;
+
+namespace pipette {
+namespace {
+
+using testing::CommandResult;
+using testing::Pipette;
+using testing::ReadFile;
+using testing::ScratchDir;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string Fresh(const std::string& name) {
+  const std::string path = ScratchDir() + "/" + name;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::filesystem::remove(path + suffix);
+  }
+  return path;
+}
+
+// Starts `pipette args...` (paths in `args` absolute) with `env` added, standard output and error
+// into `log`; returns its pid.
+pid_t Start(const std::vector<std::string>& args, const std::vector<std::string>& env,
+            const std::string& log) {
+  std::vector<std::string> argv_text = {PIPETTE_BINARY};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text = env;
+  for (char** e = environ; *e != nullptr; ++e) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  posix_spawn(&pid, PIPETTE_BINARY, &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// The distinct pids listed in `path` (one per line).
+std::set<std::string> PidsIn(const std::string& path) {
+  std::istringstream lines(ReadFile(path));
+  std::set<std::string> pids;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) pids.insert(line);
+  }
+  return pids;
+}
+
+// Four processes create and record into one new database at once. The test holds the write lock
+// on the fresh file (as a creator switching it to WAL does) until all four provably wait for it
+// (each appends its pid to the lock-wait file), then releases it: every run must be recorded.
+TEST(StoreCli, ConcurrentCreatorsOfANewDatabaseAllRecord) {
+  const std::string db = Fresh("shared.db");
+  const std::string waits = Fresh("shared.waits");
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::vector<pid_t> children;
+  for (int k = 0; k < 4; ++k) {
+    children.push_back(Start({"simulate", "--db", db, "-m", "16", "--dp", "2", "--format", "json"},
+                             {"PIPETTE_TEST_LOCK_WAIT_FILE=" + waits},
+                             ScratchDir() + "/shared." + std::to_string(k) + ".log"));
+    ASSERT_GT(children.back(), 0);
+  }
+  // Until all four wait, or one has ended (it did not wait: the failure this test catches).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  bool one_ended = false;
+  while (PidsIn(waits).size() < 4 && !one_ended && std::chrono::steady_clock::now() < deadline) {
+    for (pid_t child : children) {
+      siginfo_t info{};
+      info.si_pid = 0;
+      waitid(P_PID, child, &info, WEXITED | WNOHANG | WNOWAIT);
+      one_ended |= info.si_pid != 0;
+    }
+  }
+  EXPECT_EQ(PidsIn(waits).size(), 4u) << "not every creator waited for the lock";
+  sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  for (std::size_t k = 0; k < children.size(); ++k) {
+    int status = 0;
+    waitpid(children[k], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "creator " << k << ": " << ReadFile(ScratchDir() + "/shared." + std::to_string(k) + ".log");
+  }
+  CommandResult runs = Pipette("runs --db shared.db --format json");
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  const auto json = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(json.size(), 4u) << runs.out;
+  for (const auto& r : json) {
+    EXPECT_EQ(r["status"], "ok");
+    CommandResult chrome = Pipette("export --db shared.db --run " + r["id"].dump());
+    ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+    int x = 0;
+    const auto trace = nlohmann::json::parse(chrome.out);
+    for (const auto& e : trace["traceEvents"]) x += e["ph"] == "X";
+    EXPECT_EQ(x, 4 * 32 + 2 * 3 * 16 * 2 + 4) << "run " << r["id"];
+  }
+}
+
+std::string Bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
+  Fresh("export.db");
+  ASSERT_EQ(Pipette("simulate --db export.db --times F=1 --ideal-network").exit_code, 0);
+  std::filesystem::create_directories(ScratchDir() + "/sub");
+  std::filesystem::remove(ScratchDir() + "/link.db");
+  std::filesystem::create_symlink(ScratchDir() + "/export.db", ScratchDir() + "/link.db");
+  const std::string before = Bytes(ScratchDir() + "/export.db");
+  for (const std::string& out : std::vector<std::string>{"export.db", "./sub/../export.db",
+                                                          "link.db", ScratchDir() + "/export.db"}) {
+    CommandResult run = Pipette("export --db export.db --run last --out " + out);
+    EXPECT_EQ(run.exit_code, 2) << out << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "pipette export: --out = '" + out +
+                                      "': is the database (--db = 'export.db')"))
+        << run.err;
+  }
+  // The database's own -wal file (while another connection keeps it).
+  sqlite3* keep = nullptr;
+  sqlite3_open((ScratchDir() + "/export.db").c_str(), &keep);
+  sqlite3_exec(keep, "SELECT count(*) FROM runs", nullptr, nullptr, nullptr);
+  if (std::filesystem::exists(ScratchDir() + "/export.db-wal")) {
+    CommandResult wal = Pipette("export --db export.db --run last --out export.db-wal");
+    EXPECT_EQ(wal.exit_code, 2) << wal.err;
+    EXPECT_TRUE(Contains(wal.err, "is the database's wal file")) << wal.err;
+  }
+  sqlite3_close(keep);
+  EXPECT_EQ(Bytes(ScratchDir() + "/export.db"), before);
+  EXPECT_EQ(Pipette("runs --db export.db").exit_code, 0);
+
+  CommandResult missing = Pipette("export --db export.db --run last --out nosuch/trace.json");
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_TRUE(Contains(missing.err, "pipette export: --out = 'nosuch/trace.json': cannot write: "
+                                    "No such file or directory"))
+      << missing.err;
+  CommandResult directory = Pipette("export --db export.db --run last --out sub");
+  EXPECT_EQ(directory.exit_code, 1) << directory.err;
+  EXPECT_TRUE(Contains(directory.err, "--out = 'sub': cannot write: Is a directory"))
+      << directory.err;
+  CommandResult good = Pipette("export --db export.db --run last --out sub/trace.json");
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_TRUE(nlohmann::json::parse(ReadFile(ScratchDir() + "/sub/trace.json"))
+                  .contains("traceEvents"));
+}
+
+// An unset $DB (--db ''), :memory: and file: URIs record nowhere: refused before any work, by
+// every command that takes --db.
+TEST(StoreCli, DbValuesThatRecordNowhereAreRefusedBeforeAnyWork) {
+  for (const std::string db : {"''", ":memory:", "file:uri.db", "'file:uri.db?mode=memory'"}) {
+    for (const std::string command :
+         {"simulate --times F=1 --ideal-network", "runs", "export", "plot timeline",
+          "sweep nosuch.toml", "train --steps 1"}) {
+      CommandResult run = Pipette(command + " --db " + db);
+      EXPECT_EQ(run.exit_code, 2) << command << " --db " << db << ": " << run.err;
+      EXPECT_TRUE(Contains(run.err, "must name a database file")) << command << ": " << run.err;
+      EXPECT_FALSE(Contains(run.out, "recorded as run")) << run.out;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/file:uri.db"));
+}
+
+struct FileState {
+  std::string bytes;
+  struct timespec mtime {};
+  bool operator==(const FileState& o) const {
+    return bytes == o.bytes && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+FileState StateOf(const std::string& path) {
+  struct stat st {};
+  stat(path.c_str(), &st);
+  return {Bytes(path), st.st_mtim};
+}
+
+// The read commands with `db`, each expected to exit `code`.
+void ExpectReadCommands(const std::string& db, int code, const std::string& message) {
+  std::ofstream(ScratchDir() + "/ro.toml") << "[fixed]\ntimes = \"F=1\"\nideal-network = true\n";
+  for (const std::string& command : std::vector<std::string>{
+           "runs --db " + db, "runs --db " + db + " --format json", "export --db " + db,
+        "export --db " + db + " --format csv", "plot timeline --out ro.svg --db " + db,
+        "sweep ro.toml --dry-run --db " + db}) {
+    CommandResult run = Pipette(command);
+    EXPECT_EQ(run.exit_code, code) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, message)) << command << ": " << run.err;
+  }
+}
+
+// Reading never writes: a read-only database is readable by every read command and left as it
+// was; an empty file, and a database of an older schema, are errors and stay untouched.
+TEST(StoreCli, ReadCommandsNeverWriteTheDatabase) {
+  const std::string ro = Fresh("ro.db");
+  ASSERT_EQ(Pipette("simulate --db ro.db --times F=1 --ideal-network").exit_code, 0);
+  chmod(ro.c_str(), 0444);  // as root this does not stop writes: the file state check does
+  const FileState before = StateOf(ro);
+  ExpectReadCommands("ro.db", 0, "");
+  EXPECT_TRUE(StateOf(ro) == before) << "a read command wrote the database";
+  chmod(ro.c_str(), 0644);
+
+  const std::string empty = Fresh("empty.db");
+  std::ofstream(empty).close();
+  ExpectReadCommands("empty.db", 1, "--db = 'empty.db': not a pipette database (an empty file)");
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);
+
+  const std::string old = Fresh("old.db");
+  { ASSERT_TRUE(ExperimentDb::Open(old, 1).ok()); }
+  const FileState old_before = StateOf(old);
+  ExpectReadCommands("old.db", 2, "`pipette runs --db old.db --repair` migrates it");
+  EXPECT_TRUE(StateOf(old) == old_before) << "a read command migrated the database";
+  CommandResult migrate = Pipette("runs --db old.db --repair");
+  EXPECT_EQ(migrate.exit_code, 0) << migrate.err;
+  EXPECT_EQ(Pipette("runs --db old.db").exit_code, 0);
+}
+
+// A file of garbage is an I/O failure (exit 1) in every command that opens a database, and is left
+// as it was.
+TEST(StoreCli, ACorruptDatabaseIsExitOneInEveryCommand) {
+  const std::string garbage = Fresh("garbage.db");
+  std::ofstream(garbage) << std::string(4096, 'x');
+  std::ofstream(ScratchDir() + "/g.toml") << "[fixed]\ntimes = \"F=1\"\nideal-network = true\n";
+  for (const std::string command :
+       {"runs", "runs --repair", "export", "plot timeline --out g.svg", "plot bubble --out g.svg",
+        "simulate --times F=1 --ideal-network", "simulate", "sweep g.toml", "sweep g.toml --dry-run",
+        "train --steps 1"}) {
+    CommandResult run = Pipette(command + " --db garbage.db");
+    EXPECT_EQ(run.exit_code, 1) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "--db = 'garbage.db'")) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "not a database")) << command << ": " << run.err;
+  }
+  EXPECT_EQ(Bytes(garbage), std::string(4096, 'x'));
+}
+
+// A run whose rows cannot be written (a trigger stands in for a full disk) ends `failed` with the
+// reason, not `running` until a repair.
+TEST(StoreCli, ARunThatCannotBeRecordedEndsFailedWithTheReason) {
+  const std::string path = Fresh("full.db");
+  { ASSERT_TRUE(ExperimentDb::Open(path).ok()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TRIGGER full BEFORE INSERT ON metrics BEGIN "
+                         "SELECT RAISE(ABORT, 'the disk is full'); END",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  for (const std::string command : {"simulate --times F=1 --ideal-network", "train --steps 1"}) {
+    CommandResult run = Pipette(command + " --db full.db");
+    EXPECT_EQ(run.exit_code, 1) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "the disk is full")) << run.err;
+  }
+  Result<ExperimentDb> read = ExperimentDb::OpenReadOnly(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Result<std::vector<RunRecord>> runs = read->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 2u);
+  for (const RunRecord& r : *runs) {
+    EXPECT_EQ(r.status, kRunFailed) << "run " << r.id << " (" << r.engine << ")";
+    EXPECT_TRUE(Contains(r.error, "recording the run failed:")) << r.error;
+    EXPECT_TRUE(Contains(r.error, "the disk is full")) << r.error;
+  }
+}
+
+}  // namespace
+}  // namespace pipette

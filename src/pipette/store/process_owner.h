@@ -5,7 +5,8 @@
 // ("BOOT_ID:STARTTIME", /proc/sys/kernel/random/boot_id and field 22 of /proc/PID/stat). A pid that
 // exists is not enough: a zombie (state Z or X) has ended, and a pid reused after a reboot or by a
 // later process has another start. Runs recorded before the start was kept (empty start) fall back
-// to comparing the process's start time with the run's started_at. Stateless functions; thread-safe.
+// to comparing the process's start time with the run's started_at. Stateless functions;
+// thread-safe.
 #pragma once
 
 #include <cstdint>

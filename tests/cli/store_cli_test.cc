@@ -113,7 +113,8 @@ TEST(StoreCli, ConcurrentCreatorsOfANewDatabaseAllRecord) {
     int status = 0;
     waitpid(children[k], &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "creator " << k << ": " << ReadFile(ScratchDir() + "/shared." + std::to_string(k) + ".log");
+        << "creator " << k << ": "
+        << ReadFile(ScratchDir() + "/shared." + std::to_string(k) + ".log");
   }
   CommandResult runs = Pipette("runs --db shared.db --format json");
   ASSERT_EQ(runs.exit_code, 0) << runs.err;
@@ -145,11 +146,11 @@ TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
   std::filesystem::create_symlink(ScratchDir() + "/export.db", ScratchDir() + "/link.db");
   const std::string before = Bytes(ScratchDir() + "/export.db");
   for (const std::string& out : std::vector<std::string>{"export.db", "./sub/../export.db",
-                                                          "link.db", ScratchDir() + "/export.db"}) {
+                                                         "link.db", ScratchDir() + "/export.db"}) {
     CommandResult run = Pipette("export --db export.db --run last --out " + out);
     EXPECT_EQ(run.exit_code, 2) << out << ": " << run.err;
-    EXPECT_TRUE(Contains(run.err, "pipette export: --out = '" + out +
-                                      "': is the database (--db = 'export.db')"))
+    EXPECT_TRUE(Contains(
+        run.err, "pipette export: --out = '" + out + "': is the database (--db = 'export.db')"))
         << run.err;
   }
   // The database's own -wal file (while another connection keeps it).
@@ -167,8 +168,9 @@ TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
 
   CommandResult missing = Pipette("export --db export.db --run last --out nosuch/trace.json");
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
-  EXPECT_TRUE(Contains(missing.err, "pipette export: --out = 'nosuch/trace.json': cannot write: "
-                                    "No such file or directory"))
+  EXPECT_TRUE(Contains(missing.err,
+                       "pipette export: --out = 'nosuch/trace.json': cannot write: "
+                       "No such file or directory"))
       << missing.err;
   CommandResult directory = Pipette("export --db export.db --run last --out sub");
   EXPECT_EQ(directory.exit_code, 1) << directory.err;
@@ -176,17 +178,16 @@ TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
       << directory.err;
   CommandResult good = Pipette("export --db export.db --run last --out sub/trace.json");
   EXPECT_EQ(good.exit_code, 0) << good.err;
-  EXPECT_TRUE(nlohmann::json::parse(ReadFile(ScratchDir() + "/sub/trace.json"))
-                  .contains("traceEvents"));
+  EXPECT_TRUE(
+      nlohmann::json::parse(ReadFile(ScratchDir() + "/sub/trace.json")).contains("traceEvents"));
 }
 
 // An unset $DB (--db ''), :memory: and file: URIs record nowhere: refused before any work, by
 // every command that takes --db.
 TEST(StoreCli, DbValuesThatRecordNowhereAreRefusedBeforeAnyWork) {
   for (const std::string db : {"''", ":memory:", "file:uri.db", "'file:uri.db?mode=memory'"}) {
-    for (const std::string command :
-         {"simulate --times F=1 --ideal-network", "runs", "export", "plot timeline",
-          "sweep nosuch.toml", "train --steps 1"}) {
+    for (const std::string command : {"simulate --times F=1 --ideal-network", "runs", "export",
+                                      "plot timeline", "sweep nosuch.toml", "train --steps 1"}) {
       CommandResult run = Pipette(command + " --db " + db);
       EXPECT_EQ(run.exit_code, 2) << command << " --db " << db << ": " << run.err;
       EXPECT_TRUE(Contains(run.err, "must name a database file")) << command << ": " << run.err;
@@ -215,8 +216,8 @@ void ExpectReadCommands(const std::string& db, int code, const std::string& mess
   std::ofstream(ScratchDir() + "/ro.toml") << "[fixed]\ntimes = \"F=1\"\nideal-network = true\n";
   for (const std::string& command : std::vector<std::string>{
            "runs --db " + db, "runs --db " + db + " --format json", "export --db " + db,
-        "export --db " + db + " --format csv", "plot timeline --out ro.svg --db " + db,
-        "sweep ro.toml --dry-run --db " + db}) {
+           "export --db " + db + " --format csv", "plot timeline --out ro.svg --db " + db,
+           "sweep ro.toml --dry-run --db " + db}) {
     CommandResult run = Pipette(command);
     EXPECT_EQ(run.exit_code, code) << command << ": " << run.err;
     EXPECT_TRUE(Contains(run.err, message)) << command << ": " << run.err;
@@ -257,14 +258,32 @@ TEST(StoreCli, ACorruptDatabaseIsExitOneInEveryCommand) {
   std::ofstream(ScratchDir() + "/g.toml") << "[fixed]\ntimes = \"F=1\"\nideal-network = true\n";
   for (const std::string command :
        {"runs", "runs --repair", "export", "plot timeline --out g.svg", "plot bubble --out g.svg",
-        "simulate --times F=1 --ideal-network", "simulate", "sweep g.toml", "sweep g.toml --dry-run",
-        "train --steps 1"}) {
+        "simulate --times F=1 --ideal-network", "simulate", "sweep g.toml",
+        "sweep g.toml --dry-run", "train --steps 1"}) {
     CommandResult run = Pipette(command + " --db garbage.db");
     EXPECT_EQ(run.exit_code, 1) << command << ": " << run.err;
     EXPECT_TRUE(Contains(run.err, "--db = 'garbage.db'")) << command << ": " << run.err;
     EXPECT_TRUE(Contains(run.err, "not a database")) << command << ": " << run.err;
   }
   EXPECT_EQ(Bytes(garbage), std::string(4096, 'x'));
+
+  // A database whose header and schema are intact but whose other pages are garbage: the first
+  // query that reads them fails ("malformed"), and that is exit 1 too, never an empty answer.
+  const std::string malformed = Fresh("malformed.db");
+  ASSERT_EQ(Pipette("simulate --db malformed.db --times F=1 --ideal-network").exit_code, 0);
+  std::string bytes = Bytes(malformed);
+  const std::size_t page =
+      (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
+  ASSERT_GT(bytes.size(), page);
+  for (std::size_t k = page; k < bytes.size(); ++k) bytes[k] = 'Z';
+  std::ofstream(malformed, std::ios::binary) << bytes;
+  for (const std::string command :
+       {"runs", "runs --repair", "export", "plot timeline --out g.svg", "sweep g.toml --dry-run",
+        "sweep g.toml", "simulate --times F=1 --ideal-network", "train --steps 1"}) {
+    CommandResult run = Pipette(command + " --db malformed.db");
+    EXPECT_EQ(run.exit_code, 1) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "malformed")) << command << ": " << run.err;
+  }
 }
 
 // A run whose rows cannot be written (a trigger stands in for a full disk) ends `failed` with the

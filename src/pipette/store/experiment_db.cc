@@ -440,7 +440,9 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindExperiment(std::string_vie
   Statement s(db_, "SELECT id FROM experiments WHERE name = ?");
   PIPETTE_RETURN_IF_ERROR(s.status("find experiment"));
   s.Bind(1, name);
-  if (s.Step() == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  const int rc = s.Step();
+  if (rc == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "find experiment"));
   return std::optional<std::int64_t>();
 }
 
@@ -588,7 +590,9 @@ Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
     Statement s(db_, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns).c_str());
     PIPETTE_RETURN_IF_ERROR(s.status("load run"));
     s.Bind(1, run_id);
-    if (s.Step() != SQLITE_ROW) {
+    const int rc = s.Step();
+    if (rc != SQLITE_ROW) {
+      PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load run"));
       return Status::NotFound(fmt::format("--run = {}: no such run in this database", run_id));
     }
     data.run = ReadRun(s);
@@ -661,7 +665,9 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindFinishedRun(std::int64_t e
               "('ok', 'oom') ORDER BY id LIMIT 1");
   PIPETTE_RETURN_IF_ERROR(s.status("find run"));
   s.Bind(1, experiment_id).Bind(2, point_key);
-  if (s.Step() == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  const int rc = s.Step();
+  if (rc == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
+  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "find run"));
   return std::optional<std::int64_t>();
 }
 

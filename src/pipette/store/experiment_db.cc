@@ -245,7 +245,7 @@ Status StepsDone(sqlite3* db, int rc, std::string_view what) {
   return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db)));
 }
 
-bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pipette/store/experiment_db.h"
@@ -105,6 +106,7 @@ TEST(StoreCli, ConcurrentCreatorsOfANewDatabaseAllRecord) {
       waitid(P_PID, child, &info, WEXITED | WNOHANG | WNOWAIT);
       one_ended |= info.si_pid != 0;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // poll without taking a core
   }
   EXPECT_EQ(PidsIn(waits).size(), 4u) << "not every creator waited for the lock";
   sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);

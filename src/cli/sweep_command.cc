@@ -4,8 +4,8 @@
 // skipped, so a sweep resumes where it stopped. Each child claims its point in the database before
 // it runs (ExperimentDb::ClaimPoint): a point whose run is finished or still running in a live
 // process (a sweep whose parent was killed, a concurrent sweep of the same spec) is reported as
-// held and not run again. A point whose child rejects its input (exit 2) is
-// invalid, not a failure. At the end each [[figures]] entry is drawn by a `pipette plot` child.
+// held and not run again. A point whose child rejects its input (exit 2) is invalid, not a failure.
+// At the end each [[figures]] entry is drawn by a `pipette plot` child.
 // Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
 // simulation per process.
 #include <fmt/core.h>

@@ -95,7 +95,7 @@ int Run(const ScheduleOptions& o) {
   if (o.format == "csv") {
     std::cout << ToComputeCsv(*schedule);
   } else if (o.format == "json") {
-    std::cout << FormatScheduleJson(report);
+    WriteScheduleJson(report, std::cout);
   } else {
     std::cout << FormatScheduleText(report);
   }

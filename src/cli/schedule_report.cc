@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
+#include <string_view>
 
 #include "pipette/common/build_info.h"
 
@@ -142,21 +144,37 @@ std::string FormatScheduleText(const ScheduleReport& report) {
   return out;
 }
 
-std::string FormatScheduleJson(const ScheduleReport& report) {
+void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;
-  nlohmann::ordered_json json = ScheduleJson(s);
-  json["placement"] = s.placement.stage_to_rank();
-  auto& ranks = json["ranks"] = nlohmann::ordered_json::array();
-  for (const auto& actions : s.ranks) {
-    auto& list = ranks.emplace_back(nlohmann::ordered_json::array());
-    for (const Action& a : actions) list.push_back(ToString(a));
+  // The small members go through nlohmann::json; the action lists, S*m entries (16 million at the
+  // limit), are written one action at a time. As a document they took gigabytes, and destroying
+  // it allocates again inside a noexcept destructor, where running out of memory aborts.
+  nlohmann::ordered_json head = ScheduleJson(s);
+  head["placement"] = s.placement.stage_to_rank();
+  std::string text = head.dump();
+  text.back() = ',';  // the object goes on
+  text += "\"ranks\":[";
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    text += r == 0 ? "[" : ",[";
+    for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
+      if (k > 0) text += ',';
+      // An action's name is digits, letters, ';' and parentheses: nothing JSON escapes.
+      text += '"' + ToString(s.ranks[r][k]) + '"';
+      if (text.size() >= (1 << 20)) {
+        out << text;
+        text.clear();
+      }
+    }
+    text += ']';
   }
-  json["makespan"] = e.makespan;
-  json["bubble_ratio"] = e.bubble_ratio;
-  json["busy"] = e.busy;
-  json["peak_activations"] = e.peak_activations;
-  return json.dump() + "\n";
+  nlohmann::ordered_json tail;
+  tail["makespan"] = e.makespan;
+  tail["bubble_ratio"] = e.bubble_ratio;
+  tail["busy"] = e.busy;
+  tail["peak_activations"] = e.peak_activations;
+  const std::string rest = tail.dump();
+  out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }
 
 }  // namespace pipette::cli

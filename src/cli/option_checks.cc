@@ -16,10 +16,9 @@ namespace pipette::cli {
 
 CLI::Validator NonEmpty() {
   return CLI::Validator(
-      [](const std::string& value) {
-        return value.empty() ? std::string("must not be empty (leave the option out to get its "
-                                           "default)")
-                             : std::string();
+      [](const std::string& value) -> std::string {
+        if (!value.empty()) return "";
+        return "must not be empty (leave the option out to get its default)";
       },
       "NOT EMPTY");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipette/common/printable.h"
+#include "pipette/schedule/costs.h"
 #include "pipette_runner.h"
 
 namespace {
@@ -39,10 +40,11 @@ void WriteCsvSchedule(const std::string& name, const std::string& schedule_args)
 }
 
 TEST(Printable, EscapesEveryControlByteAndKeepsTheRest) {
-  EXPECT_EQ(pipette::Printable("\x1b[31mred\x7f\r\n\t\x01"), "\\x1b[31mred\\x7f\\x0d\\x0a\\x09\\x01");
+  EXPECT_EQ(pipette::Printable("\x1b[31mred\x7f\r\n\t\x01"),
+            "\\x1b[31mred\\x7f\\x0d\\x0a\\x09\\x01");
   EXPECT_EQ(pipette::Printable(std::string("a\0b", 3)), "a\\x00b");
   EXPECT_EQ(pipette::Printable("caf\xc3\xa9 \\x1b"), "caf\xc3\xa9 \\x1b");  // UTF-8, backslash kept
-  EXPECT_EQ(pipette::Printable(pipette::Printable("\x1b")), "\\x1b");         // idempotent
+  EXPECT_EQ(pipette::Printable(pipette::Printable("\x1b")), "\\x1b");       // idempotent
   EXPECT_EQ(pipette::PrintableLines("one\ntwo\x1b"), "one\ntwo\\x1b");
 }
 
@@ -51,8 +53,8 @@ TEST(Printable, EscapesEveryControlByteAndKeepsTheRest) {
 TEST(Validation, LatencyUsIsCheckedInMicrosecondsBeforeAnythingIsRecorded) {
   const std::pair<const char*, const char*> values[] = {
       {"-1", "-1"}, {"nan", "nan"}, {"inf", "inf"}, {"-inf", "-inf"}, {"2e12", "2000000000000"}};
-  for (const char* command : {"simulate", "simulate --ideal-network",
-                              "simulate --ideal-network --times F=1,I=1,W=1"}) {
+  for (const char* command :
+       {"simulate", "simulate --ideal-network", "simulate --ideal-network --times F=1,I=1,W=1"}) {
     for (const auto& [value, shown] : values) {
       std::filesystem::remove(ScratchDir() + "/latency.db");
       const std::string args = std::string(command) + " --latency-us " + value + " --db latency.db";
@@ -87,13 +89,32 @@ latency-us = [-1.0, 5.0]
   EXPECT_EQ(json[0]["status"], "ok") << runs.out;
 }
 
+// The parser behind --times (and a sweep's `times`): each key once, the whole value read.
+TEST(ParseStageCost, RefusesARepeatedKeyAndBytesAfterANul) {
+  const pipette::Result<pipette::StageCost> twice =
+      pipette::ParseStageCost("W=3,F=1,W=2", "--times");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(),
+            "--times W=2: W is given twice (first W=3); give each of F, I, W once");
+  const pipette::Result<pipette::StageCost> nul =
+      pipette::ParseStageCost(std::string("F=1\0junk", 8), "--times");
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.status().message(), "--times F='1\\x00junk': must be a number in [0, 1e+12]");
+  const pipette::Result<pipette::StageCost> fine = pipette::ParseStageCost("W=3,F=2", "--times");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->f, 2);
+  EXPECT_EQ(fine->i, 1);  // the default
+  EXPECT_EQ(fine->w, 3);
+}
+
 TEST(Validation, TimesRefusesARepeatedKey) {
   for (const char* command :
        {"schedule 1f1b -p 2 -m 2", "simulate --ideal-network --no-db -p 2 -m 2"}) {
     CommandResult run = Pipette(std::string(command) + " --times F=1,I=1,F=2");
     EXPECT_EQ(run.exit_code, 2) << command;
-    EXPECT_TRUE(Contains(run.err, "--times F=2: F is given twice (first F=1); give each of F, I, W "
-                                  "once"))
+    EXPECT_TRUE(Contains(run.err,
+                         "--times F=2: F is given twice (first F=1); give each of F, I, W "
+                         "once"))
         << run.err;
   }
 }
@@ -133,8 +154,9 @@ TEST(Validation, SeedIsAWholeDecimalNumber) {
     CommandResult run = Pipette(std::string("train --steps 1 --no-db --seed ") + seed);
     EXPECT_EQ(run.exit_code, 2) << seed;
     EXPECT_TRUE(Contains(run.err, "--seed: ")) << run.err;
-    EXPECT_TRUE(Contains(run.err, ": must be a whole number in [0, 18446744073709551615], in "
-                                  "decimal digits"))
+    EXPECT_TRUE(Contains(run.err,
+                         ": must be a whole number in [0, 18446744073709551615], in "
+                         "decimal digits"))
         << seed << " -> " << run.err;
   }
   CommandResult largest =
@@ -250,8 +272,9 @@ TEST(Validation, PlotFailureSaysGnuplotsReasonOnTheFirstLine) {
   CommandResult run = Pipette("plot timeline --db gnuplot.db --out no/such/dir/t.png");
   EXPECT_EQ(run.exit_code, 1);
   const std::string first = run.err.substr(0, run.err.find('\n'));
-  EXPECT_TRUE(Contains(first, "pipette plot: gnuplot failed (exit 1): cannot open file; output "
-                              "not changed (line "))
+  EXPECT_TRUE(Contains(first,
+                       "pipette plot: gnuplot failed (exit 1): cannot open file; output "
+                       "not changed (line "))
       << run.err;
   EXPECT_TRUE(Contains(first, "system error: No such file or directory")) << run.err;
 }
@@ -279,7 +302,8 @@ TEST(Validation, LargeScheduleJsonStreamsInBoundedMemory) {
       R"("peak_activations":[1]})"
       "\n"));
   std::size_t forwards = 0;
-  for (std::size_t at = json.find("\"0F"); at != std::string::npos; at = json.find("\"0F", at + 1)) {
+  for (std::size_t at = json.find("\"0F"); at != std::string::npos;
+       at = json.find("\"0F", at + 1)) {
     ++forwards;
   }
   EXPECT_EQ(forwards, 2'000'000u);

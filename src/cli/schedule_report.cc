@@ -104,22 +104,21 @@ std::string FormatScheduleText(const ScheduleReport& report) {
       s.v, s.m, s.num_stages(), report.times.f, report.times.i, report.times.w, report.times.b(),
       report.latency);
 
-  // Per-rank order: one column per action, columns aligned across ranks.
+  // Per-rank order: one column per action, columns aligned across ranks. The names are made twice
+  // (widths, then text) rather than kept: S*m strings at once took gigabytes at the size limit.
   std::size_t longest = 0;
   for (const auto& actions : s.ranks) longest = std::max(longest, actions.size());
   std::vector<std::size_t> width(longest, 0);
-  std::vector<std::vector<std::string>> cells(s.p);
   for (int r = 0; r < s.p; ++r) {
     for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
-      cells[r].push_back(ToString(s.ranks[r][k]));
-      width[k] = std::max(width[k], cells[r].back().size());
+      width[k] = std::max(width[k], ToString(s.ranks[r][k]).size());
     }
   }
   out += "#\n# order per rank (one column per action)\n";
   for (int r = 0; r < s.p; ++r) {
     std::string line = fmt::format("rank {:>3} |", r);
-    for (std::size_t k = 0; k < cells[r].size(); ++k) {
-      line += fmt::format(" {:<{}}", cells[r][k], width[k]);
+    for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
+      line += fmt::format(" {:<{}}", ToString(s.ranks[r][k]), width[k]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

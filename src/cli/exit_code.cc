@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "pipette/common/printable.h"
+
 namespace pipette::cli {
 
 int ExitCodeOf(const Status& status) {
@@ -20,7 +22,7 @@ int ExitCodeOf(const Status& status) {
 }
 
 int ReportError(std::string_view command, const Status& status) {
-  fmt::print(stderr, "pipette {}: {}\n", command, status.message());
+  fmt::print(stderr, "pipette {}: {}\n", command, PrintableLines(status.message()));
   return ExitCodeOf(status);
 }
 

@@ -25,7 +25,8 @@ inline constexpr int kExitBadInput = 2;
 // Returns the exit code of a command that ends with `status` (kExitOk when it is OK).
 int ExitCodeOf(const Status& status);
 
-// Prints "pipette COMMAND: <message>" on standard error; returns ExitCodeOf(status).
+// Prints "pipette COMMAND: <message>" on standard error, every control byte of the message but its
+// line breaks escaped (PrintableLines, common/printable.h); returns ExitCodeOf(status).
 // REQUIRES: !status.ok().
 int ReportError(std::string_view command, const Status& status);
 

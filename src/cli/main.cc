@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "pipette/common/build_info.h"
 
 namespace {
@@ -42,8 +43,7 @@ int Run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, or the error on stderr
-    return code == 0 ? 0 : pipette::cli::kExitBadInput;
+    return pipette::cli::ReportParseError(app, e);  // help on stdout, or the error on stderr
   }
   if (version) {
     PrintVersion();

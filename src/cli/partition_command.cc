@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cluster/parallel_config.h"
@@ -17,6 +18,7 @@
 #include "pipette/model/model_registry.h"
 #include "pipette/partition/model_plan.h"
 #include "pipette/partition/partitioner.h"
+#include "pipette/schedule/schedule.h"
 
 namespace pipette::cli {
 namespace {
@@ -124,7 +126,6 @@ void PrintText(const ModelPlan& p, std::string_view schedule) {
 }
 
 int Run(PartitionOptions o) {
-  if (o.microbatches_option->count() == 0) o.config.microbatches = 2 * o.config.pp;
   if (o.model.empty()) return Fail(Status::InvalidArgument("missing --model NAME|FILE"));
   Result<PartitionStrategy> strategy = ParsePartitionStrategy(o.strategy);
   if (!strategy.ok()) return Fail(strategy.status());
@@ -133,6 +134,14 @@ int Run(PartitionOptions o) {
         std::pair{"--dp", o.config.dp}}) {
     if (value < 1)
       return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be >= 1", key, value)));
+  }
+  if (o.config.pp > kMaxPipelineRanks) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "--pp = {}: more than the limit of {} pipeline ranks", o.config.pp, kMaxPipelineRanks)));
+  }
+  // The default -m: 2*pp (no overflow below the limit), or a CSV schedule's own m.
+  if (o.microbatches_option->count() == 0) {
+    o.config.microbatches = o.schedule.starts_with("csv:") ? 0 : 2 * o.config.pp;
   }
   if (o.nodes < 0) {
     return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
@@ -188,24 +197,31 @@ int ListClustersCommand() {
 void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<PartitionOptions>();
   CLI::App* cmd = app.add_subcommand("partition", "Cut a model into pipeline stages");
-  cmd->add_option("--model", o->model, "Model preset (see `pipette models`) or a .toml file");
+  cmd->add_option("--model", o->model, "Model preset (see `pipette models`) or a .toml file")
+      ->check(NonEmpty());
   cmd->add_option("--pp", o->config.pp, "Pipeline ranks")->required();
   cmd->add_option("-v,--chunks", o->config.v, "Stages per rank")->capture_default_str();
   cmd->add_option("--tp", o->config.tp, "Tensor-parallel ranks per stage")->capture_default_str();
   cmd->add_option("--dp", o->config.dp, "Data-parallel replicas")->capture_default_str();
-  cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipette clusters`) or .toml")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--schedule", o->schedule,
                   "Schedule whose placement and in-flight counts apply (default 1f1b, or "
-                  "interleaved-1f1b for v > 1)");
-  o->microbatches_option =
-      cmd->add_option("-m,--microbatches", o->config.microbatches, "Microbatches (default 2*pp)");
+                  "interleaved-1f1b for v > 1)")
+      ->check(NonEmpty());
+  o->microbatches_option = cmd->add_option("-m,--microbatches", o->config.microbatches,
+                                           "Microbatches (default 2*pp, or a csv:FILE schedule's)");
   cmd->add_option("--micro-batch-size", o->config.micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   cmd->add_option("--seq-len", o->config.seq_len, "Tokens per sequence")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--zero", o->config.zero_stage, "ZeRO stage 0-3")->capture_default_str();
   cmd->add_flag("--recompute", o->config.recompute, "Full activation recomputation");
   cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/schedule_report.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
@@ -95,7 +96,7 @@ int Run(const ScheduleOptions& o) {
   if (o.format == "csv") {
     std::cout << ToComputeCsv(*schedule);
   } else if (o.format == "json") {
-    std::cout << FormatScheduleJson(report);
+    WriteScheduleJson(report, std::cout);
   } else {
     std::cout << FormatScheduleText(report);
   }
@@ -119,7 +120,8 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--group-size", options->params.group_size,
                   "Interleaved 1F1B: microbatches per chunk group (Megatron's G; default p)");
   cmd->add_option("--times", options->times, "Per-chunk costs F=..,I=..,W=.. (B = I+W)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--latency", options->latency, "Point-to-point latency per message")
       ->capture_default_str();
   cmd->add_option("--format", options->format, "Output format: text, csv or json")

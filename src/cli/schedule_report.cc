@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
+#include <string_view>
 
 #include "pipette/common/build_info.h"
 
@@ -102,22 +104,21 @@ std::string FormatScheduleText(const ScheduleReport& report) {
       s.v, s.m, s.num_stages(), report.times.f, report.times.i, report.times.w, report.times.b(),
       report.latency);
 
-  // Per-rank order: one column per action, columns aligned across ranks.
+  // Per-rank order: one column per action, columns aligned across ranks. The names are made twice
+  // (widths, then text) rather than kept: S*m strings at once took gigabytes at the size limit.
   std::size_t longest = 0;
   for (const auto& actions : s.ranks) longest = std::max(longest, actions.size());
   std::vector<std::size_t> width(longest, 0);
-  std::vector<std::vector<std::string>> cells(s.p);
   for (int r = 0; r < s.p; ++r) {
     for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
-      cells[r].push_back(ToString(s.ranks[r][k]));
-      width[k] = std::max(width[k], cells[r].back().size());
+      width[k] = std::max(width[k], ToString(s.ranks[r][k]).size());
     }
   }
   out += "#\n# order per rank (one column per action)\n";
   for (int r = 0; r < s.p; ++r) {
     std::string line = fmt::format("rank {:>3} |", r);
-    for (std::size_t k = 0; k < cells[r].size(); ++k) {
-      line += fmt::format(" {:<{}}", cells[r][k], width[k]);
+    for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
+      line += fmt::format(" {:<{}}", ToString(s.ranks[r][k]), width[k]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -142,21 +143,37 @@ std::string FormatScheduleText(const ScheduleReport& report) {
   return out;
 }
 
-std::string FormatScheduleJson(const ScheduleReport& report) {
+void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;
-  nlohmann::ordered_json json = ScheduleJson(s);
-  json["placement"] = s.placement.stage_to_rank();
-  auto& ranks = json["ranks"] = nlohmann::ordered_json::array();
-  for (const auto& actions : s.ranks) {
-    auto& list = ranks.emplace_back(nlohmann::ordered_json::array());
-    for (const Action& a : actions) list.push_back(ToString(a));
+  // The small members go through nlohmann::json; the action lists, S*m entries (16 million at the
+  // limit), are written one action at a time. As a document they took gigabytes, and destroying
+  // it allocates again inside a noexcept destructor, where running out of memory aborts.
+  nlohmann::ordered_json head = ScheduleJson(s);
+  head["placement"] = s.placement.stage_to_rank();
+  std::string text = head.dump();
+  text.back() = ',';  // the object goes on
+  text += "\"ranks\":[";
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    text += r == 0 ? "[" : ",[";
+    for (std::size_t k = 0; k < s.ranks[r].size(); ++k) {
+      if (k > 0) text += ',';
+      // An action's name is digits, letters, ';' and parentheses: nothing JSON escapes.
+      text += '"' + ToString(s.ranks[r][k]) + '"';
+      if (text.size() >= (1 << 20)) {
+        out << text;
+        text.clear();
+      }
+    }
+    text += ']';
   }
-  json["makespan"] = e.makespan;
-  json["bubble_ratio"] = e.bubble_ratio;
-  json["busy"] = e.busy;
-  json["peak_activations"] = e.peak_activations;
-  return json.dump() + "\n";
+  nlohmann::ordered_json tail;
+  tail["makespan"] = e.makespan;
+  tail["bubble_ratio"] = e.bubble_ratio;
+  tail["busy"] = e.busy;
+  tail["peak_activations"] = e.peak_activations;
+  const std::string rest = tail.dump();
+  out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }
 
 }  // namespace pipette::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 #include "pipette/schedule/costs.h"
@@ -24,7 +25,9 @@ struct ScheduleReport {
 nlohmann::ordered_json ScheduleJson(const Schedule& schedule);
 
 std::string FormatScheduleText(const ScheduleReport& report);
-std::string FormatScheduleJson(const ScheduleReport& report);
+// Writes the report as one JSON line to `out`, streaming the per-rank action lists (memory does
+// not grow with them).
+void WriteScheduleJson(const ScheduleReport& report, std::ostream& out);
 
 // Returns an ASCII timeline with one row per rank, at most `max_columns` wide.
 std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns);

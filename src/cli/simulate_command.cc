@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_report.h"
+#include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -49,12 +51,26 @@ struct SimulateOptions {
   int zero = 0;
   bool recompute = false;
   double efficiency = 0.5;
+  CLI::Option* p_option = nullptr;
+  CLI::Option* m_option = nullptr;
+  CLI::Option* times_option = nullptr;
 };
 
 int Fail(const Status& status) { return ReportError("simulate", status); }
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
   return {o.ideal_network, o.latency_us, o.steps};
+}
+
+// The schedule's parameters. A CSV schedule's p and m are the file's: -p and -m left at their
+// defaults are passed as 0 ("the file's"), and given ones must agree with the file.
+ScheduleParams ParamsOf(const SimulateOptions& o) {
+  ScheduleParams params = o.params;
+  if (o.schedule.starts_with("csv:")) {
+    if (o.p_option->count() == 0) params.p = 0;
+    if (o.m_option->count() == 0) params.m = 0;
+  }
+  return params;
 }
 
 // Registers the run as `running` with `config`, runs `simulate`, records the report's rows and
@@ -74,7 +90,7 @@ int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& confi
   const Status recorded = recorder->Finish(RunDataOf(*report), RunStatusOf(*report));
   if (!recorded.ok()) {
     fmt::print(stderr, "pipette simulate: recording run {} in '{}': {}\n", recorder->run_id(),
-               recorder->path(), recorded.message());
+               Printable(recorder->path()), PrintableLines(recorded.message()));
     return kExitFailure;
   }
   if (o.format == "json") {
@@ -100,13 +116,9 @@ int RunTimes(const SimulateOptions& o) {
         "--times needs --ideal-network: with per-chunk times there is no model to size the "
         "messages on a cluster"));
   }
-  if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
-    return Fail(Status::InvalidArgument(
-        fmt::format("--latency-us = {}: must be a number in [0, {:g}]", o.latency_us, kMaxCost)));
-  }
   Result<StageCost> ms = ParseStageCost(o.times, "--times");
   if (!ms.ok()) return Fail(ms.status());
-  Result<Schedule> schedule = MakeSchedule(o.schedule, o.params);
+  Result<Schedule> schedule = MakeSchedule(o.schedule, ParamsOf(o));
   if (!schedule.ok()) return Fail(schedule.status());
   Result<Program> program = Lower(*schedule);
   if (!program.ok()) return Fail(program.status());
@@ -131,11 +143,12 @@ int RunModel(const SimulateOptions& o) {
   options.cluster = o.cluster;
   options.nodes = o.nodes;
   options.schedule = o.schedule;
-  options.config.pp = o.params.p;
-  options.config.v = o.params.v;
+  const ScheduleParams params = ParamsOf(o);
+  options.config.pp = params.p;
+  options.config.v = params.v;
   options.config.dp = o.dp;
   options.config.tp = o.tp;
-  options.config.microbatches = o.params.m;
+  options.config.microbatches = params.m;
   options.config.micro_batch_size = o.micro_batch_size;
   options.config.seq_len = o.seq_len;
   options.config.zero_stage = o.zero;
@@ -159,7 +172,13 @@ int Run(const SimulateOptions& o) {
                     "simulated time is what grows)",
                     o.steps)));
   }
-  return o.times.empty() ? RunModel(o) : RunTimes(o);
+  // Checked before anything is recorded, with or without --ideal-network (which alone uses it).
+  if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
+    return Fail(Status::InvalidArgument(
+        fmt::format("--latency-us = {}: must be a number of microseconds in [0, {:g}]",
+                    o.latency_us, kMaxCost)));
+  }
+  return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);
 }
 
 }  // namespace
@@ -167,26 +186,39 @@ int Run(const SimulateOptions& o) {
 void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a training step on SimGrid");
-  cmd->add_option("--schedule", o->schedule, "Schedule name or csv:FILE")->capture_default_str();
-  cmd->add_option("-p,--pp", o->params.p, "Pipeline ranks")->capture_default_str();
+  cmd->add_option("--schedule", o->schedule, "Schedule name or csv:FILE")
+      ->capture_default_str()
+      ->check(NonEmpty());
+  o->p_option = cmd->add_option("-p,--pp", o->params.p, "Pipeline ranks (csv:FILE: the file's)")
+                    ->capture_default_str();
   cmd->add_option("-v,--chunks", o->params.v, "Stages per rank (default: the schedule's)");
-  cmd->add_option("-m,--microbatches", o->params.m, "Microbatches")->capture_default_str();
-  cmd->add_option("--times", o->times,
-                  "Per-chunk times in ms, F=..,I=..,W=.. (B = I+W): bypasses the model");
+  o->m_option =
+      cmd->add_option("-m,--microbatches", o->params.m, "Microbatches (csv:FILE: the file's)")
+          ->capture_default_str();
+  o->times_option =
+      cmd->add_option("--times", o->times,
+                      "Per-chunk times in ms, F=..,I=..,W=.. (B = I+W): bypasses the model")
+          ->check(NonEmpty());
   cmd->add_flag("--ideal-network", o->ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us");
   cmd->add_option("--latency-us", o->latency_us, "Per-message latency (microseconds)")
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Training steps, back to back")->capture_default_str();
-  cmd->add_option("--model", o->model, "Model preset or .toml")->capture_default_str();
-  cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")->capture_default_str();
+  cmd->add_option("--model", o->model, "Model preset or .toml")
+      ->capture_default_str()
+      ->check(NonEmpty());
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--zero", o->zero, "ZeRO stage 0-3")->capture_default_str();
   cmd->add_flag("--recompute", o->recompute, "Full activation recomputation");
   cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")

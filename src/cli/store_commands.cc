@@ -171,18 +171,9 @@ int RunPlot(const PlotCommandOptions& o) {
   PlotOptions options;
   options.out = o.out.empty() ? o.kind + ".png" : o.out;
   options.x_key = o.x;
-  int width = 0, height = 0;
-  const std::size_t cross = o.size.find('x');
-  const char* end = o.size.data() + o.size.size();
-  if (cross == std::string::npos ||
-      std::from_chars(o.size.data(), o.size.data() + cross, width).ptr != o.size.data() + cross ||
-      std::from_chars(o.size.data() + cross + 1, end, height).ptr != end) {
-    return ReportError("plot",
-                       Status::InvalidArgument(fmt::format(
-                           "--size = '{}': must be WIDTHxHEIGHT in pixels, e.g. 1200x600 (height "
-                           "0: the figure's default)",
-                           o.size)));
-  }
+  Result<PlotSize> size = ParsePlotSize(o.size);
+  if (!size.ok()) return ReportError("plot", size.status());
+  const int width = size->width, height = size->height;
   options.width = width;
   options.height = height;
   Result<ExperimentDb> db = OpenExistingDb(o.db);

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
@@ -34,6 +35,8 @@ struct TrainCommandOptions {
   std::string format = "text";
   double tolerance = 1e-5;
   RecordOptions record;
+  CLI::Option* p_option = nullptr;
+  CLI::Option* m_option = nullptr;
 };
 
 nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
@@ -196,7 +199,7 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
   const bool verified = Verified(o, r);
   const Status recorded = recorder.Finish(RunDataOf(plan, r), verified ? kRunOk : kRunFailed);
   if (!recorded.ok()) {
-    fmt::print(stderr, "pipette train: {}\n", recorded.message());
+    (void)ReportError("train", recorded);
     return kExitFailure;
   }
   if (o.format == "json") {
@@ -233,12 +236,14 @@ Status CheckOptions(const TrainCommandOptions& o) {
   if (!(o.tolerance > 0 && o.tolerance < 1)) {
     return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
-  if (!cpu::LaunchedByMpi() && t.p * t.dp > 1) {
+  // -p and --dp are checked against their limits later (PlanTraining): multiply in 64 bits.
+  const std::int64_t processes = std::int64_t{t.p} * t.dp;
+  if (!cpu::LaunchedByMpi() && processes > 1) {
     return Status::InvalidArgument(fmt::format(
         "-p {} --dp {} needs {} processes, one per rank, but this is a single process; launch it "
         "with mpirun:\n  mpirun -np {} --oversubscribe pipette train ...\n(as root also "
         "--allow-run-as-root)",
-        t.p, t.dp, t.p * t.dp, t.p * t.dp));
+        t.p, t.dp, processes, processes));
   }
   return Status::Ok();
 }
@@ -287,8 +292,16 @@ int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int
   int code = ExitCodeOf(begun);
   cpu::Watched(dog, "rank 0 to open the database",
                [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
-  if (rank == 0 && !begun.ok()) fmt::print(stderr, "pipette train: {}\n", begun.message());
+  if (rank == 0 && !begun.ok()) (void)ReportError("train", begun);
   return code;
+}
+
+// A CSV schedule's p and m are the file's: -p and -m left at their defaults are not passed on
+// (MakeSchedule takes 0 as "the file's"), and given ones must agree with the file.
+void TakeCsvCountsFromFile(TrainCommandOptions& o) {
+  if (!o.train.schedule.starts_with("csv:")) return;
+  if (o.p_option->count() == 0) o.train.p = 0;
+  if (o.m_option->count() == 0) o.train.m = 0;
 }
 
 int RunTrain(const TrainCommandOptions& o) {
@@ -317,7 +330,7 @@ int RunTrain(const TrainCommandOptions& o) {
   }
   Result<cpu::TrainPlan> plan = PlanTogether(o, dog);
   if (!plan.ok()) {
-    if (rank == 0) fmt::print(stderr, "pipette train: {}\n", plan.status().message());
+    if (rank == 0) (void)ReportError("train", plan.status());
     return finish(ExitCodeOf(plan.status()));
   }
   std::optional<RunRecorder> recorder;
@@ -333,7 +346,7 @@ int RunTrain(const TrainCommandOptions& o) {
   Result<cpu::TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
   if (!report.ok()) {
     if (rank == 0) {
-      fmt::print(stderr, "pipette train: {}\n", report.status().message());
+      (void)ReportError("train", report.status());
       (void)recorder->Fail(report.status().message());
     }
     return finish(ExitCodeOf(report.status()));
@@ -349,19 +362,27 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
   cmd->add_option("--model", t.model,
                   "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
                   "(.toml) that is a GPT-style decoder chain")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonEmpty());
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
-      ->capture_default_str();
-  cmd->add_option("-p,--pp", t.p, "Pipeline ranks")->capture_default_str();
+      ->capture_default_str()
+      ->check(NonEmpty());
+  o->p_option = cmd->add_option("-p,--pp", t.p, "Pipeline ranks (csv:FILE: the file's)")
+                    ->capture_default_str();
   cmd->add_option("-v", t.v, "Stages per rank (0: the schedule's default)")->capture_default_str();
   cmd->add_option("--dp", t.dp, "Data-parallel replicas")->capture_default_str();
-  cmd->add_option("-m,--microbatches", t.m, "Microbatches per step")->capture_default_str();
+  o->m_option = cmd->add_option("-m,--microbatches", t.m,
+                                "Microbatches per step (csv:FILE: the "
+                                "file's)")
+                    ->capture_default_str();
   cmd->add_option("--steps", t.steps, "Training steps")->capture_default_str();
   cmd->add_option("--micro-batch-size", t.micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   cmd->add_option("--seq-len", t.seq_len, "Tokens per sequence (0: the model's context)")
       ->capture_default_str();
-  cmd->add_option("--seed", t.seed, "Seed of the initial weights")->capture_default_str();
+  cmd->add_option("--seed", t.seed, "Seed of the initial weights")
+      ->capture_default_str()
+      ->check(UnsignedDecimal());
   cmd->add_option("--lr", t.lr, "AdamW learning rate")->capture_default_str();
   cmd->add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (matrices)")
       ->capture_default_str();
@@ -397,9 +418,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitBadInput;
+    return ReportParseError(app, e);
   }
+  TakeCsvCountsFromFile(*options);
   try {
     return RunTrain(*options);
   } catch (const std::exception& e) {

@@ -218,5 +218,52 @@ TEST(DrawFigure, WritesSvg) {
   std::filesystem::remove(options.out);
 }
 
+// --size is checked as the user wrote it: "0x0" is reported as "0x0", not as the default height.
+TEST(ParsePlotSize, ReportsTheSizeAsGiven) {
+  const Result<PlotSize> size = ParsePlotSize("900x500");
+  ASSERT_TRUE(size.ok()) << size.status().message();
+  EXPECT_EQ(size->width, 900);
+  EXPECT_EQ(size->height, 500);
+  EXPECT_EQ(ParsePlotSize("1200x0")->height, 0);  // the figure's default
+  for (const char* bad : {"0x0", "1200x50", "99x600", "10001x600", "1200x99999999999", "x600",
+                          "1200x", "1200", "+1200x600", "1200x600 ", ""}) {
+    const Result<PlotSize> refused = ParsePlotSize(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(
+        refused.status().message().find(fmt::format("--size = '{}': must be WIDTHxHEIGHT", bad)),
+        std::string::npos)
+        << refused.status().message();
+  }
+}
+
+TEST(GnuplotReason, IsGnuplotsErrorLineWithWhatFollows) {
+  EXPECT_EQ(GnuplotReason("set output \"/no/such/dir/t.png\"\n"
+                          "                                 ^\n"
+                          "\"/dev/stdin\" line 2: cannot open file; output not changed\n"
+                          "system error: No such file or directory\n\n"),
+            "cannot open file; output not changed (line 2 of the script; system error: No such "
+            "file or directory)");
+  EXPECT_EQ(GnuplotReason("\n\"/dev/stdin\" line 3: undefined function: foo\n\n"),
+            "undefined function: foo (line 3 of the script)");
+  EXPECT_EQ(GnuplotReason("Segmentation fault\n"), "Segmentation fault");
+  EXPECT_EQ(GnuplotReason(""), "it printed nothing");
+}
+
+// The first line of DrawFigure's error is gnuplot's reason, not the script line it echoes.
+TEST(DrawFigure, FailureSaysGnuplotsReasonOnTheFirstLine) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  PlotOptions options;
+  options.out = Scratch("no/such/dir/t.png");
+  const Status drawn =
+      DrawFigure(PlotKind::kTimeline, {EvaluatedRun("1f1b", {2, 1, 2, 0}, 1)}, options);
+  ASSERT_FALSE(drawn.ok());
+  EXPECT_EQ(drawn.code(), StatusCode::kIoError);
+  const std::string first = drawn.message().substr(0, drawn.message().find('\n'));
+  EXPECT_NE(first.find("gnuplot failed (exit"), std::string::npos) << drawn.message();
+  EXPECT_NE(first.find("cannot open file"), std::string::npos) << drawn.message();
+  EXPECT_NE(first.find("No such file or directory"), std::string::npos) << drawn.message();
+}
+
 }  // namespace
 }  // namespace pipette

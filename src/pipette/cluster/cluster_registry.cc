@@ -7,6 +7,7 @@
 
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_toml.h"
+#include "pipette/common/printable.h"
 
 namespace pipette {
 
@@ -24,7 +25,7 @@ Result<ClusterSpec> MakeCluster(std::string_view name_or_file, int nodes) {
       return Status::NotFound(fmt::format(
           "unknown cluster '{}': the presets are {}; a cluster file's name ends in .toml (see "
           "docs/clusters.md)",
-          name_or_file, ClusterPresetNames()));
+          Printable(name_or_file), ClusterPresetNames()));
     }
     spec = *preset;
   }

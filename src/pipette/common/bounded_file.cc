@@ -8,6 +8,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "pipette/common/printable.h"
+
 namespace pipette {
 namespace {
 
@@ -33,7 +35,7 @@ std::string_view KindOf(std::filesystem::file_type type) {
 Result<std::string> ReadFileBounded(const std::string& path, std::uintmax_t max_bytes,
                                     std::string_view what, MissingFile missing) {
   const auto error = [&](std::string_view message) {
-    return fmt::format("{} '{}': {}", what, path, message);
+    return fmt::format("{} '{}': {}", what, Printable(path), message);
   };
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "pipette/common/printable.h"
 #include "pipette/model/decoder.h"
 #include "pipette/model/model_presets.h"
 #include "pipette/model/model_toml.h"
@@ -20,7 +21,7 @@ Result<ModelGraph> MakeModel(std::string_view name_or_file, const Workload& work
   return Status::NotFound(fmt::format(
       "unknown model '{}': `pipette models` lists the presets; a model file's name ends in .toml "
       "(docs/models.md describes the format)",
-      name_or_file));
+      Printable(name_or_file)));
 }
 
 std::vector<ModelListing> ListModels() {

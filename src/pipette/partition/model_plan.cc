@@ -26,7 +26,10 @@ Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   PIPETTE_ASSIGN_OR_RETURN(
       p.schedule,
       MakeSchedule(o.schedule, ScheduleParams{p.config.pp, p.config.v, p.config.microbatches, 0}));
+  // A CSV schedule's counts are the file's (0 asked for them; a given one agreed with it).
+  p.config.pp = p.schedule.p;
   p.config.v = p.schedule.v;
+  p.config.microbatches = p.schedule.m;
   PIPETTE_ASSIGN_OR_RETURN(p.model, MakeModel(o.model, Workload{p.config.micro_batch_size,
                                                                 p.config.seq_len, p.config.dtype}));
   PIPETTE_ASSIGN_OR_RETURN(p.cluster, MakeCluster(o.cluster, o.nodes));

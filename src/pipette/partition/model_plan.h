@@ -25,7 +25,8 @@ struct ModelPlanOptions {
   std::string cluster;
   int nodes = 0;          // 0: the cluster's own count
   std::string schedule;   // its v overrides config.v when config.v is 0
-  ParallelConfig config;  // dtype set; v = 0 takes the schedule's default
+  ParallelConfig config;  // dtype set; v = 0 takes the schedule's default; for csv:FILE,
+                          // pp = 0 and microbatches = 0 take the file's
   std::string dtype = "bf16";
   double efficiency = 0.5;
   PartitionStrategy strategy = PartitionStrategy::kBalanced;

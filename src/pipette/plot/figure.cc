@@ -3,12 +3,14 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "pipette/common/printable.h"
 #include "pipette/common/subprocess.h"
 #include "pipette/plot/palette.h"
 
@@ -33,9 +35,12 @@ std::string Rgb(std::uint32_t rgb) { return fmt::format("\"#{:06X}\"", rgb); }
 
 Result<std::string> Terminal(const PlotOptions& o, int default_height) {
   const int height = o.height > 0 ? o.height : default_height;
-  if (o.width < 100 || o.width > 10000 || height < 100 || height > 10000) {
-    return Status::InvalidArgument(fmt::format(
-        "--size = {}x{}: width and height must be in [100, 10000] pixels", o.width, height));
+  if (o.width < kMinPlotPixels || o.width > kMaxPlotPixels || height < kMinPlotPixels ||
+      height > kMaxPlotPixels) {
+    return Status::InvalidArgument(
+        fmt::format("figure size {}x{} (height {}: the figure's default): width and height must "
+                    "be in [{}, {}] pixels",
+                    o.width, height, default_height, kMinPlotPixels, kMaxPlotPixels));
   }
   const std::string ext = std::filesystem::path(o.out).extension().string();
   std::string terminal;
@@ -369,7 +374,32 @@ Result<PlotKind> ParsePlotKind(std::string_view text) {
   if (text == "memory") return PlotKind::kMemory;
   if (text == "compare") return PlotKind::kCompare;
   return Status::InvalidArgument(
-      fmt::format("plot kind '{}': must be timeline, bubble, memory or compare", text));
+      fmt::format("plot kind '{}': must be timeline, bubble, memory or compare", Printable(text)));
+}
+
+Result<PlotSize> ParsePlotSize(std::string_view text) {
+  const auto invalid = [&] {
+    return Status::InvalidArgument(fmt::format(
+        "--size = '{}': must be WIDTHxHEIGHT in pixels, each in [{}, {}], e.g. 1200x600 (height 0: "
+        "the figure's default)",
+        Printable(text), kMinPlotPixels, kMaxPlotPixels));
+  };
+  const std::size_t cross = text.find('x');
+  if (cross == std::string_view::npos) return invalid();
+  PlotSize size;
+  const auto read = [](std::string_view digits, int& value) {
+    const char* end = digits.data() + digits.size();
+    const auto [ptr, error] = std::from_chars(digits.data(), end, value);
+    return !digits.empty() && error == std::errc() && ptr == end;
+  };
+  if (!read(text.substr(0, cross), size.width) || !read(text.substr(cross + 1), size.height)) {
+    return invalid();
+  }
+  const auto in_range = [](int pixels) {
+    return pixels >= kMinPlotPixels && pixels <= kMaxPlotPixels;
+  };
+  if (!in_range(size.width) || !(size.height == 0 || in_range(size.height))) return invalid();
+  return size;
 }
 
 double MeanAbsolutePercentageError(const std::vector<double>& predicted,
@@ -409,9 +439,39 @@ Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOpt
   }
   const ExitStatus exit = gnuplot->Wait();
   if (exit.code != 0) {
-    return Status::IoError(fmt::format("gnuplot failed ({}): {}", exit.Describe(), gnuplot->err()));
+    return Status::IoError(fmt::format("gnuplot failed ({}): {}\ngnuplot's output:\n{}",
+                                       exit.Describe(), GnuplotReason(gnuplot->err()),
+                                       gnuplot->err()));
   }
   return Status::Ok();
+}
+
+std::string GnuplotReason(std::string_view err) {
+  std::vector<std::string_view> lines;
+  for (std::size_t begin = 0; begin < err.size();) {
+    std::size_t end = err.find('\n', begin);
+    if (end == std::string_view::npos) end = err.size();
+    std::string_view line = err.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (!line.empty()) lines.push_back(line);
+    begin = end + 1;
+  }
+  // gnuplot's own errors read `"/dev/stdin" line 2: cannot open file; output not changed`, maybe
+  // followed by `system error: No such file or directory`.
+  constexpr std::string_view kScript = "\"/dev/stdin\" ";
+  for (std::size_t k = lines.size(); k-- > 0;) {
+    const std::string_view line = lines[k];
+    const std::size_t colon = line.find(": ");
+    if (!line.starts_with(kScript) || colon == std::string_view::npos) continue;
+    std::string where =
+        fmt::format("{} of the script", line.substr(kScript.size(), colon - kScript.size()));
+    for (std::size_t next = k + 1; next < lines.size(); ++next) {
+      where += fmt::format("; {}", lines[next]);
+    }
+    return fmt::format("{} ({})", line.substr(colon + 2), where);
+  }
+  if (lines.empty()) return "it printed nothing";
+  return std::string(lines.back());
 }
 
 }  // namespace pipette

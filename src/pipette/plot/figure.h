@@ -32,6 +32,19 @@ enum class PlotKind { kTimeline, kBubble, kMemory, kCompare };
 // "timeline", "bubble", "memory", "compare"; InvalidArgument naming the value otherwise.
 Result<PlotKind> ParsePlotKind(std::string_view text);
 
+// Figure sizes in pixels are in [kMinPlotPixels, kMaxPlotPixels].
+inline constexpr int kMinPlotPixels = 100;
+inline constexpr int kMaxPlotPixels = 10000;
+
+struct PlotSize {
+  int width = 1200;
+  int height = 0;  // 0: the kind's default
+};
+
+// Parses --size "WIDTHxHEIGHT" (decimal pixels): width in [100, 10000], height 0 (the kind's
+// default) or in [100, 10000]. InvalidArgument quoting the text as given otherwise.
+Result<PlotSize> ParsePlotSize(std::string_view text);
+
 struct PlotOptions {
   std::string out = "figure.png";  // .png or .svg
   int width = 1200;                // pixels
@@ -45,8 +58,14 @@ struct PlotOptions {
 Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs,
                                  const PlotOptions& options);
 
-// Writes the figure to options.out. Errors: FigureScript's, or IoError with gnuplot's message.
+// Writes the figure to options.out. Errors: FigureScript's, or IoError whose first line is
+// gnuplot's reason (GnuplotReason) and whose next lines are all gnuplot printed.
 Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options);
+
+// The reason in gnuplot's standard error `err`: from its last `"/dev/stdin" line N: REASON` line,
+// "REASON (line N of the script; <the lines after it, e.g. system error: ...>)"; else its last
+// non-empty line.
+std::string GnuplotReason(std::string_view err);
 
 // The mean absolute percentage error of `predicted` against `measured`, in percent.
 double MeanAbsolutePercentageError(const std::vector<double>& predicted,

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <utility>
 
+#include "pipette/common/printable.h"
+
 namespace pipette {
 namespace {
 
@@ -33,7 +35,7 @@ std::string_view Trim(std::string_view s) {
 }
 
 Status Malformed(std::string_view text, std::string_view why) {
-  return Status::InvalidArgument(fmt::format("action '{}': {}", text, why));
+  return Status::InvalidArgument(fmt::format("action '{}': {}", Printable(text), why));
 }
 
 // Parses "<stage><KIND><microbatch>" with no parentheses.

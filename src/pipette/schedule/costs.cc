@@ -4,12 +4,16 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
+
+#include "pipette/common/printable.h"
 
 namespace pipette {
 
 Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, StageCost defaults) {
   StageCost cost = defaults;
+  std::map<std::string, std::string> given;  // name -> its value as written, to refuse a repeat
   std::size_t begin = 0;
   while (begin <= text.size()) {
     std::size_t end = text.find(',', begin);
@@ -18,10 +22,16 @@ Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, St
     begin = end + 1;
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      return Status::InvalidArgument(
-          fmt::format("{} '{}': expected NAME=VALUE items such as F=1,I=1,W=1", key, item));
+      return Status::InvalidArgument(fmt::format(
+          "{} '{}': expected NAME=VALUE items such as F=1,I=1,W=1", key, Printable(item)));
     }
-    const std::string name = item.substr(0, eq), number = item.substr(eq + 1);
+    const std::string name = Printable(item.substr(0, eq)), number = Printable(item.substr(eq + 1));
+    if (const auto earlier = given.find(name); earlier != given.end()) {
+      return Status::InvalidArgument(
+          fmt::format("{} {}={}: {} is given twice (first {}={}); give each of F, I, W once", key,
+                      name, number, name, name, earlier->second));
+    }
+    given.emplace(name, number);
     char* parse_end = nullptr;
     const double value = std::strtod(number.c_str(), &parse_end);
     if (number.empty() || *parse_end != '\0' || !(value >= 0.0 && value <= kMaxCost)) {

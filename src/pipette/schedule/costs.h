@@ -53,7 +53,7 @@ struct Costs {
 };
 
 // Parses "F=1,I=1,W=1" (any subset, any order; missing keys keep `defaults`). Values are finite
-// numbers in [0, kMaxCost]. `key` names the option in errors ("--times").
+// numbers in [0, kMaxCost]; each key at most once. `key` names the option in errors ("--times").
 Result<StageCost> ParseStageCost(std::string_view text, std::string_view key,
                                  StageCost defaults = {});
 

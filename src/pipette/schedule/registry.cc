@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include "pipette/common/printable.h"
 #include "pipette/schedule/schedule_csv.h"
 #include "pipette/schedule/schedules/generators.h"
 #include "pipette/schedule/validate.h"
@@ -15,7 +16,7 @@ namespace {
 Status CheckAgreesWithFile(const char* key, int given, int in_file, const Schedule& schedule) {
   if (given == 0 || given == in_file) return Status::Ok();
   return Status::InvalidArgument(fmt::format("{} = {} disagrees with {}, which has {} = {}", key,
-                                             given, schedule.name, key + 1, in_file));
+                                             given, Printable(schedule.name), key + 1, in_file));
 }
 
 Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& params) {
@@ -29,7 +30,7 @@ Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& pa
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-m", params.m, schedule.m, schedule));
   // Validate() counts a rank's actions from 0 and skips empty cells; say so for file users.
   PIPETTE_RETURN_IF_ERROR(Validate(schedule).WithContext(
-      schedule.name + " (rank r is line r+1; action k is its (k+1)-th non-empty cell)"));
+      Printable(schedule.name) + " (rank r is line r+1; action k is its (k+1)-th non-empty cell)"));
   return schedule;
 }
 
@@ -69,7 +70,7 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
     return Status::NotFound(fmt::format(
         "unknown schedule '{}': `pipette schedule --list` shows the built-in ones; use csv:FILE "
         "for your own",
-        name));
+        Printable(name)));
   }
   const std::string context = fmt::format("schedule '{}'", name);
   ScheduleParams params = requested;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipette/common/bounded_file.h"
+#include "pipette/common/printable.h"
 
 namespace pipette {
 namespace {
@@ -238,7 +239,8 @@ Result<Schedule> LoadComputeCsv(const std::string& path) {
       const std::string text,
       ReadFileBounded(path, kMaxCsvBytes, "schedule CSV", MissingFile::kNotARegularFile));
   Result<Schedule> schedule = ParseComputeCsv(text, "csv:" + path);
-  if (!schedule.ok()) return schedule.status().WithContext(fmt::format("schedule CSV '{}'", path));
+  if (!schedule.ok())
+    return schedule.status().WithContext(fmt::format("schedule CSV '{}'", Printable(path)));
   return schedule;
 }
 

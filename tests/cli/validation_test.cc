@@ -1,0 +1,312 @@
+// End-to-end tests of how the commands check their input before they do any work, and of what
+// their messages say: --latency-us in microseconds, --times, empty strings, --seed, counts derived
+// from user input that must not overflow, a CSV schedule's p and m, control bytes in messages,
+// --size as given, gnuplot's reason, and the JSON of the largest accepted schedule.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipette/common/printable.h"
+#include "pipette/schedule/costs.h"
+#include "pipette_runner.h"
+
+namespace {
+
+using pipette::testing::CommandResult;
+using pipette::testing::Pipette;
+using pipette::testing::ScratchDir;
+using pipette::testing::Shell;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+bool Exists(const std::string& name) { return std::filesystem::exists(ScratchDir() + "/" + name); }
+
+// Writes `text` to `name` in the scratch directory.
+void Write(const std::string& name, const std::string& text) {
+  std::ofstream(ScratchDir() + "/" + name) << text;
+}
+
+// Writes the compute-only CSV of `schedule_args` (e.g. "1f1b -p 2 -m 6") to `name`.
+void WriteCsvSchedule(const std::string& name, const std::string& schedule_args) {
+  CommandResult csv = Pipette("schedule " + schedule_args + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  Write(name, csv.out);
+}
+
+TEST(Printable, EscapesEveryControlByteAndKeepsTheRest) {
+  EXPECT_EQ(pipette::Printable("\x1b[31mred\x7f\r\n\t\x01"),
+            "\\x1b[31mred\\x7f\\x0d\\x0a\\x09\\x01");
+  EXPECT_EQ(pipette::Printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(pipette::Printable("caf\xc3\xa9 \\x1b"), "caf\xc3\xa9 \\x1b");  // UTF-8, backslash kept
+  EXPECT_EQ(pipette::Printable(pipette::Printable("\x1b")), "\\x1b");       // idempotent
+  EXPECT_EQ(pipette::PrintableLines("one\ntwo\x1b"), "one\ntwo\\x1b");
+}
+
+// -1, nan and inf were accepted without --ideal-network and, with it, left a failed run behind
+// with a message in seconds. Now: exit 2, the message in microseconds, no database written.
+TEST(Validation, LatencyUsIsCheckedInMicrosecondsBeforeAnythingIsRecorded) {
+  const std::pair<const char*, const char*> values[] = {
+      {"-1", "-1"}, {"nan", "nan"}, {"inf", "inf"}, {"-inf", "-inf"}, {"2e12", "2000000000000"}};
+  for (const char* command :
+       {"simulate", "simulate --ideal-network", "simulate --ideal-network --times F=1,I=1,W=1"}) {
+    for (const auto& [value, shown] : values) {
+      std::filesystem::remove(ScratchDir() + "/latency.db");
+      const std::string args = std::string(command) + " --latency-us " + value + " --db latency.db";
+      CommandResult run = Pipette(args);
+      EXPECT_EQ(run.exit_code, 2) << args;
+      EXPECT_EQ(run.err, "pipette simulate: --latency-us = " + std::string(shown) +
+                             ": must be a number of microseconds in [0, 1e+12]\n")
+          << args;
+      EXPECT_FALSE(Exists("latency.db")) << args;
+    }
+  }
+}
+
+// A sweep point with a bad latency is the child's bad input: filed invalid, no run recorded.
+TEST(Validation, SweepPointWithABadLatencyIsInvalidAndRecordsNoRun) {
+  Write("latency.toml", R"(name = "latency"
+[fixed]
+ideal-network = true
+pp = 2
+m = 2
+[axes]
+latency-us = [-1.0, 5.0]
+)");
+  CommandResult sweep = Pipette("sweep latency.toml --db sweep.db");
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_TRUE(Contains(sweep.out, "invalid            1")) << sweep.out;
+  EXPECT_TRUE(Contains(sweep.out, "failed             0")) << sweep.out;
+  CommandResult runs = Pipette("runs --db sweep.db --format json");
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  const auto json = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(json.size(), 1u) << runs.out;
+  EXPECT_EQ(json[0]["status"], "ok") << runs.out;
+}
+
+// The parser behind --times (and a sweep's `times`): each key once, the whole value read.
+TEST(ParseStageCost, RefusesARepeatedKeyAndBytesAfterANul) {
+  const pipette::Result<pipette::StageCost> twice =
+      pipette::ParseStageCost("W=3,F=1,W=2", "--times");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(),
+            "--times W=2: W is given twice (first W=3); give each of F, I, W once");
+  const pipette::Result<pipette::StageCost> nul =
+      pipette::ParseStageCost(std::string("F=1\0junk", 8), "--times");
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.status().message(), "--times F='1\\x00junk': must be a number in [0, 1e+12]");
+  const pipette::Result<pipette::StageCost> fine = pipette::ParseStageCost("W=3,F=2", "--times");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->f, 2);
+  EXPECT_EQ(fine->i, 1);  // the default
+  EXPECT_EQ(fine->w, 3);
+}
+
+TEST(Validation, TimesRefusesARepeatedKey) {
+  for (const char* command :
+       {"schedule 1f1b -p 2 -m 2", "simulate --ideal-network --no-db -p 2 -m 2"}) {
+    CommandResult run = Pipette(std::string(command) + " --times F=1,I=1,F=2");
+    EXPECT_EQ(run.exit_code, 2) << command;
+    EXPECT_TRUE(Contains(run.err,
+                         "--times F=2: F is given twice (first F=1); give each of F, I, W "
+                         "once"))
+        << run.err;
+  }
+}
+
+// An empty value (an unset shell variable) was taken as "not given" (--times) or looked up as a
+// name; now every such option refuses it before any work, naming the option.
+TEST(Validation, EmptyStringsAreRefusedNamingTheOption) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"simulate --times '' --db empty.db", "--times"},
+      {"simulate --ideal-network --times '' --db empty.db", "--times"},
+      {"simulate --schedule '' --db empty.db", "--schedule"},
+      {"simulate --model '' --db empty.db", "--model"},
+      {"simulate --cluster '' --db empty.db", "--cluster"},
+      {"simulate --dtype '' --db empty.db", "--dtype"},
+      {"schedule 1f1b -p 2 -m 2 --times ''", "--times"},
+      {"partition --model '' --pp 2", "--model"},
+      {"partition --model gpt3-1.3b --pp 2 --schedule ''", "--schedule"},
+      {"partition --model gpt3-1.3b --pp 2 --cluster ''", "--cluster"},
+      {"train --model '' --db empty.db", "--model"},
+      {"train --schedule '' --db empty.db", "--schedule"},
+  };
+  for (const auto& [args, option] : cases) {
+    std::filesystem::remove(ScratchDir() + "/empty.db");
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_TRUE(Contains(run.err, std::string(option) +
+                                      ": must not be empty (leave the option out to get its "
+                                      "default)"))
+        << args << " -> " << run.err;
+    EXPECT_FALSE(Exists("empty.db")) << args;
+  }
+}
+
+// CLI11 read "-1" into the unsigned seed as 2^64 - 1 (and "0x10" as 16) and trained with it.
+TEST(Validation, SeedIsAWholeDecimalNumber) {
+  for (const char* seed : {"-1", "0x10", "18446744073709551616", "1.5", "+3", "' 7'"}) {
+    CommandResult run = Pipette(std::string("train --steps 1 --no-db --seed ") + seed);
+    EXPECT_EQ(run.exit_code, 2) << seed;
+    EXPECT_TRUE(Contains(run.err, "--seed: ")) << run.err;
+    EXPECT_TRUE(Contains(run.err,
+                         ": must be a whole number in [0, 18446744073709551615], in "
+                         "decimal digits"))
+        << seed << " -> " << run.err;
+  }
+  CommandResult largest =
+      Pipette("train --steps 1 --no-db --format json --seed 18446744073709551615");
+  EXPECT_EQ(largest.exit_code, 0) << largest.err;
+}
+
+// partition's default -m was 2 * pp in int: --pp 2147483647 reported "-m = -2". train multiplied
+// -p by --dp in int before either was checked.
+TEST(Validation, CountsDerivedFromTheInputDoNotOverflow) {
+  CommandResult partition = Pipette("partition --model gpt3-1.3b --pp 2147483647");
+  EXPECT_EQ(partition.exit_code, 2);
+  EXPECT_EQ(partition.err,
+            "pipette partition: --pp = 2147483647: more than the limit of 16384 pipeline ranks\n");
+  CommandResult train = Pipette("train -p 65536 --dp 65536 --no-db");
+  EXPECT_EQ(train.exit_code, 2);
+  EXPECT_TRUE(Contains(train.err, "-p 65536 --dp 65536 needs 4294967296 processes")) << train.err;
+  const std::pair<const char*, const char*> limits[] = {
+      {"schedule interleaved-1f1b -p 16384 -v 131072 -m 2147483647",
+       "p*v*m = 16384*131072*2147483647: more than the limit of 16000000 chunks"},
+      {"simulate --ideal-network --times F=1 --no-db --pp 2147483647 -m 2147483647",
+       "-p = 2147483647: more than the limit of 16384 pipeline ranks"},
+      {"simulate --no-db --pp 8 --dp 2147483647 --tp 2147483647", "more than 2^63"},
+  };
+  for (const auto& [args, message] : limits) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_TRUE(Contains(run.err, message)) << args << " -> " << run.err;
+  }
+}
+
+// The file has p = 2 and m = 6; simulate's defaults (p = 4, m = 8) and partition's default m
+// (2 * pp) used to contradict it.
+TEST(Validation, CsvScheduleTakesPAndMFromTheFile) {
+  WriteCsvSchedule("p2m6.csv", "1f1b -p 2 -m 6");
+  CommandResult times =
+      Pipette("simulate --schedule csv:p2m6.csv --ideal-network --times F=1 --no-db --format json");
+  ASSERT_EQ(times.exit_code, 0) << times.err;
+  auto json = nlohmann::json::parse(times.out);
+  EXPECT_EQ(json["p"], 2);
+  EXPECT_EQ(json["m"], 6);
+  CommandResult model = Pipette("simulate --schedule csv:p2m6.csv --no-db --format json");
+  ASSERT_EQ(model.exit_code, 0) << model.err;
+  json = nlohmann::json::parse(model.out);
+  EXPECT_EQ(json["pp"], 2);
+  EXPECT_EQ(json["m"], 6);
+  CommandResult partition =
+      Pipette("partition --model gpt3-1.3b --pp 2 --schedule csv:p2m6.csv --format json");
+  EXPECT_EQ(partition.exit_code, 0) << partition.err;
+  // A given count that disagrees names both.
+  const std::pair<const char*, const char*> disagree[] = {
+      {"simulate --schedule csv:p2m6.csv -p 3 --no-db",
+       "-p = 3 disagrees with csv:p2m6.csv, which has p = 2"},
+      {"simulate --schedule csv:p2m6.csv -m 8 --ideal-network --times F=1 --no-db",
+       "-m = 8 disagrees with csv:p2m6.csv, which has m = 6"},
+  };
+  for (const auto& [args, message] : disagree) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_TRUE(Contains(run.err, message)) << args << " -> " << run.err;
+  }
+}
+
+// pipette train's defaults (p = 1, m = 8) used to contradict a CSV schedule with m = 6.
+TEST(Validation, TrainTakesACsvSchedulesPAndMFromTheFile) {
+  WriteCsvSchedule("p1m6.csv", "1f1b -p 1 -m 6");
+  CommandResult run = Pipette("train --schedule csv:p1m6.csv --steps 1 --no-db --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["p"], 1);
+  EXPECT_EQ(json["m"], 6);
+  CommandResult mismatch = Pipette("train --schedule csv:p1m6.csv -m 8 --steps 1 --no-db");
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_TRUE(Contains(mismatch.err, "-m = 8 disagrees with csv:p1m6.csv, which has m = 6"))
+      << mismatch.err;
+}
+
+// A terminal escape in a value is echoed as \x1b, whoever writes the message (a command, the
+// library, CLI11's parser).
+TEST(Validation, ControlBytesInInputAreEscapedInMessages) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"schedule \"$(printf '\\033[31mred')\" -p 2 -m 2", "unknown schedule '\\x1b[31mred'"},
+      {"schedule 1f1b -p \"$(printf '2\\033[2J')\" -m 2", "2\\x1b[2J"},
+      {"schedule 1f1b -p 2 -m 2 --times \"$(printf 'F=1\\033[2J')\"", "F='1\\x1b[2J'"},
+      {"schedule \"csv:$(printf 'x\\033[2J\\ny.csv')\"", "x\\x1b[2J\\x0ay.csv"},
+      {"simulate --no-db --model \"$(printf '\\033[2J')\"", "\\x1b[2J"},
+      {"train --no-db --seed \"$(printf '1\\033[2J')\"", "1\\x1b[2J"},
+  };
+  for (const auto& [args, escaped] : cases) {
+    CommandResult run = Pipette(args);
+    EXPECT_EQ(run.exit_code, 2) << args;
+    EXPECT_EQ(run.err.find('\x1b'), std::string::npos) << args << " -> " << run.err;
+    EXPECT_TRUE(Contains(run.err, escaped)) << args << " -> " << pipette::Printable(run.err);
+  }
+}
+
+// --size 0x0 used to be reported as "0x700" (the figure's default height filled in).
+TEST(Validation, PlotSizeIsReportedAsGiven) {
+  ASSERT_EQ(Pipette("simulate --ideal-network --times F=1 --db plot.db").exit_code, 0);
+  for (const char* size : {"0x0", "50x50", "1200x99999999999", "1200x"}) {
+    CommandResult run = Pipette(std::string("plot bubble --db plot.db --size ") + size);
+    EXPECT_EQ(run.exit_code, 2) << size;
+    EXPECT_TRUE(Contains(run.err, std::string("pipette plot: --size = '") + size +
+                                      "': must be WIDTHxHEIGHT in pixels, each in [100, 10000]"))
+        << run.err;
+  }
+}
+
+// gnuplot echoes the failing script line first; its reason used to come third.
+TEST(Validation, PlotFailureSaysGnuplotsReasonOnTheFirstLine) {
+  if (Shell("gnuplot --version").exit_code != 0) GTEST_SKIP() << "gnuplot is not installed";
+  ASSERT_EQ(Pipette("simulate --ideal-network --times F=1 --db gnuplot.db").exit_code, 0);
+  CommandResult run = Pipette("plot timeline --db gnuplot.db --out no/such/dir/t.png");
+  EXPECT_EQ(run.exit_code, 1);
+  const std::string first = run.err.substr(0, run.err.find('\n'));
+  EXPECT_TRUE(Contains(first,
+                       "pipette plot: gnuplot failed (exit 1): cannot open file; output "
+                       "not changed (line "))
+      << run.err;
+  EXPECT_TRUE(Contains(first, "system error: No such file or directory")) << run.err;
+}
+
+// The JSON report was one document holding every action (about 390 bytes per action at peak), and
+// destroying it allocates inside a noexcept destructor: out of memory, `schedule 1f1b -p 1 -m
+// 16000000 --format json` aborted (exit 134). The action lists now stream. 6 million actions under
+// a 700 MB address-space limit: the old writer aborted (or failed) below about 1.1 GB; this one
+// needs under 500 MB.
+TEST(Validation, LargeScheduleJsonStreamsInBoundedMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit";
+#endif
+  const std::string path = ScratchDir() + "/large.json";
+  CommandResult run = Shell(std::string("ulimit -v 700000 && ") + PIPETTE_BINARY +
+                            " schedule 1f1b -p 1 -m 2000000 --format json > large.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string json = pipette::testing::ReadFile(path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(json.starts_with(
+      R"({"schedule":"1f1b","p":1,"v":1,"m":2000000,"placement":[0],"ranks":[["0F0","0B0",)"))
+      << json.substr(0, 100);
+  EXPECT_TRUE(json.ends_with(
+      R"("0F1999999","0B1999999"]],"makespan":6000000.0,"bubble_ratio":0.0,"busy":[6000000.0],)"
+      R"("peak_activations":[1]})"
+      "\n"));
+  std::size_t forwards = 0;
+  for (std::size_t at = json.find("\"0F"); at != std::string::npos;
+       at = json.find("\"0F", at + 1)) {
+    ++forwards;
+  }
+  EXPECT_EQ(forwards, 2'000'000u);
+}
+
+}  // namespace

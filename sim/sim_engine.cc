@@ -3,6 +3,9 @@
 #include <xbt/log.h>
 
 #include <simgrid/s4u.hpp>
+#include <string>
+
+#include "sim/simulation_size.h"
 
 namespace pipette {
 
@@ -15,6 +18,10 @@ std::unique_ptr<simgrid::s4u::Engine> MakeEngine() {
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+  // Each simulated rank's stack: SimGrid's default is 8 MiB; RunRank needs under 6 KiB
+  // (sim/README.md). No guard page: each would cost two memory mappings per actor, and Linux
+  // allows 65530 per process.
+  simgrid::s4u::Engine::set_config("contexts/stack-size:" + std::to_string(kActorStackKiB));
   simgrid::s4u::Engine::set_config("contexts/guard-size:0");
   return engine;
 }

@@ -43,8 +43,8 @@ SimulationSize EstimateSimulationSize(std::int64_t p, std::int64_t v, std::int64
                                       std::int64_t replicas, std::int64_t steps,
                                       std::int64_t routes) {
   const std::int64_t chunks = Times(Times(p, v), m);
-  SimulationSize size = EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p,
-                                               replicas, steps, routes);
+  SimulationSize size =
+      EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes);
   size.lower_bound = true;
   return size;
 }
@@ -67,8 +67,8 @@ Status CheckSimulationSize(const SimulationSize& size, const std::string& reques
       "(about {:.1f} GB of memory), more than pipette simulates ({}); the limits are {} "
       "instructions, {} actors, {} routes and {:g} GB: use fewer ranks, microbatches, replicas "
       "or steps",
-      request, size.lower_bound ? "at least " : "", size.instructions, size.actors, size.routes, size.bytes / 1e9, over,
-      kMaxSimulatedInstructions, kMaxSimulatedActors, kMaxPlatformRoutes,
+      request, size.lower_bound ? "at least " : "", size.instructions, size.actors, size.routes,
+      size.bytes / 1e9, over, kMaxSimulatedInstructions, kMaxSimulatedActors, kMaxPlatformRoutes,
       kMaxSimulationBytes / 1e9));
 }
 

@@ -51,13 +51,12 @@ TEST(SimulationSize, RefusesPp16384M976WithTheEstimateAndTheLimits) {
 }
 
 TEST(SimulationSize, AcceptsWhatFitsAndNamesEachLimit) {
-  EXPECT_TRUE(CheckSimulationSize(EstimateSimulationSize(kMaxSimulatedInstructions, 1024, 1, 1,
-                                                         kMaxPlatformRoutes),
-                                  "x")
-                  .ok());
+  EXPECT_TRUE(
+      CheckSimulationSize(
+          EstimateSimulationSize(kMaxSimulatedInstructions, 1024, 1, 1, kMaxPlatformRoutes), "x")
+          .ok());
   const Status actors = CheckSimulationSize(EstimateSimulationSize(0, 65537, 1, 1, 0), "x");
-  EXPECT_NE(actors.message().find("(65537 actors > 65536)"), std::string::npos)
-      << actors.message();
+  EXPECT_NE(actors.message().find("(65537 actors > 65536)"), std::string::npos) << actors.message();
   const Status routes =
       CheckSimulationSize(EstimateSimulationSize(0, 1, 1, 1, kMaxPlatformRoutes + 1), "x");
   EXPECT_NE(routes.message().find("(4000001 platform routes > 4000000)"), std::string::npos)

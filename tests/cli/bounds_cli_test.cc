@@ -36,7 +36,8 @@ TEST(CliBounds, AbsurdEfficiencyOrHardwareIsRefusedAndNothingIsRecorded) {
   for (const std::string efficiency : {"1e-320", "1e-300", "1e-09"}) {
     CommandResult run = Pipette("simulate --db bounds.db --efficiency " + efficiency);
     EXPECT_EQ(run.exit_code, 2) << efficiency << ": " << run.err;
-    EXPECT_EQ(run.err.rfind("pipette simulate: --efficiency = " + efficiency + " (of 989 TFLOP/s "
+    EXPECT_EQ(run.err.rfind("pipette simulate: --efficiency = " + efficiency +
+                                " (of 989 TFLOP/s "
                                 "bf16 on cluster 'dgx-h100'; layer '",
                             0),
               0u)
@@ -63,8 +64,8 @@ TEST(CliBounds, AbsurdEfficiencyOrHardwareIsRefusedAndNothingIsRecorded) {
 TEST(CliBounds, TooLargeSimulationIsRefusedUpFrontWithTheEstimate) {
   std::filesystem::remove(ScratchDir() + "/large.db");
   // This ran for minutes and took 5.8 GB.
-  CommandResult run = Pipette(
-      "simulate --db large.db --times F=1,I=1,W=1 --ideal-network --pp 16384 -m 976");
+  CommandResult run =
+      Pipette("simulate --db large.db --times F=1,I=1,W=1 --ideal-network --pp 16384 -m 976");
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_EQ(run.err,
             "pipette simulate: --pp 16384 -m 976 --steps 1: the simulation would execute at least "
@@ -90,6 +91,40 @@ TEST(CliBounds, SmallJobOnAHugeClusterRuns) {
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "ok");
   }
+}
+
+}  // namespace
+}  // namespace pipette
+
+namespace pipette {
+namespace {
+
+TEST(CliBounds, TrainRefusesAModelTheMachineCannotHoldBeforeAllocating) {
+  // gpt3-175b grew to 12 GB before bad_alloc; under a 4 GB address-space limit the old code ended
+  // in bad_alloc (exit 1) after allocating, the estimate refuses it before.
+  CommandResult run =
+      testing::Shell("ulimit -v 4000000; PIPETTE_MEMORY_LIMIT_BYTES=16e9 " +
+                     std::string(PIPETTE_BINARY) + " train --model gpt3-175b --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_EQ(run.err.rfind("pipette train: --model gpt3-175b: training needs about 5.79 TB on this "
+                          "host (1 rank here; ",
+                          0),
+            0u)
+      << run.err;
+  EXPECT_NE(run.err.find("but this machine has 16 GB (PIPETTE_MEMORY_LIMIT_BYTES)"),
+            std::string::npos)
+      << run.err;
+  // Without the override the machine's own memory is the limit, which no machine here reaches.
+  CommandResult machine = testing::Shell("ulimit -v 4000000; " + std::string(PIPETTE_BINARY) +
+                                         " train --model gpt3-175b --no-db");
+  EXPECT_EQ(machine.exit_code, 2) << machine.err;
+  EXPECT_NE(machine.err.find("(MemAvailable in /proc/meminfo)"), std::string::npos) << machine.err;
+  CommandResult bad = testing::Shell("PIPETTE_MEMORY_LIMIT_BYTES=lots " +
+                                     std::string(PIPETTE_BINARY) + " train --no-db");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("PIPETTE_MEMORY_LIMIT_BYTES = 'lots': must be a positive number"),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

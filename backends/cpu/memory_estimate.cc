@@ -60,7 +60,8 @@ Result<TrainMemoryEstimate> EstimateTrainMemory(const TrainPlan& plan, bool veri
     const int r = plan.schedule.placement.rank_of(s);
     const int piece = plan.stage_piece[s];
     e.parameter_bytes[r] += static_cast<double>(plan.piece_params[piece]) * kBytesPerParameter;
-    activation[r] = std::max(activation[r], static_cast<double>(plan.piece_activation_bytes[piece]));
+    activation[r] =
+        std::max(activation[r], static_cast<double>(plan.piece_activation_bytes[piece]));
     wgrad[r] = std::max(wgrad[r], static_cast<double>(plan.piece_wgrad_input_bytes[piece]));
   }
   for (int r = 0; r < p; ++r) {
@@ -117,8 +118,8 @@ Status CheckTrainMemory(const TrainPlan& plan, const TrainMemoryEstimate& estima
                         int ranks_on_host, const AvailableMemory& available) {
   std::vector<double> ranks = estimate.rank_bytes;
   std::sort(ranks.begin(), ranks.end(), std::greater<>());
-  const std::size_t here =
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::max(ranks_on_host, 1)), 1, ranks.size());
+  const std::size_t here = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::max(ranks_on_host, 1)), 1, ranks.size());
   double host = 0;
   for (std::size_t k = 0; k < here; ++k) host += ranks[k];
   if (host <= available.bytes) return Status::Ok();

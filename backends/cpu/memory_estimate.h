@@ -21,7 +21,7 @@
 namespace pipette::cpu {
 
 struct TrainMemoryEstimate {
-  std::vector<double> rank_bytes;  // per world rank (replica d's rank r at d * p + r)
+  std::vector<double> rank_bytes;        // per world rank (replica d's rank r at d * p + r)
   std::vector<double> parameter_bytes;   // per pipeline rank: weights, gradients, moments
   std::vector<double> activation_bytes;  // per pipeline rank: microbatches in flight
   double reference_bytes = 0;            // --verify: rank 0's unpipelined reference

@@ -34,16 +34,16 @@ TEST(TrainMemory, ParametersAtSixteenBytesAndActivationsOfTheMicrobatchesInFligh
   EXPECT_DOUBLE_EQ(e->activation_bytes[0], 2.0 * plan.piece_activation_bytes[0]);
   EXPECT_DOUBLE_EQ(e->activation_bytes[1], 1.0 * plan.piece_activation_bytes[1]);
   EXPECT_EQ(std::accumulate(plan.piece_params.begin(), plan.piece_params.end(), std::int64_t{0}),
-            210304);  // tiny's parameters
+            210304);                    // tiny's parameters
   ASSERT_EQ(e->rank_bytes.size(), 6u);  // every rank of every replica
   EXPECT_DOUBLE_EQ(e->rank_bytes[0], 64e6 + 1.2 * (e->parameter_bytes[0] + e->activation_bytes[0]));
   EXPECT_DOUBLE_EQ(e->rank_bytes[2], e->rank_bytes[0]);  // replica 1, rank 0
   EXPECT_DOUBLE_EQ(e->reference_bytes, 0);
   Result<TrainMemoryEstimate> verified = EstimateTrainMemory(plan, true);
   ASSERT_TRUE(verified.ok());
-  EXPECT_DOUBLE_EQ(verified->reference_bytes,
-                   16.0 * 210304 + 4.0 * 3 * (plan.piece_activation_bytes[0] +
-                                              plan.piece_activation_bytes[1]));
+  EXPECT_DOUBLE_EQ(
+      verified->reference_bytes,
+      16.0 * 210304 + 4.0 * 3 * (plan.piece_activation_bytes[0] + plan.piece_activation_bytes[1]));
   EXPECT_DOUBLE_EQ(verified->rank_bytes[0], e->rank_bytes[0] + 1.2 * verified->reference_bytes);
 }
 
@@ -92,9 +92,9 @@ TEST(TrainMemory, MachineMemoryHonoursTheOverrideAndRejectsAMalformedOne) {
   EXPECT_EQ(set->source, "PIPETTE_MEMORY_LIMIT_BYTES");
   for (const char* bad : {"", "abc", "-1", "0", "inf", "12GB"}) {
     ASSERT_EQ(setenv("PIPETTE_MEMORY_LIMIT_BYTES", bad, 1), 0);
-    EXPECT_EQ(MachineMemory().status().message(),
-              std::string("PIPETTE_MEMORY_LIMIT_BYTES = '") + bad +
-                  "': must be a positive number of bytes");
+    EXPECT_EQ(MachineMemory().status().message(), std::string("PIPETTE_MEMORY_LIMIT_BYTES = '") +
+                                                      bad +
+                                                      "': must be a positive number of bytes");
   }
   ASSERT_EQ(unsetenv("PIPETTE_MEMORY_LIMIT_BYTES"), 0);
   Result<AvailableMemory> machine = MachineMemory();

@@ -21,7 +21,7 @@ std::int64_t Times(std::int64_t a, std::int64_t b) {
 // entry, trace event and row, its share of the communications), an actor beyond its stack, a
 // route.
 constexpr double kBytesPerInstruction = 200;
-constexpr double kBytesPerActor = 16 * 1024;
+constexpr double kBytesPerActor = 24 * 1024;  // its touched stack pages included
 constexpr double kBytesPerRoute = 150;
 
 }  // namespace
@@ -34,7 +34,7 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
   size.actors = Times(p, replicas);
   size.routes = routes;
   size.bytes = static_cast<double>(size.instructions) * kBytesPerInstruction +
-               static_cast<double>(size.actors) * (kActorStackKiB * 1024.0 + kBytesPerActor) +
+               static_cast<double>(size.actors) * kBytesPerActor +
                static_cast<double>(routes) * kBytesPerRoute;
   return size;
 }

@@ -18,11 +18,12 @@ namespace pipette {
 inline constexpr int kMinInstructionsPerChunk = 2;
 
 // Stack of one simulated rank (SimGrid's contexts/stack-size, KiB): RunRank runs in 6 KiB and
-// fails in 5 (measured with a guard page, sim/README.md); 64 leaves ten times that.
-inline constexpr int kActorStackKiB = 64;
+// fails in 5 (measured with a guard page, sim/README.md); 256 leaves forty times that. Only the
+// pages it touches are resident (MakeEngine has stacks mmap'd): about 8 KiB.
+inline constexpr int kActorStackKiB = 256;
 
 // The limits: about 90 s and 2 GB at the measured rates (9 us and 160 bytes per instruction,
-// simulated and recorded; 11 KB per actor; 0.7 us and 120 bytes per route).
+// simulated and recorded; 20 KB per actor; 0.7 us and 120 bytes per route).
 inline constexpr std::int64_t kMaxSimulatedInstructions = 10'000'000;
 inline constexpr std::int64_t kMaxSimulatedActors = 65'536;
 inline constexpr std::int64_t kMaxPlatformRoutes = 4'000'000;

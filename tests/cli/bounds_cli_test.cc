@@ -69,7 +69,7 @@ TEST(CliBounds, TooLargeSimulationIsRefusedUpFrontWithTheEstimate) {
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_EQ(run.err,
             "pipette simulate: --pp 16384 -m 976 --steps 1: the simulation would execute at least "
-            "31981568 instructions on 16384 actors over 0 platform routes (about 7.7 GB of "
+            "31981568 instructions on 16384 actors over 0 platform routes (about 6.8 GB of "
             "memory), more than pipette simulates (31981568 instructions > 10000000); the limits "
             "are 10000000 instructions, 65536 actors, 4000000 routes and 8 GB: use fewer ranks, "
             "microbatches, replicas or steps\n");

@@ -20,7 +20,7 @@ TEST(SimulationSize, CountsInstructionsOverReplicasAndStepsAndActorsOverReplicas
   EXPECT_EQ(size.actors, 12);
   EXPECT_EQ(size.routes, 50);
   EXPECT_FALSE(size.lower_bound);
-  EXPECT_GT(size.bytes, 12 * kActorStackKiB * 1024.0);
+  EXPECT_DOUBLE_EQ(size.bytes, 6000 * 200.0 + 12 * 24 * 1024.0 + 50 * 150.0);  // measured rates
   // Before the schedule: p*v*m chunks of at least two instructions (forward, backward).
   const SimulationSize before = EstimateSimulationSize(16384, 1, 976, 1, 1, 0);
   EXPECT_EQ(before.instructions, 16384LL * 976 * kMinInstructionsPerChunk);

@@ -9,8 +9,13 @@
 // bandwidth) and a single switch, and enters through the receiver's node uplink and NIC: half the
 // InfiniBand latency on each NIC, none on the uplinks. (Fat-tree levels are not modelled yet: the
 // switch is non-blocking.)
+//
+// Only the GPUs a job uses are built, with the NICs they use and the nodes holding them: a 2-GPU
+// job on 8192 nodes builds one node and two hosts. A node's zone is fully connected, so its routes
+// grow with the square of its GPUs in use (at most kMaxGpusPerNode).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,13 +29,20 @@ class NetZone;
 namespace pipette {
 
 struct ClusterPlatform {
-  std::vector<simgrid::s4u::Host*> gpus;  // node * gpus_per_node + gpu
+  std::vector<simgrid::s4u::Host*> gpus;  // the host of each GPU asked for, in the order asked
+  int nodes = 0;                          // nodes built (those holding a GPU asked for)
 };
 
-// Builds `cluster` with names starting with `prefix`, as a child of `parent` (nullptr: as the
-// engine's root zone). REQUIRES: a SimGrid engine exists and the network model is configured
-// (MakeEngine).
+// Builds the GPUs `gpus` (each node * gpus_per_node + gpu, distinct; empty: every GPU) of
+// `cluster` with names starting with `prefix`, as a child of `parent` (nullptr: as the engine's
+// root zone). REQUIRES: a SimGrid engine exists and the network model is configured (MakeEngine);
+// every GPU in [0, world_size()).
 ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
-                                     simgrid::s4u::NetZone* parent = nullptr);
+                                     simgrid::s4u::NetZone* parent = nullptr,
+                                     const std::vector<int>& gpus = {});
+
+// Routes the platform of `gpus` holds: the sum over its nodes of u(u-1) + 2u for u GPUs in use
+// there (what BuildClusterPlatform's cost grows with). Empty `gpus`: every GPU.
+std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus);
 
 }  // namespace pipette

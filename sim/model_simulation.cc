@@ -1,9 +1,16 @@
 #include "sim/model_simulation.h"
 
+#include <fmt/core.h>
+
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <utility>
 
+#include "pipette/common/duration_limit.h"
 #include "pipette/cost/collectives.h"
+#include "sim/cluster_platform.h"
+#include "sim/simulation_size.h"
 
 namespace pipette {
 namespace {
@@ -82,9 +89,75 @@ double ModelFlopsPerStep(const ModelPlan& p) {
   return flops * (static_cast<double>(p.config.microbatches) * p.config.dp);
 }
 
+// "cluster 'c': inter_node.bandwidth_gb_per_s = 50, latency_us = 5".
+std::string LinkInputs(const ClusterSpec& cluster, bool inter) {
+  const LinkSpec& link = inter ? cluster.inter_node : cluster.intra_node;
+  return fmt::format("cluster '{}': {}.bandwidth_gb_per_s = {:g}, latency_us = {:g}", cluster.name,
+                     inter ? "inter_node" : "intra_node", link.bandwidth / 1e9, link.latency * 1e6);
+}
+
+// Both links within the floors of cluster_spec.h (a cluster file enforces them; a ClusterSpec
+// built in code may not).
+Status CheckLinks(const ClusterSpec& cluster) {
+  for (const bool inter : {false, true}) {
+    const LinkSpec& link = inter ? cluster.inter_node : cluster.intra_node;
+    if (!(link.bandwidth >= kMinBandwidth && link.bandwidth < HUGE_VAL && link.latency >= 0 &&
+          link.latency <= kMaxLinkLatency)) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: the bandwidth must be a finite number >= {:g} GB/s and the latency in [0, {:g}] us",
+          LinkInputs(cluster, inter), kMinBandwidth / 1e9, kMaxLinkLatency * 1e6));
+    }
+  }
+  return Status::Ok();
+}
+
+// Every stage's output message over the slowest link the job uses, and every all-reduce.
+Status CheckTransferTimes(const ModelPlan& p, const std::vector<double>& allreduce) {
+  const ParallelConfig& c = p.config;
+  const bool spans_nodes = c.world_size() > p.cluster.gpus_per_node;
+  const LinkSpec& link = spans_nodes ? p.cluster.inter_node : p.cluster.intra_node;
+  for (const StageInfo& stage : p.plan.stages) {
+    const double bytes = static_cast<double>(stage.boundary_bytes) / c.tp;
+    PIPETTE_RETURN_IF_ERROR(
+        CheckDuration(link.latency + bytes / link.bandwidth, LinkInputs(p.cluster, spans_nodes),
+                      fmt::format("stage {}'s output message ({:.3g} bytes)", stage.index, bytes)));
+  }
+  for (int r = 0; r < c.pp; ++r) {
+    PIPETTE_RETURN_IF_ERROR(
+        CheckDuration(allreduce[r],
+                      fmt::format("--dp = {} on cluster '{}' (intra_node {:g} GB/s, inter_node "
+                                  "{:g} GB/s)",
+                                  c.dp, p.cluster.name, p.cluster.intra_node.bandwidth / 1e9,
+                                  p.cluster.inter_node.bandwidth / 1e9),
+                      fmt::format("rank {}'s gradient all-reduce", r)));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
+Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o) {
+  const ParallelConfig& c = p.config;
+  std::int64_t routes = 0;
+  if (!o.ideal_network) {
+    PIPETTE_RETURN_IF_ERROR(CheckLinks(p.cluster));
+    PIPETTE_RETURN_IF_ERROR(CheckTransferTimes(p, AllReduceSeconds(p, GradientParams(p))));
+    std::vector<int> gpus;
+    for (int d = 0; d < c.dp; ++d) {
+      for (int r = 0; r < c.pp; ++r) gpus.push_back(GpuOf(c, d, r));
+    }
+    routes = ClusterPlatformRoutes(p.cluster, gpus);
+  }
+  const int replicas = o.ideal_network ? 1 : c.dp;
+  return CheckSimulationSize(
+      EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()), c.pp,
+                             replicas, o.steps, routes),
+      fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
+                  o.steps));
+}
+
 Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationOptions& o) {
+  PIPETTE_RETURN_IF_ERROR(CheckModelSimulation(p, o));
   const ParallelConfig& c = p.config;
   const std::vector<double> params = GradientParams(p);
   ModelSimulation m;

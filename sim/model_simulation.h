@@ -45,9 +45,16 @@ struct ModelSimulation {
   double tokens_per_s = 0;         // tokens of every replica per step / step_time
 };
 
+// Checks, before anything runs, what simulating `plan` derives from its cluster: every message's
+// transfer time (latency + bytes / bandwidth of the slowest link the job uses) and every rank's
+// all-reduce time within common/duration_limit.h, the links' bandwidths and latencies within the
+// floors of cluster_spec.h, and the simulation's size (simulation_size.h). Returns
+// InvalidArgument naming the input (cluster key, --dp, --pp, -m, --steps) and the rule.
+Status CheckModelSimulation(const ModelPlan& plan, const ModelSimulationOptions& options);
+
 // Simulates `plan` (its program, stage costs and per-rank memory) on its cluster. Errors:
-// Simulate()'s (e.g. FailedPrecondition on a second call in one process, InvalidArgument for a
-// negative latency).
+// CheckModelSimulation()'s, then Simulate()'s (e.g. FailedPrecondition on a second call in one
+// process, InvalidArgument for a negative latency).
 Result<ModelSimulation> SimulateModel(const ModelPlan& plan, const ModelSimulationOptions& options);
 
 }  // namespace pipette

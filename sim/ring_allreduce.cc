@@ -9,7 +9,13 @@ namespace pipette {
 
 namespace sg4 = simgrid::s4u;
 
-void LaunchRingAllReduce(const std::vector<sg4::Host*>& ring, double bytes, double* finish) {
+Status LaunchRingAllReduce(const std::vector<sg4::Host*>& ring, double bytes, double* finish) {
+  if (ring.empty() || !(bytes >= 0 && bytes <= kMaxRingBytes)) {
+    return Status::InvalidArgument(
+        fmt::format("ring all-reduce of {} bytes over {} hosts: needs at least one host and a "
+                    "number of bytes in [0, {:g}]",
+                    bytes, ring.size(), kMaxRingBytes));
+  }
   const int n = static_cast<int>(ring.size());
   *finish = 0;
   for (int i = 0; i < n; ++i) {
@@ -26,6 +32,7 @@ void LaunchRingAllReduce(const std::vector<sg4::Host*>& ring, double bytes, doub
       *finish = std::max(*finish, sg4::Engine::get_clock());
     });
   }
+  return Status::Ok();
 }
 
 }  // namespace pipette

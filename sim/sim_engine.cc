@@ -1,8 +1,12 @@
 #include "sim/sim_engine.h"
 
+#include <malloc.h>
 #include <xbt/log.h>
 
 #include <simgrid/s4u.hpp>
+#include <string>
+
+#include "sim/simulation_size.h"
 
 namespace pipette {
 
@@ -15,6 +19,14 @@ std::unique_ptr<simgrid::s4u::Engine> MakeEngine() {
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
   simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+  // Each simulated rank's stack: SimGrid's default is 8 MiB; RunRank needs under 6 KiB
+  // (sim/README.md). SimGrid zeroes a stack it allocates (calloc), which makes every page of a
+  // heap-allocated stack resident; an mmap-allocated one costs only the pages RunRank touches. So
+  // every allocation of a stack's size is mmap'd (a fixed threshold also stops glibc from raising
+  // it after a large free). No guard page: each would cost memory mappings per actor, and Linux
+  // allows 65530 per process.
+  mallopt(M_MMAP_THRESHOLD, kActorStackKiB * 1024);
+  simgrid::s4u::Engine::set_config("contexts/stack-size:" + std::to_string(kActorStackKiB));
   simgrid::s4u::Engine::set_config("contexts/guard-size:0");
   return engine;
 }

@@ -13,6 +13,7 @@
 #include "sim/cluster_platform.h"
 #include "sim/sim_engine.h"
 #include "sim/simgrid_runtime.h"
+#include "sim/simulation_size.h"
 
 namespace pipette {
 namespace {
@@ -76,7 +77,12 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: latency = {}: must be a number in [0, {:g}]", index,
                     c.latency, kMaxCost));
   }
-  return Status::Ok();
+  const std::int64_t routes =
+      c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
+  return CheckSimulationSize(
+      EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()), c.program->p,
+                             c.replicas, c.steps, routes),
+      fmt::format("simulation case {}", index));
 }
 
 // What one actor writes: its rank's log over every step.
@@ -106,9 +112,9 @@ std::vector<std::vector<sg4::Host*>> BuildHosts(const std::vector<SimulationCase
   zone->seal();
   for (std::size_t c = 0; c < cases.size(); ++c) {
     if (cases[c].cluster == nullptr) continue;
-    const ClusterPlatform platform =
-        BuildClusterPlatform(*cases[c].cluster, fmt::format("case{}-", c), root);
-    for (int g : cases[c].gpu_of_rank) hosts[c].push_back(platform.gpus[g]);
+    const ClusterPlatform platform = BuildClusterPlatform(
+        *cases[c].cluster, fmt::format("case{}-", c), root, cases[c].gpu_of_rank);
+    hosts[c] = platform.gpus;
   }
   root->seal();
   return hosts;

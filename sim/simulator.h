@@ -65,8 +65,9 @@ struct SimulationResult {
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
 // InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
 // non-finite latency, replicas < 1 (or > 1 on the ideal network), steps < 1, all-reduce times not
-// one finite non-negative value per rank, or a GPU mapping that is not one distinct GPU of the
-// cluster per rank of every replica.
+// one finite non-negative value per rank, a GPU mapping that is not one distinct GPU of the
+// cluster per rank of every replica, or a case over the limits of simulation_size.h (with the
+// estimate). Every check runs before the engine starts.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
 
 }  // namespace pipette

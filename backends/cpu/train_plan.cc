@@ -98,6 +98,9 @@ Status CutModel(int pieces, TrainPlan& plan) {
   for (const StageInfo& stage : cut.stages) {
     std::vector<std::string>& names = plan.piece_layers.emplace_back();
     for (const LayerId id : stage.layers) names.push_back(graph.layer(id).name);
+    plan.piece_params.push_back(stage.params);
+    plan.piece_activation_bytes.push_back(stage.activation_bytes);
+    plan.piece_wgrad_input_bytes.push_back(stage.wgrad_input_bytes);
   }
   for (int s = 0; s < plan.schedule.num_stages(); ++s) {
     const std::string& last = plan.piece_layers[plan.stage_piece[s]].back();

@@ -47,6 +47,11 @@ struct TrainPlan {
   std::vector<std::vector<std::string>> piece_layers;  // layer names per piece, in model order
   std::vector<int> stage_piece;                        // the piece each stage runs
   std::vector<int> stage_output_cols;  // columns of each stage's output (rows: tokens)
+  // Per piece, from the model graph (fp32): parameters, and bytes held per microbatch in flight
+  // (activations kept for the backward; inputs of the weight GEMMs kept from I to W).
+  std::vector<std::int64_t> piece_params;
+  std::vector<std::int64_t> piece_activation_bytes;
+  std::vector<std::int64_t> piece_wgrad_input_bytes;
 
   int p() const { return program.p; }
   int m() const { return program.m; }

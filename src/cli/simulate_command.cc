@@ -9,6 +9,8 @@
 // makespan. What is recorded and printed: cli/simulate_report.h.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "sim/model_simulation.h"
+#include "sim/simulation_size.h"
 #include "sim/simulator.h"
 
 namespace pipette::cli {
@@ -57,6 +60,18 @@ struct SimulateOptions {
 };
 
 int Fail(const Status& status) { return ReportError("simulate", status); }
+
+// Refuses, before a schedule is built, a request whose simulation would certainly pass the limits
+// of sim/simulation_size.h (a lower bound, with v = 1 where the schedule picks v); the lowered
+// program is checked exactly before anything is recorded.
+Status CheckRequestSize(const SimulateOptions& o, int replicas) {
+  return CheckSimulationSize(
+      EstimateSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
+                             replicas, o.steps, 0),
+      fmt::format("--pp {} -m {}{}{} --steps {}", o.params.p, o.params.m,
+                  o.params.v > 0 ? fmt::format(" -v {}", o.params.v) : "",
+                  replicas > 1 ? fmt::format(" --dp {}", replicas) : "", o.steps));
+}
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
   return {o.ideal_network, o.latency_us, o.steps};
@@ -118,10 +133,17 @@ int RunTimes(const SimulateOptions& o) {
   }
   Result<StageCost> ms = ParseStageCost(o.times, "--times");
   if (!ms.ok()) return Fail(ms.status());
+  if (Status size = CheckRequestSize(o, 1); !size.ok()) return Fail(size);
   Result<Schedule> schedule = MakeSchedule(o.schedule, ParamsOf(o));
   if (!schedule.ok()) return Fail(schedule.status());
   Result<Program> program = Lower(*schedule);
   if (!program.ok()) return Fail(program.status());
+  const Status size = CheckSimulationSize(
+      EstimateSimulationSize(static_cast<std::int64_t>(program->num_instructions()), program->p, 1,
+                             o.steps, 0),
+      fmt::format("--schedule {} --pp {} -v {} -m {} --steps {}", o.schedule, program->p,
+                  program->v, program->m, o.steps));
+  if (!size.ok()) return Fail(size);
   const TimesPlan plan{std::move(*schedule), std::move(*program), *ms};
   const SimulateSettings settings = SettingsOf(o);
   return RecordAndPrint<TimesReport>(o, ConfigOf(plan, settings), [&]() -> Result<TimesReport> {
@@ -155,10 +177,13 @@ int RunModel(const SimulateOptions& o) {
   options.config.recompute = o.recompute;
   options.dtype = o.dtype;
   options.efficiency = o.efficiency;
+  if (Status size = CheckRequestSize(o, o.ideal_network ? 1 : o.dp); !size.ok()) return Fail(size);
   Result<ModelPlan> plan = BuildModelPlan(options);
   if (!plan.ok()) return Fail(plan.status());
   const SimulateSettings settings = SettingsOf(o);
   const ModelSimulationOptions simulation{o.ideal_network, o.latency_us / 1e6, o.steps};
+  // Absurd transfer times and too-large simulations are refused before the run is recorded.
+  if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok()) return Fail(checked);
   return RecordAndPrint<ModelReport>(o, ConfigOf(*plan, settings), [&]() -> Result<ModelReport> {
     PIPETTE_ASSIGN_OR_RETURN(ModelSimulation result, SimulateModel(*plan, simulation));
     return ModelReport{*plan, settings, std::move(result)};

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
+#include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
 #include "pipette/engine/measured_costs.h"
@@ -251,8 +252,20 @@ Status CheckOptions(const TrainCommandOptions& o) {
 // Every rank plans the run; the ranks agree that they were started with the same configuration
 // and that there are as many of them as the plan needs. Returns the plan, or the first error of
 // any rank.
+// The plan, refused when its estimated memory exceeds this machine's (before anything is
+// allocated: gpt3-175b grew to 12 GB before bad_alloc).
+Result<cpu::TrainPlan> PlanWithinMemory(const cpu::TrainOptions& t) {
+  PIPETTE_ASSIGN_OR_RETURN(cpu::TrainPlan plan, cpu::PlanTraining(t));
+  PIPETTE_ASSIGN_OR_RETURN(const cpu::TrainMemoryEstimate estimate,
+                           cpu::EstimateTrainMemory(plan, t.verify));
+  PIPETTE_ASSIGN_OR_RETURN(const cpu::AvailableMemory available, cpu::MachineMemory());
+  PIPETTE_RETURN_IF_ERROR(
+      cpu::CheckTrainMemory(plan, estimate, cpu::RanksOnThisHost(plan.world_size()), available));
+  return plan;
+}
+
 Result<cpu::TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog& dog) {
-  Result<cpu::TrainPlan> plan = cpu::PlanTraining(o.train);
+  Result<cpu::TrainPlan> plan = PlanWithinMemory(o.train);
   std::string config;
   if (plan.ok()) config = ConfigJson(o, *plan).dump();
   Status agreed;

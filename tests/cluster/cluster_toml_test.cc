@@ -162,7 +162,7 @@ TEST(ClusterToml, CountsMustBePositiveIntegersWithinTheLimit) {
   EXPECT_EQ(Rejection("nodes = 2.5\n" + std::string(kMinimal)),
             "cluster file 't.toml': nodes = 2.5: must be an integer");
   EXPECT_EQ(Rejection("nics_per_node = 2000000\n" + std::string(kMinimal)),
-            "cluster file 't.toml': nics_per_node = 2000000: more than the limit of 1048576");
+            "cluster file 't.toml': nics_per_node = 2000000: more than the limit of 1024");
   EXPECT_EQ(Rejection("nodes = 200000\n" + std::string(kMinimal)),
             "cluster file 't.toml': nodes * gpus_per_node = 200000*8 = 1600000 GPUs: more than "
             "the limit of 1048576");
@@ -177,16 +177,51 @@ TEST(ClusterToml, AmountsMustBePositiveFiniteNumbers) {
             "cluster file 't.toml': gpu.memory_gb = '80': must be a number");
   EXPECT_EQ(Rejection(Edit("memory_gb = 80", "memory_gb = 2e6")),
             "cluster file 't.toml': gpu.memory_gb = 2000000: more than the limit of 1000000 GB");
-  EXPECT_EQ(Rejection(Edit("hbm_tb_per_s = 3.35", "hbm_tb_per_s = inf")),
-            "cluster file 't.toml': gpu.hbm_tb_per_s = inf: must be a finite number");
-  EXPECT_EQ(Rejection(Edit("hbm_tb_per_s = 3.35", "hbm_tb_per_s = nan")),
-            "cluster file 't.toml': gpu.hbm_tb_per_s = nan: must be a finite number");
-  EXPECT_EQ(Rejection(Edit("bandwidth_gb_per_s = 450", "bandwidth_gb_per_s = 0")),
-            "cluster file 't.toml': intra_node.bandwidth_gb_per_s = 0: must be > 0");
+  EXPECT_EQ(
+      Rejection(Edit("hbm_tb_per_s = 3.35", "hbm_tb_per_s = inf")),
+      "cluster file 't.toml': gpu.hbm_tb_per_s = inf: must be a finite number >= 1e-06 (1 MB/s)");
+  EXPECT_EQ(
+      Rejection(Edit("hbm_tb_per_s = 3.35", "hbm_tb_per_s = nan")),
+      "cluster file 't.toml': gpu.hbm_tb_per_s = nan: must be a finite number >= 1e-06 (1 MB/s)");
+  EXPECT_EQ(
+      Rejection(Edit("bandwidth_gb_per_s = 450", "bandwidth_gb_per_s = 0")),
+      "cluster file 't.toml': intra_node.bandwidth_gb_per_s = 0: must be a finite number >= 0.001 "
+      "(1 MB/s)");
   EXPECT_EQ(Rejection(Edit("latency_us = 5", "latency_us = -1.5")),
             "cluster file 't.toml': inter_node.latency_us = -1.5: must be >= 0");
-  EXPECT_EQ(Rejection(Edit("tflops = { bf16 = 989 }", "tflops = { bf16 = 0 }")),
-            "cluster file 't.toml': gpu.tflops.bf16 = 0: must be > 0");
+  EXPECT_EQ(
+      Rejection(Edit("tflops = { bf16 = 989 }", "tflops = { bf16 = 0 }")),
+      "cluster file 't.toml': gpu.tflops.bf16 = 0: must be a finite number >= 0.001 (1 GFLOP/s)");
+}
+
+TEST(ClusterToml, RatesBelowTheFloorsAndAbsurdLatenciesAreRejected) {
+  // Each of these was accepted and made a layer or a message take forever (SimGrid: "deadlock
+  // detected", then a segfault) or 10^300 ms.
+  // (A subnormal or inexact value is shown with every digit: 1e-320 reads 9.99988867182683e-321.)
+  const auto rejects = [](std::string_view line, std::string_view edited, std::string_view key,
+                          std::string_view rule) {
+    const std::string message = Rejection(Edit(line, edited));
+    EXPECT_EQ(message.rfind(fmt::format("cluster file 't.toml': {} = ", key), 0), 0u) << message;
+    EXPECT_TRUE(message.ends_with(rule)) << message;
+  };
+  rejects("tflops = { bf16 = 989 }", "tflops = { bf16 = 1e-320 }", "gpu.tflops.bf16",
+          ": must be a finite number >= 0.001 (1 GFLOP/s)");
+  rejects("bandwidth_gb_per_s = 50", "bandwidth_gb_per_s = 1e-320", "inter_node.bandwidth_gb_per_s",
+          ": must be a finite number >= 0.001 (1 MB/s)");
+  rejects("hbm_tb_per_s = 3.35", "hbm_tb_per_s = 1e-9", "gpu.hbm_tb_per_s",
+          ": must be a finite number >= 1e-06 (1 MB/s)");
+  rejects("latency_us = 2", "latency_us = 1e300", "intra_node.latency_us",
+          ": more than the limit of 1e+06");
+  EXPECT_EQ(Rejection(Edit("gpus_per_node = 8", "gpus_per_node = 16384")),
+            "cluster file 't.toml': gpus_per_node = 16384: more than the limit of 1024");
+  // The floors themselves are accepted.
+  std::string floors = Edit("tflops = { bf16 = 989 }", "tflops = { bf16 = 0.001 }");
+  floors.replace(floors.find("hbm_tb_per_s = 3.35"), 19, "hbm_tb_per_s = 1e-6");
+  floors.replace(floors.find("bandwidth_gb_per_s = 450"), 24, "bandwidth_gb_per_s = 0.001");
+  Result<ClusterSpec> spec = ParseClusterToml(floors, "t.toml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_DOUBLE_EQ(spec->gpu.peak_flops.at(DType::kBF16), kMinFlops);
+  EXPECT_DOUBLE_EQ(spec->intra_node.bandwidth, kMinBandwidth);
 }
 
 TEST(ClusterToml, UnknownNamesAreRejected) {

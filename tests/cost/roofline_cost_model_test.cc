@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "pipette/cluster/cluster_presets.h"
+
 namespace pipette {
 namespace {
 
@@ -75,7 +79,62 @@ TEST(RooflineCostModel, RejectsAMissingDtypeAndBadEfficiencies) {
   config.dtype = DType::kBF16;
   Result<RooflineCostModel> bad = RooflineCostModel::Make(TestCluster(), config, {1.5, 0.5});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "compute efficiency = 1.5: must lie in (0, 1]");
+  EXPECT_EQ(bad.status().message(), "--efficiency = 1.5: must lie in (0, 1]");
+}
+
+}  // namespace
+}  // namespace pipette
+
+namespace pipette {
+namespace {
+
+TEST(RooflineCostModel, RefusesHardwareBelowTheFloors) {
+  ClusterSpec cluster = *FindClusterPreset("dgx-h100");
+  ParallelConfig config;
+  config.dtype = DType::kBF16;
+  cluster.gpu.peak_flops[DType::kBF16] = 1;  // 1 FLOP/s
+  Result<RooflineCostModel> slow = RooflineCostModel::Make(cluster, config);
+  ASSERT_EQ(slow.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(slow.status().message(),
+            "cluster 'dgx-h100': gpu.tflops.bf16 = 1e-12 TFLOP/s: must be a finite number >= "
+            "0.001 TFLOP/s");
+  cluster.gpu.peak_flops[DType::kBF16] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(RooflineCostModel::Make(cluster, config).status().code(), StatusCode::kInvalidArgument);
+  cluster = *FindClusterPreset("dgx-h100");
+  cluster.gpu.hbm_bandwidth = 1.0;
+  EXPECT_NE(RooflineCostModel::Make(cluster, config)
+                .status()
+                .message()
+                .find("gpu.hbm_tb_per_s = 1e-12 TB/s: must be a finite number >= 1e-06 TB/s"),
+            std::string::npos);
+  cluster = *FindClusterPreset("dgx-h100");
+  config.tp = 2;
+  cluster.intra_node.latency = 5;
+  EXPECT_EQ(RooflineCostModel::Make(cluster, config).status().message(),
+            "cluster 'dgx-h100': intra_node.latency_us = 5e+06: must be a number in [0, 1e+06]");
+}
+
+TEST(RooflineCostModel, CauseOfNamesTheTermThatDominates) {
+  const ClusterSpec cluster = *FindClusterPreset("dgx-h100");
+  ParallelConfig config;
+  config.dtype = DType::kBF16;
+  Layer gemm;
+  gemm.name = "gemm";
+  gemm.fwd_flops = 1e12;
+  gemm.hbm_bytes = 1000;
+  Result<RooflineCostModel> slow = RooflineCostModel::Make(cluster, config, {1e-300, 0.8});
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  EXPECT_EQ(slow->CauseOf(gemm),
+            "--efficiency = 1e-300 (of 989 TFLOP/s bf16 on cluster 'dgx-h100'; layer 'gemm': "
+            "1e+12 FLOPs, 1e+03 HBM bytes)");
+  Layer copy;
+  copy.name = "copy";
+  copy.fwd_flops = 1;
+  copy.hbm_bytes = 1'000'000'000'000;
+  Result<RooflineCostModel> model = RooflineCostModel::Make(cluster, config);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->CauseOf(copy).rfind("memory efficiency = 0.8 of 3.35 TB/s HBM (", 0), 0u)
+      << model->CauseOf(copy);
 }
 
 }  // namespace

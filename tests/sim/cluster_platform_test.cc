@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <simgrid/s4u.hpp>
 
 #include "pipette/cluster/cluster_registry.h"
@@ -59,7 +60,8 @@ double RingSeconds(int nodes, int n, double bytes) {
   const std::unique_ptr<sg4::Engine> engine = MakeEngine();
   const ClusterPlatform platform = BuildClusterPlatform(*MakeCluster("dgx-h100", nodes), "");
   double finish = 0;
-  LaunchRingAllReduce({platform.gpus.begin(), platform.gpus.begin() + n}, bytes, &finish);
+  EXPECT_TRUE(
+      LaunchRingAllReduce({platform.gpus.begin(), platform.gpus.begin() + n}, bytes, &finish).ok());
   engine->run();
   return finish;
 }
@@ -80,6 +82,59 @@ TEST(RingAllReduce, PerMessageRingAcrossNodesIsBoundByTheNicHop) {
   const ClusterSpec c = *MakeCluster("dgx-h100", 2);
   const double bytes = 1.6e9;
   EXPECT_NEAR(RingSeconds(2, 16, bytes), RingAllReduceSeconds(16, bytes, c.inter_node), 1e-12);
+}
+
+}  // namespace
+}  // namespace pipette
+
+namespace pipette {
+namespace {
+
+TEST(ClusterPlatform, BuildsOnlyTheGpusAJobUsesOnItsNodes) {
+  // Two GPUs of an 8192-node cluster: two hosts on two nodes, not 65,536 hosts on 8192 nodes (the
+  // whole cluster took over a minute to build and grew quadratically with the node count).
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
+  const ClusterSpec cluster = *MakeCluster("dgx-h100", 8192);
+  const ClusterPlatform platform = BuildClusterPlatform(cluster, "", nullptr, {8 * 5000 + 1, 3});
+  ASSERT_EQ(platform.gpus.size(), 2u);
+  EXPECT_EQ(platform.nodes, 2);
+  EXPECT_EQ(engine->get_host_count(), 2u);
+  EXPECT_EQ(platform.gpus[0]->get_name(), "node5000-gpu1");
+  EXPECT_EQ(platform.gpus[1]->get_name(), "node0-gpu3");
+  // Per node: the GPU's NVLink port, its NIC and the node's uplink (split-duplex: two links
+  // each), and SimGrid's loopback.
+  EXPECT_EQ(engine->get_link_count(), 2u * (2 + 2 + 2) + 1);
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {8 * 5000 + 1, 3}), 2 * (0 + 2));
+  // The message between them still crosses NIC, uplinks and NIC.
+  const double bytes = 1e9;
+  double seconds = -1;
+  sg4::Actor::create("sender", platform.gpus[0], [&] {
+    sg4::Comm::sendto(platform.gpus[0], platform.gpus[1], static_cast<uint64_t>(bytes));
+    seconds = sg4::Engine::get_clock();
+  });
+  engine->run();
+  EXPECT_NEAR(seconds, cluster.inter_node.latency + bytes / cluster.inter_node.bandwidth, 1e-12);
+}
+
+TEST(ClusterPlatform, RoutesGrowWithTheSquareOfTheGpusUsedPerNode) {
+  const ClusterSpec cluster = *MakeCluster("dgx-h100", 4);
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {}), 4 * (8 * 7 + 2 * 8));
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {0, 1, 2, 8}), (3 * 2 + 2 * 3) + (0 + 2));
+}
+
+TEST(RingAllReduce, RefusesBytesThatAreNotAByteCount) {
+  const std::unique_ptr<sg4::Engine> engine = MakeEngine();
+  const ClusterPlatform platform = BuildClusterPlatform(*MakeCluster("dgx-h100", 1), "");
+  double finish = 0;
+  for (double bytes : {-1.0, std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN(), 1e300}) {
+    const Status status = LaunchRingAllReduce(platform.gpus, bytes, &finish);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bytes;
+    EXPECT_NE(status.message().find("a number of bytes in [0, 1e+15]"), std::string::npos)
+        << status.message();
+  }
+  EXPECT_EQ(LaunchRingAllReduce({}, 1, &finish).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sg4::Engine::get_instance()->get_actor_count(), 0u);
 }
 
 }  // namespace

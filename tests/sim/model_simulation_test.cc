@@ -76,3 +76,68 @@ TEST(ModelSimulation, AllReduceAcrossNodesUsesTheNicsAndTheMetricsFollowTheStep)
 
 }  // namespace
 }  // namespace pipette
+
+namespace pipette {
+namespace {
+
+ModelPlanOptions Options(double efficiency) {
+  ModelPlanOptions options;
+  options.model = "gpt3-1.3b";
+  options.cluster = "dgx-h100";
+  options.schedule = "1f1b";
+  options.config.pp = 4;
+  options.config.microbatches = 8;
+  options.efficiency = efficiency;
+  return options;
+}
+
+TEST(ModelSimulation, AnInfiniteStageTimeIsRefusedNamingTheEfficiency) {
+  // --efficiency 1e-320 lies in (0, 1] but makes every layer take forever: SimGrid ended it in
+  // "deadlock detected" and a segfault.
+  Result<ModelPlan> plan = BuildModelPlan(Options(1e-320));
+  ASSERT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message().rfind("--efficiency = 1e-320 (of 989 TFLOP/s bf16 on cluster "
+                                          "'dgx-h100'; layer 'block0.attn': ",
+                                          0),
+            0u)
+      << plan.status().message();
+  EXPECT_NE(plan.status().message().find("): layer 'block0.attn' forward would take inf s; a "
+                                         "single duration must lie in [0, 1e+06] s"),
+            std::string::npos)
+      << plan.status().message();
+}
+
+TEST(ModelSimulation, AnAbsurdFiniteStageTimeIsRefusedNamingTheStage) {
+  // 1e-300 gave status ok with a 10^300 ms step; 1e-9 makes each layer under the bound but the
+  // stage of six layers over it.
+  Result<ModelPlan> absurd = BuildModelPlan(Options(1e-300));
+  ASSERT_EQ(absurd.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(absurd.status().message().find("forward would take 1.04e+296 s"), std::string::npos)
+      << absurd.status().message();
+  Result<ModelPlan> slow = BuildModelPlan(Options(1e-9));
+  ASSERT_EQ(slow.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(slow.status().message().rfind("--efficiency = 1e-09 (", 0), 0u)
+      << slow.status().message();
+  EXPECT_NE(slow.status().message().find("): stage 0 forward would take 1.56e+06 s"),
+            std::string::npos)
+      << slow.status().message();
+  EXPECT_TRUE(BuildModelPlan(Options(1e-6)).ok());  // 1.6e3 s per stage: slow, but a number
+}
+
+TEST(ModelSimulation, AnAbsurdLinkIsRefusedBeforeSimulating) {
+  ModelPlanOptions options = Options(0.5);
+  options.config.dp = 2;
+  Result<ModelPlan> plan = BuildModelPlan(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  plan->cluster.intra_node.bandwidth = 1;  // 1 B/s, in a ClusterSpec built in code: no file floors
+  const Status links = CheckModelSimulation(*plan, {});
+  ASSERT_EQ(links.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(links.message(),
+            "cluster 'dgx-h100': intra_node.bandwidth_gb_per_s = 1e-09, latency_us = 2: the "
+            "bandwidth must be a finite number >= 0.001 GB/s and the latency in [0, 1e+06] us");
+  // SimulateModel checks first: no engine starts.
+  EXPECT_EQ(SimulateModel(*plan, {}).status().message(), links.message());
+}
+
+}  // namespace
+}  // namespace pipette

@@ -36,6 +36,17 @@ std::string_view TopologyName(Topology topology);
 // derived from it then fit in an int.
 inline constexpr int kMaxClusterGpus = 1 << 20;
 
+// The most GPUs one node may have: its GPUs form one fully connected zone in the simulator, whose
+// routes grow with the square of the GPUs used in it (NVL72 racks have 72; a 576-GPU NVLink domain
+// fits).
+inline constexpr int kMaxGpusPerNode = 1024;
+
+// The slowest hardware a cluster may describe: below these floors a layer or a message takes
+// longer than any duration pipette accepts (common/duration_limit.h), and SimGrid cannot run it.
+inline constexpr double kMinFlops = 1e9;      // FLOP/s of a GPU for a dtype (1 GFLOP/s)
+inline constexpr double kMinBandwidth = 1e6;  // bytes/s of HBM or a link (1 MB/s)
+inline constexpr double kMaxLinkLatency = 1;  // seconds per message start-up
+
 struct ClusterSpec {
   std::string name;    // preset name or file
   std::string source;  // where the figures come from (datasheet, paper)

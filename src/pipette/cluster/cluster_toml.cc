@@ -28,8 +28,16 @@ constexpr std::string_view kSections[] = {"gpu", "intra_node", "inter_node"};
 constexpr Topology kTopologies[] = {Topology::kFatTree, Topology::kSingleSwitch};
 
 constexpr IntRange kCount{1, kMaxClusterGpus};
-constexpr NumberRange kPositive{.min_exclusive = true};  // capacities, bandwidths, FLOP/s
-constexpr NumberRange kNonNegative{};                    // latencies
+constexpr IntRange kGpusPerNode{1, kMaxGpusPerNode};
+constexpr NumberRange kPositive{.min_exclusive = true};  // capacities
+// The floors of cluster_spec.h in the file's units: TFLOP/s, TB/s, GB/s and microseconds.
+constexpr NumberRange kTflops{.min = kMinFlops / 1e12,
+                              .rule = "a finite number >= 0.001 (1 GFLOP/s)"};
+constexpr NumberRange kHbmTbPerS{.min = kMinBandwidth / 1e12,
+                                 .rule = "a finite number >= 1e-06 (1 MB/s)"};
+constexpr NumberRange kLinkGbPerS{.min = kMinBandwidth / 1e9,
+                                  .rule = "a finite number >= 0.001 (1 MB/s)"};
+constexpr NumberRange kLatencyUs{.max = kMaxLinkLatency * 1e6};
 
 // A reader of one table of a cluster file at `prefix` ("gpu."). Keys the format requires are
 // read with Presence::kRequired unless `base` names a preset.
@@ -57,7 +65,7 @@ Status ReadGpu(const TomlTableReader& reader, Presence need, GpuSpec& gpu) {
     gpu.memory_bytes = std::llround(*memory_gb * 1e9);
   }
   PIPETTE_ASSIGN_OR_RETURN(std::optional<double> hbm,
-                           reader.FindNumber("hbm_tb_per_s", kPositive, need));
+                           reader.FindNumber("hbm_tb_per_s", kHbmTbPerS, need));
   if (hbm) gpu.hbm_bandwidth = *hbm * 1e12;
 
   PIPETTE_ASSIGN_OR_RETURN(const toml::table* tflops, reader.FindTable("tflops", need));
@@ -74,7 +82,7 @@ Status ReadGpu(const TomlTableReader& reader, Presence need, GpuSpec& gpu) {
           node, fmt::format("{} = {}: unknown dtype '{}' (expected fp32, bf16, fp16 or fp8)",
                             peaks.Path(key), ShowToml(*node), key));
     }
-    PIPETTE_ASSIGN_OR_RETURN(const double value, peaks.Number(key, kPositive));
+    PIPETTE_ASSIGN_OR_RETURN(const double value, peaks.Number(key, kTflops));
     gpu.peak_flops[*dtype] = value * 1e12;
   }
   return Status::Ok();
@@ -84,10 +92,10 @@ Status ReadGpu(const TomlTableReader& reader, Presence need, GpuSpec& gpu) {
 Status ReadLink(const TomlTableReader& reader, Presence need, LinkSpec& link) {
   PIPETTE_RETURN_IF_ERROR(reader.RejectUnknownKeys(kLinkKeys));
   PIPETTE_ASSIGN_OR_RETURN(std::optional<double> bandwidth,
-                           reader.FindNumber("bandwidth_gb_per_s", kPositive, need));
+                           reader.FindNumber("bandwidth_gb_per_s", kLinkGbPerS, need));
   if (bandwidth) link.bandwidth = *bandwidth * 1e9;
   PIPETTE_ASSIGN_OR_RETURN(std::optional<double> latency,
-                           reader.FindNumber("latency_us", kNonNegative, need));
+                           reader.FindNumber("latency_us", kLatencyUs, need));
   if (latency) link.latency = *latency * 1e-6;
   return Status::Ok();
 }
@@ -129,10 +137,10 @@ Status ReadShape(const TomlTableReader& root, Presence need, ClusterSpec& spec) 
   PIPETTE_ASSIGN_OR_RETURN(std::optional<std::int64_t> nodes, root.FindInteger("nodes", kCount));
   if (nodes) spec.nodes = static_cast<int>(*nodes);
   PIPETTE_ASSIGN_OR_RETURN(std::optional<std::int64_t> gpus,
-                           root.FindInteger("gpus_per_node", kCount, need));
+                           root.FindInteger("gpus_per_node", kGpusPerNode, need));
   if (gpus) spec.gpus_per_node = static_cast<int>(*gpus);
   PIPETTE_ASSIGN_OR_RETURN(std::optional<std::int64_t> nics,
-                           root.FindInteger("nics_per_node", kCount));
+                           root.FindInteger("nics_per_node", kGpusPerNode));
   if (nics) {
     spec.nics_per_node = static_cast<int>(*nics);
   } else if (need == Presence::kRequired) {

@@ -9,8 +9,19 @@
 #include <optional>
 #include <utility>
 
+#include "pipette/common/duration_limit.h"
+
 namespace pipette {
 namespace {
+
+// Checks the F, I and W times of `what` ("layer 'x'", "stage 3") against kMaxDurationSeconds;
+// `cause` names the inputs behind them.
+Status CheckPassTimes(double f, double i, double w, const std::string& cause,
+                      const std::string& what) {
+  PIPETTE_RETURN_IF_ERROR(CheckDuration(f, cause, what + " forward"));
+  PIPETTE_RETURN_IF_ERROR(CheckDuration(i, cause, what + " input-gradient backward"));
+  return CheckDuration(w, cause, what + " weight-gradient backward");
+}
 
 // One layer as the partitioner sees it.
 struct Item {
@@ -60,6 +71,7 @@ class Partitioner {
       if (placement_.num_stages() > placement_.num_ranks()) RefineRanks(starts);
     }
     StagePlan plan = Build(starts);
+    PIPETTE_RETURN_IF_ERROR(CheckStageTimes(plan));
     if (request_.strategy == PartitionStrategy::kMemory) {
       PIPETTE_RETURN_IF_ERROR(CheckMemory(plan));
     }
@@ -67,12 +79,36 @@ class Partitioner {
   }
 
  private:
+  // Every stage's times, sums of layer times each within the bound, against the bound; the cause
+  // is the slowest layer's.
+  Status CheckStageTimes(const StagePlan& plan) const {
+    for (const StageInfo& stage : plan.stages) {
+      if (stage.time() <= kMaxDurationSeconds) continue;
+      LayerId slowest = stage.layers.front();
+      double longest = -1;
+      for (const Item& item : items_) {
+        if (item.time > longest &&
+            std::find(stage.layers.begin(), stage.layers.end(), item.id) != stage.layers.end()) {
+          longest = item.time;
+          slowest = item.id;
+        }
+      }
+      PIPETTE_RETURN_IF_ERROR(CheckPassTimes(stage.time_f, stage.time_i, stage.time_w,
+                                             cost_.CauseOf(model_.layer(slowest)),
+                                             fmt::format("stage {}", stage.index)));
+    }
+    return Status::Ok();
+  }
+
   Status Prepare() {
     const double tp = std::max(1, request_.tp);
     for (LayerId id : order_) {
       const Layer& layer = model_.layer(id);
       const double shards = layer.tp_sharded ? tp : 1;
       const LayerTimes t = cost_.Times(layer);
+      // An absurd time (an efficiency of 1e-320) is refused before it reaches the search.
+      PIPETTE_RETURN_IF_ERROR(CheckPassTimes(t.f, t.i, t.w, cost_.CauseOf(layer),
+                                             fmt::format("layer '{}'", layer.name)));
       const double kept =
           request_.recompute ? layer.activation_bytes_recompute : layer.activation_bytes;
       items_.push_back({id, t, t.f + t.i + t.w, layer.params / shards, kept / shards,

@@ -1,0 +1,75 @@
+#include "sim/simulation_size.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace pipette {
+namespace {
+
+constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max() / 4;
+
+// a * b, or kSaturated when it would exceed it.
+std::int64_t Times(std::int64_t a, std::int64_t b) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product) || product > kSaturated) return kSaturated;
+  return product;
+}
+
+// Bytes per item, measured (sim/README.md) and rounded up: an executed instruction (its program
+// entry, trace event and row, its share of the communications), an actor beyond its stack, a
+// route.
+constexpr double kBytesPerInstruction = 200;
+constexpr double kBytesPerActor = 24 * 1024;  // its touched stack pages included
+constexpr double kBytesPerRoute = 150;
+
+}  // namespace
+
+SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
+                                      std::int64_t replicas, std::int64_t steps,
+                                      std::int64_t routes) {
+  SimulationSize size;
+  size.instructions = Times(Times(instructions, replicas), steps);
+  size.actors = Times(p, replicas);
+  size.routes = routes;
+  size.bytes = static_cast<double>(size.instructions) * kBytesPerInstruction +
+               static_cast<double>(size.actors) * kBytesPerActor +
+               static_cast<double>(routes) * kBytesPerRoute;
+  return size;
+}
+
+SimulationSize EstimateSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
+                                      std::int64_t replicas, std::int64_t steps,
+                                      std::int64_t routes) {
+  const std::int64_t chunks = Times(Times(p, v), m);
+  SimulationSize size =
+      EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes);
+  size.lower_bound = true;
+  return size;
+}
+
+Status CheckSimulationSize(const SimulationSize& size, const std::string& request) {
+  std::string over;
+  if (size.instructions > kMaxSimulatedInstructions) {
+    over = fmt::format("{} instructions > {}", size.instructions, kMaxSimulatedInstructions);
+  } else if (size.actors > kMaxSimulatedActors) {
+    over = fmt::format("{} actors > {}", size.actors, kMaxSimulatedActors);
+  } else if (size.routes > kMaxPlatformRoutes) {
+    over = fmt::format("{} platform routes > {}", size.routes, kMaxPlatformRoutes);
+  } else if (size.bytes > kMaxSimulationBytes) {
+    over = fmt::format("{:.1f} GB > {:g} GB", size.bytes / 1e9, kMaxSimulationBytes / 1e9);
+  } else {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(fmt::format(
+      "{}: the simulation would execute {}{} instructions on {} actors over {} platform routes "
+      "(about {:.1f} GB of memory), more than pipette simulates ({}); the limits are {} "
+      "instructions, {} actors, {} routes and {:g} GB: use fewer ranks, microbatches, replicas "
+      "or steps",
+      request, size.lower_bound ? "at least " : "", size.instructions, size.actors, size.routes,
+      size.bytes / 1e9, over, kMaxSimulatedInstructions, kMaxSimulatedActors, kMaxPlatformRoutes,
+      kMaxSimulationBytes / 1e9));
+}
+
+}  // namespace pipette

@@ -26,6 +26,7 @@
 #include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/schedule.h"
 #include "sim/model_simulation.h"
 #include "sim/simulation_size.h"
 #include "sim/simulator.h"
@@ -63,8 +64,10 @@ int Fail(const Status& status) { return ReportError("simulate", status); }
 
 // Refuses, before a schedule is built, a request whose simulation would certainly pass the limits
 // of sim/simulation_size.h (a lower bound, with v = 1 where the schedule picks v); the lowered
-// program is checked exactly before anything is recorded.
+// program is checked exactly before anything is recorded. A -p over the schedule layer's own limit
+// is left to MakeSchedule, whose message names that limit.
 Status CheckRequestSize(const SimulateOptions& o, int replicas) {
+  if (o.params.p > kMaxPipelineRanks) return Status::Ok();
   return CheckSimulationSize(
       EstimateSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
                              replicas, o.steps, 0),

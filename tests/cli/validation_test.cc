@@ -179,7 +179,7 @@ TEST(Validation, CountsDerivedFromTheInputDoNotOverflow) {
        "p*v*m = 16384*131072*2147483647: more than the limit of 16000000 chunks"},
       {"simulate --ideal-network --times F=1 --no-db --pp 2147483647 -m 2147483647",
        "-p = 2147483647: more than the limit of 16384 pipeline ranks"},
-      {"simulate --no-db --pp 8 --dp 2147483647 --tp 2147483647", "more than 2^63"},
+      {"partition --model gpt3-1.3b --pp 8 --dp 2147483647 --tp 2147483647", "more than 2^63"},
   };
   for (const auto& [args, message] : limits) {
     CommandResult run = Pipette(args);

@@ -36,11 +36,16 @@ CLI::Validator UnsignedDecimal() {
       "UINT64");
 }
 
-int ReportParseError(const CLI::App& app, const CLI::ParseError& error) {
+int ReportParseError(const CLI::App& app, const CLI::ParseError& error, std::string_view command) {
   std::ostringstream err;
   const int code = app.exit(error, std::cout, err);
-  std::cerr << PrintableLines(err.str());
-  return code == 0 ? kExitOk : kExitBadInput;
+  if (code == 0) return kExitOk;
+  std::string name(command);
+  // pipette's subcommand, when the parser got as far as choosing one.
+  for (const CLI::App* sub : app.get_subcommands()) name = sub->get_name();
+  std::cerr << (name.empty() ? "pipette: " : fmt::format("pipette {}: ", name))
+            << PrintableLines(err.str());
+  return kExitBadInput;
 }
 
 }  // namespace pipette::cli

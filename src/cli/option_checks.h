@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string_view>
 
 namespace pipette::cli {
 
@@ -16,8 +17,10 @@ CLI::Validator NonEmpty();
 CLI::Validator UnsignedDecimal();
 
 // Prints what CLI11 says about `error` (the help text on standard output; an error, with every
-// control byte of it escaped, on standard error) and returns the exit code: 0 for --help and
-// --version, kExitBadInput for a parse error.
-int ReportParseError(const CLI::App& app, const CLI::ParseError& error);
+// control byte of it escaped, on standard error, after "pipette COMMAND: " like every other error)
+// and returns the exit code: 0 for --help and --version, kExitBadInput for a parse error. COMMAND
+// is the subcommand the parser chose, else `command` (pipette-train: "train").
+int ReportParseError(const CLI::App& app, const CLI::ParseError& error,
+                     std::string_view command = "");
 
 }  // namespace pipette::cli

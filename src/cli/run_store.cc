@@ -13,8 +13,12 @@ namespace pipette::cli {
 CLI::Validator DatabasePathValidator() {
   return CLI::Validator(
       [](std::string& path) {
+        // CLI11 puts "--db: " before what a check returns; the rule follows the value.
         const Status checked = CheckDatabasePath(path);
-        return checked.ok() ? std::string() : checked.message();
+        if (checked.ok()) return std::string();
+        std::string message = checked.message();
+        if (message.rfind("--db = ", 0) == 0) message.erase(0, 7);
+        return message;
       },
       "FILE", "database file");
 }

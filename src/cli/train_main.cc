@@ -431,7 +431,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return ReportParseError(app, e);
+    return ReportParseError(app, e, "train");
   }
   TakeCsvCountsFromFile(*options);
   try {

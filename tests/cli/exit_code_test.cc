@@ -1,4 +1,5 @@
-// The one rule that turns a Status into an exit code (cli/exit_code.h), and what ReportError prints.
+// The one rule that turns a Status into an exit code (cli/exit_code.h), and what ReportError
+// prints.
 #include "cli/exit_code.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,8 @@ TEST(ExitCode, UserInputIsTwoEverythingElseIsOne) {
 
 TEST(ExitCode, ReportErrorPrefixesTheCommandAndEscapesControlBytes) {
   testing::internal::CaptureStderr();
-  const int code = ReportError("simulate", Status::InvalidArgument("--model = 'a\x1b[2Jb': unknown"));
+  const int code =
+      ReportError("simulate", Status::InvalidArgument("--model = 'a\x1b[2Jb': unknown"));
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 2);
   EXPECT_EQ(err, "pipette simulate: --model = 'a\\x1b[2Jb': unknown\n");

@@ -310,3 +310,19 @@ TEST(Validation, LargeScheduleJsonStreamsInBoundedMemory) {
 }
 
 }  // namespace
+
+// CLI11's own parse errors read like every other error: "pipette COMMAND: ", the option once.
+TEST(Validation, ParseErrorsNameTheCommandLikeEveryOtherError) {
+  CommandResult db = Pipette("simulate --db ''");
+  EXPECT_EQ(db.exit_code, 2);
+  EXPECT_TRUE(db.err.rfind("pipette simulate: --db: '': must name a database file", 0) == 0)
+      << db.err;
+  CommandResult unknown = Pipette("bogus");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(unknown.err.rfind("pipette: The following argument was not expected: bogus", 0) == 0)
+      << unknown.err;
+  CommandResult train = Pipette("train --seed=-1 --no-db");
+  EXPECT_EQ(train.exit_code, 2);
+  EXPECT_TRUE(train.err.rfind("pipette train: --seed: -1: must be a whole number", 0) == 0)
+      << train.err;
+}

@@ -128,6 +128,8 @@ class Statement {
     sqlite3_bind_null(stmt_, i);
     return *this;
   }
+  // An id where 0 means none (NULL): a run outside any experiment.
+  Statement& BindIdOrNull(int i, std::int64_t id) { return id > 0 ? Bind(i, id) : BindNull(i); }
   // One step: SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(stmt_); }
   // Runs a statement that returns no rows, then resets it for reuse.
@@ -464,11 +466,7 @@ Result<std::int64_t> ExperimentDb::InsertRun(RunRecord run, std::string_view poi
               "pid, started_at, status, point_key, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
               "'running', ?, ?)");
   PIPETTE_RETURN_IF_ERROR(s.status("insert run"));
-  if (run.experiment_id > 0) {
-    s.Bind(1, run.experiment_id);
-  } else {
-    s.BindNull(1);
-  }
+  s.BindIdOrNull(1, run.experiment_id);
   s.Bind(2, run.engine).Bind(3, run.config).Bind(4, run.version).Bind(5, run.git_rev);
   s.Bind(6, run.libraries).Bind(7, run.host).Bind(8, run.pid).Bind(9, run.started_at);
   s.Bind(10, point_key);
@@ -488,12 +486,7 @@ Result<PointClaim> ExperimentDb::ClaimPoint(RunRecord run, std::string_view poin
                 "experiment_id IS ? AND point_key = ? AND status IN ('running', 'ok', 'oom') "
                 "ORDER BY status = 'running', id");
     PIPETTE_RETURN_IF_ERROR(s.status("claim point"));
-    if (run.experiment_id > 0) {
-      s.Bind(1, run.experiment_id);
-    } else {
-      s.BindNull(1);
-    }
-    s.Bind(2, point_key);
+    s.BindIdOrNull(1, run.experiment_id).Bind(2, point_key);
     const std::string here = HostName();
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {

@@ -8,6 +8,10 @@
 set -euo pipefail
 binary=$1 seeds=$2 work=$3 dict=${4:-}
 mkdir -p "$work/corpus"
+# Readable stacks in reports: llvm-14's symbolizer (install-deps.sh) is not on PATH by that name.
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ]; then
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+fi
 args=(-max_total_time="${PIPETTE_FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 -max_len=4096
       -print_final_stats=1 -artifact_prefix="$work/")
 if [ -n "$dict" ]; then args+=(-dict="$dict"); fi

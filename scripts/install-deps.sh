@@ -14,6 +14,9 @@ packages=(
   libsimgrid-dev libopenblas-dev openmpi-bin libopenmpi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fuzzing (scripts/fuzz.sh): clang and libFuzzer (libclang-rt-14-dev is only recommended by
+  # clang, so named here), llvm-symbolizer for readable sanitizer reports. g++ brings ASan/UBSan.
+  clang libclang-rt-14-dev llvm-14
 )
 
 missing=()

@@ -61,6 +61,7 @@ class ByteReader {
     return s;
   }
   void GetBytes(void* out, std::size_t n) {
+    if (n == 0) return;  // `out` may be null (an empty vector's data()): memcpy's is undefined
     std::memcpy(out, p_, n);
     p_ += n;
   }

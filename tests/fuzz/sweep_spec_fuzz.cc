@@ -1,0 +1,58 @@
+// libFuzzer target: the sweep spec parser (pipette sweep SPEC.toml), then what the sweep does next
+// with a parsed spec: check its keys against the command's options, expand its points and write
+// each point's key and child arguments and which figures select it.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "cli/sweep_spec.h"
+
+namespace {
+
+// A subset of `pipette simulate`'s options (sweep_command.cc reads them from CLI11): enough for
+// every key of the committed corpus and for the rules that depend on flags and short names.
+std::vector<pipette::cli::SweepOption> SimulateOptions() {
+  std::vector<pipette::cli::SweepOption> options;
+  for (auto names : std::vector<std::vector<std::string>>{{"schedule", "s"},
+                                                          {"pp", "p"},
+                                                          {"microbatches", "m"},
+                                                          {"v"},
+                                                          {"times"},
+                                                          {"model"},
+                                                          {"cluster"},
+                                                          {"nodes"},
+                                                          {"dp"},
+                                                          {"tp"},
+                                                          {"latency-us"},
+                                                          {"efficiency"},
+                                                          {"dtype"},
+                                                          {"seq-len"},
+                                                          {"micro-batch-size"},
+                                                          {"db"},
+                                                          {"format"}}) {
+    options.push_back({names, false});
+  }
+  options.push_back({{"ideal-network"}, true});
+  options.push_back({{"recompute"}, true});
+  return options;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  pipette::Result<pipette::cli::SweepSpec> spec = pipette::cli::ParseSweepSpec(text, "fuzz.toml");
+  if (!spec.ok()) return 0;
+  static const std::vector<pipette::cli::SweepOption> options = SimulateOptions();
+  (void)pipette::cli::CheckSweepOptions(*spec, options);
+  for (const pipette::cli::SweepPoint& point : pipette::cli::ExpandPoints(*spec)) {
+    if (point.key != pipette::cli::PointKey(point.settings)) std::abort();
+    (void)pipette::cli::PointArguments(point);
+    for (const pipette::cli::SweepFigure& figure : spec->figures) {
+      (void)pipette::cli::FigureSelects(figure, point);
+    }
+  }
+  return 0;
+}

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
 #include "pipette/cluster/cluster_toml.h"
 #include "pipette/cluster/parallel_config.h"
+#include "pipette/common/duration_limit.h"
 #include "pipette/cost/roofline_cost_model.h"
 #include "pipette/model/model_registry.h"
 
@@ -36,7 +38,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pipette::Result<pipette::RooflineCostModel> cost =
       pipette::RooflineCostModel::Make(*cluster, config);
   if (!cost.ok()) return 0;
-  for (std::size_t id = 0; id < Gpt2().num_layers(); ++id) (void)cost->Times(Gpt2().layer(id));
-  (void)cost->RingAllReduceSeconds(1e6, config.tp);
+  // A cluster the reader accepts gives every layer of a small model finite, bounded times (the
+  // floors on rates keep them far below the limit; common/duration_limit.h).
+  const auto bounded = [](double seconds) {
+    return seconds >= 0 && seconds <= pipette::kMaxDurationSeconds;
+  };
+  for (std::size_t id = 0; id < Gpt2().num_layers(); ++id) {
+    const pipette::LayerTimes t = cost->Times(Gpt2().layer(id));
+    if (!bounded(t.f) || !bounded(t.i) || !bounded(t.w)) std::abort();
+  }
+  if (!bounded(cost->RingAllReduceSeconds(1e6, config.tp))) std::abort();
   return 0;
 }

@@ -1,9 +1,11 @@
 // libFuzzer target: the sweep spec parser (pipette sweep SPEC.toml), then what the sweep does next
 // with a parsed spec: check its keys against the command's options, expand its points and write
 // each point's key and child arguments and which figures select it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,7 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)pipette::cli::CheckSweepOptions(*spec, options);
   for (const pipette::cli::SweepPoint& point : pipette::cli::ExpandPoints(*spec)) {
     if (point.key != pipette::cli::PointKey(point.settings)) std::abort();
-    (void)pipette::cli::PointArguments(point);
+    // No control byte reaches a child's argument or a point key (a NUL would cut both short).
+    const auto has_control = [](std::string_view s) {
+      return std::any_of(s.begin(), s.end(),
+                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+    };
+    if (has_control(point.key)) std::abort();
+    for (const std::string& argument : pipette::cli::PointArguments(point)) {
+      if (has_control(argument)) std::abort();
+    }
     for (const pipette::cli::SweepFigure& figure : spec->figures) {
       (void)pipette::cli::FigureSelects(figure, point);
     }

@@ -14,6 +14,7 @@
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "watchdog.h"
 
 namespace pipette::cpu {
 namespace {
@@ -49,10 +50,7 @@ Status CheckOptions(const TrainOptions& o) {
     return Status::InvalidArgument(
         fmt::format("--weight-decay {}: must be in [0, 1)", o.weight_decay));
   }
-  if (!(o.peer_timeout_s > 0 && o.peer_timeout_s <= 1e6)) {
-    return Status::InvalidArgument(
-        fmt::format("--peer-timeout {}: must be in (0, 1e6] seconds", o.peer_timeout_s));
-  }
+  PIPETTE_RETURN_IF_ERROR(CheckPeerTimeout(o.peer_timeout_s));
   return Status::Ok();
 }
 
@@ -121,6 +119,12 @@ Status CutModel(int pieces, TrainPlan& plan) {
 }
 
 }  // namespace
+
+Status CheckPeerTimeout(double seconds) {
+  if (seconds >= 0.1 && seconds <= 1e6) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("--peer-timeout {}: must be in [0.1, 1e6] seconds", seconds));
+}
 
 Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
   if (model == "tiny") return TinyDecoder();

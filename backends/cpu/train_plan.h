@@ -69,6 +69,10 @@ struct TrainPlan {
 // NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 
+// OK for a --peer-timeout in [0.1, 1e6] seconds; InvalidArgument naming it otherwise. PlanTraining
+// checks it, and the CLI before a watchdog runs on it (1e-320 s would end MPI_Init itself).
+Status CheckPeerTimeout(double seconds);
+
 // Builds the plan; errors name the option, the value and the rule.
 Result<TrainPlan> PlanTraining(const TrainOptions& options);
 

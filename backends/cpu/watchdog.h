@@ -56,7 +56,8 @@ void Watched(Watchdog& dog, std::string what, F&& call) {
   dog.End();
 }
 
-// The exit status of a process the watchdog ends.
-inline constexpr int kWatchdogExitCode = 3;
+// The exit status of a process the watchdog ends: a failure, not the user's input (the CLI's one
+// rule, cli/exit_code.h: 1).
+inline constexpr int kWatchdogExitCode = 1;
 
 }  // namespace pipette::cpu

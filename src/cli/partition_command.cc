@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/option_checks.h"
@@ -33,6 +34,8 @@ struct PartitionOptions {
   std::string dtype = "bf16";
   double efficiency = 0.5;
   std::string format = "text";
+  CLI::Option* pp_option = nullptr;
+  CLI::Option* v_option = nullptr;
   CLI::Option* microbatches_option = nullptr;
 };
 
@@ -129,10 +132,18 @@ int Run(PartitionOptions o) {
   if (o.model.empty()) return Fail(Status::InvalidArgument("missing --model NAME|FILE"));
   Result<PartitionStrategy> strategy = ParsePartitionStrategy(o.strategy);
   if (!strategy.ok()) return Fail(strategy.status());
-  for (const auto& [key, value] :
-       {std::pair{"--pp", o.config.pp}, std::pair{"-v", o.config.v}, std::pair{"--tp", o.config.tp},
-        std::pair{"--dp", o.config.dp}}) {
-    if (value < 1)
+  // A CSV schedule's counts are the file's: --pp, -v and -m left out ask for them (0).
+  const bool csv = o.schedule.starts_with("csv:");
+  if (o.pp_option->count() == 0) {
+    if (!csv) return Fail(Status::InvalidArgument("missing --pp P (or a --schedule csv:FILE)"));
+    o.config.pp = 0;
+  }
+  if (csv && o.v_option->count() == 0) o.config.v = 0;
+  for (const auto& [key, value, given] :
+       {std::tuple{"--pp", o.config.pp, o.pp_option->count() > 0},
+        std::tuple{"-v", o.config.v, !csv || o.v_option->count() > 0},
+        std::tuple{"--tp", o.config.tp, true}, std::tuple{"--dp", o.config.dp, true}}) {
+    if (given && value < 1)
       return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be >= 1", key, value)));
   }
   if (o.config.pp > kMaxPipelineRanks) {
@@ -199,8 +210,11 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("partition", "Cut a model into pipeline stages");
   cmd->add_option("--model", o->model, "Model preset (see `pipette models`) or a .toml file")
       ->check(NonEmpty());
-  cmd->add_option("--pp", o->config.pp, "Pipeline ranks")->required();
-  cmd->add_option("-v,--chunks", o->config.v, "Stages per rank")->capture_default_str();
+  o->pp_option = cmd->add_option("--pp", o->config.pp,
+                                 "Pipeline ranks (required; a csv:FILE schedule's by default)");
+  o->v_option = cmd->add_option("-v,--chunks", o->config.v,
+                                "Stages per rank (a csv:FILE schedule's by default)")
+                    ->capture_default_str();
   cmd->add_option("--tp", o->config.tp, "Tensor-parallel ranks per stage")->capture_default_str();
   cmd->add_option("--dp", o->config.dp, "Data-parallel replicas")->capture_default_str();
   cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")

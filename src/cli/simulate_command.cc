@@ -22,6 +22,7 @@
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_report.h"
+#include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"
@@ -58,6 +59,7 @@ struct SimulateOptions {
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
   CLI::Option* times_option = nullptr;
+  CLI::Option* latency_option = nullptr;
 };
 
 int Fail(const Status& status) { return ReportError("simulate", status); }
@@ -121,7 +123,7 @@ int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& confi
   } else {
     std::cout << TextOf(*report);
     if (recorder->enabled()) {
-      fmt::print("# recorded as run {} in {}\n", recorder->run_id(), recorder->path());
+      fmt::print("# recorded as run {} in {}\n", recorder->run_id(), Printable(recorder->path()));
     }
   }
   return kExitOk;
@@ -136,6 +138,11 @@ int RunTimes(const SimulateOptions& o) {
   }
   Result<StageCost> ms = ParseStageCost(o.times, "--times");
   if (!ms.ok()) return Fail(ms.status());
+  for (const auto& [key, value] : {std::pair{'F', ms->f}, {'I', ms->i}, {'W', ms->w}}) {
+    const Status bounded = CheckDuration(value / 1e3, fmt::format("--times {}={:g}", key, value),
+                                         fmt::format("one chunk's {}", key));
+    if (!bounded.ok()) return Fail(bounded);
+  }
   if (Status size = CheckRequestSize(o, 1); !size.ok()) return Fail(size);
   Result<Schedule> schedule = MakeSchedule(o.schedule, ParamsOf(o));
   if (!schedule.ok()) return Fail(schedule.status());
@@ -206,6 +213,12 @@ int Run(const SimulateOptions& o) {
         fmt::format("--latency-us = {}: must be a number of microseconds in [0, {:g}]",
                     o.latency_us, kMaxCost)));
   }
+  if (o.latency_option->count() > 0 && !o.ideal_network) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "--latency-us = {}: applies only with --ideal-network; on a cluster every link's latency "
+        "is the cluster's (--cluster)",
+        o.latency_us)));
+  }
   return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);
 }
 
@@ -229,8 +242,9 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
           ->check(NonEmpty());
   cmd->add_flag("--ideal-network", o->ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us");
-  cmd->add_option("--latency-us", o->latency_us, "Per-message latency (microseconds)")
-      ->capture_default_str();
+  o->latency_option = cmd->add_option("--latency-us", o->latency_us,
+                                      "Per-message latency (microseconds; with --ideal-network)")
+                          ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Training steps, back to back")->capture_default_str();
   cmd->add_option("--model", o->model, "Model preset or .toml")
       ->capture_default_str()

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/run_store.h"
 #include "cli/store_options.h"
+#include "pipette/common/printable.h"
 #include "pipette/plot/figure.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/trace_export.h"
@@ -72,7 +73,7 @@ int RunRuns(const RunsOptions& o) {
     std::cout << json.dump() << "\n";
     return kExitOk;
   }
-  fmt::print("# {} runs in {}\n", runs->size(), o.db);
+  fmt::print("# {} runs in {}\n", runs->size(), Printable(o.db));
   fmt::print("#   id  engine  status   started_at                config\n");
   for (const RunRecord& r : *runs) {
     const auto config = nlohmann::json::parse(r.config, nullptr, false);
@@ -97,21 +98,6 @@ struct ExportOptions {
   int step = 0;
   std::string out;  // empty: standard output
 };
-
-// InvalidArgument when `out` is the database `db` or one of its -wal/-shm files (by identity, so
-// another path to the same file is caught too).
-Status CheckOutIsNotTheDatabase(const std::string& out, const std::string& db) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-    std::error_code error;
-    if (std::filesystem::equivalent(out, db + suffix, error) && !error) {
-      return Status::InvalidArgument(fmt::format(
-          "--out = '{}': is the database{} (--db = '{}'); writing the export there would destroy "
-          "it: choose another file",
-          out, *suffix ? fmt::format("'s {} file", suffix + 1) : std::string(), db));
-    }
-  }
-  return Status::Ok();
-}
 
 // Writes `text` to `path`; IoError with the system's reason.
 Status WriteFile(const std::string& path, const std::string& text) {
@@ -170,6 +156,8 @@ int RunPlot(const PlotCommandOptions& o) {
   if (!kind.ok()) return ReportError("plot", kind.status());
   PlotOptions options;
   options.out = o.out.empty() ? o.kind + ".png" : o.out;
+  if (Status s = CheckOutIsNotTheDatabase(options.out, o.db); !s.ok())
+    return ReportError("plot", s);
   options.x_key = o.x;
   Result<PlotSize> size = ParsePlotSize(o.size);
   if (!size.ok()) return ReportError("plot", size.status());

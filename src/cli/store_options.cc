@@ -7,6 +7,36 @@
 
 namespace pipette::cli {
 
+namespace {
+
+// Whether `a` and `b` name one file: the same file now, or the same path once resolved.
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (std::filesystem::equivalent(a, b, error) && !error) return true;
+  // Absolute first: weakly_canonical leaves a relative path of files that do not exist relative.
+  const auto resolved = [&error](const std::string& path) {
+    const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    return error ? std::filesystem::path() : std::filesystem::weakly_canonical(absolute, error);
+  };
+  const std::filesystem::path ra = resolved(a);
+  if (error) return false;
+  const std::filesystem::path rb = resolved(b);
+  return !error && ra == rb;
+}
+
+}  // namespace
+
+Status CheckOutIsNotTheDatabase(const std::string& out, const std::string& db) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    if (!SameFile(out, db + suffix)) continue;
+    return Status::InvalidArgument(fmt::format(
+        "--out = '{}': is the database{} (--db = '{}'); writing there would destroy it: choose "
+        "another file",
+        out, *suffix ? fmt::format("'s {} file", suffix + 1) : std::string(), db));
+  }
+  return Status::Ok();
+}
+
 Result<ExperimentDb> OpenExistingDb(const std::string& path, DbAccess access) {
   PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
   std::error_code error;

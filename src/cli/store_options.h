@@ -12,6 +12,12 @@
 
 namespace pipette::cli {
 
+// InvalidArgument when writing `out` (export --out, plot --out) would destroy the database `db`:
+// `out` is the database or its -wal, -shm or -journal file, by identity (another path or a link to
+// the same file) or by name (a file not yet there, such as a journal SQLite would take for a hot
+// one).
+Status CheckOutIsNotTheDatabase(const std::string& out, const std::string& db);
+
 enum class DbAccess {
   kRead,   // ExperimentDb::OpenReadOnly: no write, no journal switch, no migration
   kWrite,  // ExperimentDb::Open: migrates (runs --repair)

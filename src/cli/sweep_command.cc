@@ -28,6 +28,7 @@
 #include "cli/run_store.h"
 #include "cli/store_options.h"
 #include "cli/sweep_spec.h"
+#include "pipette/common/printable.h"
 #include "pipette/common/subprocess.h"
 #include "pipette/store/experiment_db.h"
 
@@ -394,7 +395,8 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   const FigureCounts figures =
       DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points);
 
-  fmt::print("# pipette sweep {}: experiment '{}' in {}\n", spec->path, spec->name, o.db);
+  fmt::print("# pipette sweep {}: experiment '{}' in {}\n", Printable(spec->path), spec->name,
+             Printable(o.db));
   if (!spec->description.empty()) fmt::print("# {}\n", spec->description);
   fmt::print("points        {:>6}\n", points.size());
   fmt::print("already done  {:>6}\n", already);

@@ -23,6 +23,7 @@
 #include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
+#include "pipette/common/printable.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/store/trace_rows.h"
@@ -213,7 +214,7 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
   } else {
     PrintSummary(o, r);
     if (recorder.enabled()) {
-      fmt::print("# recorded as run {} in {}\n", recorder.run_id(), recorder.path());
+      fmt::print("# recorded as run {} in {}\n", recorder.run_id(), Printable(recorder.path()));
     }
   }
   if (!verified) {
@@ -237,6 +238,7 @@ Status CheckOptions(const TrainCommandOptions& o) {
   if (!(o.tolerance > 0 && o.tolerance < 1)) {
     return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
+  PIPETTE_RETURN_IF_ERROR(cpu::CheckPeerTimeout(t.peer_timeout_s));  // before the watchdog runs
   // -p and --dp are checked against their limits later (PlanTraining): multiply in 64 bits.
   const std::int64_t processes = std::int64_t{t.p} * t.dp;
   if (!cpu::LaunchedByMpi() && processes > 1) {

@@ -140,6 +140,25 @@ std::string Bytes(const std::string& path) {
   return text.str();
 }
 
+// plot --out (and so a sweep's figures, drawn by pipette plot) overwrote the database with a PNG
+// and exited 0; export --out naming a -journal file not yet there left JSON that SQLite took for a
+// hot journal, and the database could no longer be read.
+TEST(StoreCli, PlotAndExportNeverWriteOverTheDatabaseOrItsJournal) {
+  Fresh("figure.db");
+  ASSERT_EQ(Pipette("simulate --db figure.db --times F=1 --ideal-network").exit_code, 0);
+  const std::string before = Bytes(ScratchDir() + "/figure.db");
+  CommandResult plot = Pipette("plot timeline --db figure.db --out figure.db");
+  EXPECT_EQ(plot.exit_code, 2) << plot.err;
+  EXPECT_TRUE(Contains(plot.err, "pipette plot: --out = 'figure.db': is the database")) << plot.err;
+  std::filesystem::remove(ScratchDir() + "/figure.db-journal");
+  CommandResult journal = Pipette("export --db figure.db --out ./figure.db-journal");
+  EXPECT_EQ(journal.exit_code, 2) << journal.err;
+  EXPECT_TRUE(Contains(journal.err, "is the database's journal file")) << journal.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/figure.db-journal"));
+  EXPECT_EQ(Bytes(ScratchDir() + "/figure.db"), before);
+  EXPECT_EQ(Pipette("runs --db figure.db").exit_code, 0);
+}
+
 TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
   Fresh("export.db");
   ASSERT_EQ(Pipette("simulate --db export.db --times F=1 --ideal-network").exit_code, 0);

@@ -171,9 +171,11 @@ TEST(Validation, CountsDerivedFromTheInputDoNotOverflow) {
   EXPECT_EQ(partition.exit_code, 2);
   EXPECT_EQ(partition.err,
             "pipette partition: --pp = 2147483647: more than the limit of 16384 pipeline ranks\n");
-  CommandResult train = Pipette("train -p 65536 --dp 65536 --no-db");
+  // (in int, 2147483647 * 4096 wraps to -4096, and the single-process check was skipped)
+  CommandResult train = Pipette("train -p 2147483647 --dp 4096 --no-db");
   EXPECT_EQ(train.exit_code, 2);
-  EXPECT_TRUE(Contains(train.err, "-p 65536 --dp 65536 needs 4294967296 processes")) << train.err;
+  EXPECT_TRUE(Contains(train.err, "-p 2147483647 --dp 4096 needs 8796093018112 processes"))
+      << train.err;
   const std::pair<const char*, const char*> limits[] = {
       {"schedule interleaved-1f1b -p 16384 -v 131072 -m 2147483647",
        "p*v*m = 16384*131072*2147483647: more than the limit of 16000000 chunks"},
@@ -206,12 +208,26 @@ TEST(Validation, CsvScheduleTakesPAndMFromTheFile) {
   CommandResult partition =
       Pipette("partition --model gpt3-1.3b --pp 2 --schedule csv:p2m6.csv --format json");
   EXPECT_EQ(partition.exit_code, 0) << partition.err;
+  // partition too: --pp was required and -v defaulted to 1 against a file with v = 2.
+  WriteCsvSchedule("p2v2m4.csv", "interleaved-1f1b -p 2 -v 2 -m 4");
+  CommandResult interleaved =
+      Pipette("partition --model gpt3-1.3b --schedule csv:p2v2m4.csv --format json");
+  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
+  json = nlohmann::json::parse(interleaved.out);
+  EXPECT_EQ(json["rank_memory_bytes"].size(), 2u) << interleaved.out;  // p = 2
+  EXPECT_EQ(json["stages"].size(), 4u) << interleaved.out;             // p * v = 4
+  EXPECT_EQ(json["stages"][2]["rank"], 0) << interleaved.out;          // rank 0's second chunk
+  CommandResult no_pp = Pipette("partition --model gpt3-1.3b");
+  EXPECT_EQ(no_pp.exit_code, 2);
+  EXPECT_EQ(no_pp.err, "pipette partition: missing --pp P (or a --schedule csv:FILE)\n");
   // A given count that disagrees names both.
   const std::pair<const char*, const char*> disagree[] = {
       {"simulate --schedule csv:p2m6.csv -p 3 --no-db",
        "-p = 3 disagrees with csv:p2m6.csv, which has p = 2"},
       {"simulate --schedule csv:p2m6.csv -m 8 --ideal-network --times F=1 --no-db",
        "-m = 8 disagrees with csv:p2m6.csv, which has m = 6"},
+      {"partition --model gpt3-1.3b --schedule csv:p2v2m4.csv -v 1",
+       "-v = 1 disagrees with csv:p2v2m4.csv, which has v = 2"},
   };
   for (const auto& [args, message] : disagree) {
     CommandResult run = Pipette(args);
@@ -325,4 +341,47 @@ TEST(Validation, ParseErrorsNameTheCommandLikeEveryOtherError) {
   EXPECT_EQ(train.exit_code, 2);
   EXPECT_TRUE(train.err.rfind("pipette train: --seed: -1: must be a whole number", 0) == 0)
       << train.err;
+}
+
+// --times bypassed the bound on single durations (1e12 ms was recorded as a 5e12 ms step), and a
+// --latency-us without --ideal-network was silently ignored (the cluster's links set latency).
+TEST(Validation, TimesAreBoundedAndLatencyNeedsTheIdealNetwork) {
+  std::filesystem::remove(ScratchDir() + "/bounded.db");
+  CommandResult huge =
+      Pipette("simulate -p 2 -m 4 --ideal-network --times F=1e12,I=1,W=1 --db bounded.db");
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_EQ(huge.err,
+            "pipette simulate: --times F=1e+12: one chunk's F would take 1e+09 s; a single "
+            "duration must lie in [0, 1e+06] s (about 11.6 days)\n");
+  CommandResult ignored = Pipette("simulate -p 2 -m 4 --latency-us 5 --db bounded.db");
+  EXPECT_EQ(ignored.exit_code, 2) << ignored.err;
+  EXPECT_EQ(ignored.err,
+            "pipette simulate: --latency-us = 5: applies only with --ideal-network; on a cluster "
+            "every link's latency is the cluster's (--cluster)\n");
+  EXPECT_FALSE(Exists("bounded.db"));
+  CommandResult largest =
+      Pipette("simulate -p 2 -m 4 --ideal-network --times F=1e9,I=1,W=1 --no-db --format json");
+  EXPECT_EQ(largest.exit_code, 0) << largest.err;
+}
+
+// Standard output escapes control bytes too: a --db with an escape sequence was echoed raw in
+// "# recorded as run 1 in ..." and in the header of pipette runs.
+TEST(Validation, ControlBytesInADatabasePathAreEscapedOnStandardOutput) {
+  const std::string db = "\"$(printf 'c\\033[31m.db')\"";
+  std::filesystem::remove(ScratchDir() + "/c\x1b[31m.db");
+  CommandResult simulate = Pipette("simulate -p 2 -m 2 --ideal-network --times F=1 --db " + db);
+  ASSERT_EQ(simulate.exit_code, 0) << simulate.err;
+  EXPECT_TRUE(Contains(simulate.out, "# recorded as run 1 in c\\x1b[31m.db\n")) << simulate.out;
+  CommandResult runs = Pipette("runs --db " + db);
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_TRUE(Contains(runs.out, "# 1 runs in c\\x1b[31m.db\n")) << runs.out;
+  EXPECT_FALSE(Contains(simulate.out + runs.out, "\x1b"));
+  std::filesystem::remove(ScratchDir() + "/c\x1b[31m.db");
+}
+
+// A --peer-timeout of 1e-320 passed "> 0", and the watchdog then ended MPI_Init with exit 3.
+TEST(Validation, PeerTimeoutHasAFloorAndIsCheckedBeforeTheWatchdogStarts) {
+  CommandResult tiny = Pipette("train --peer-timeout 1e-320 --no-db");
+  EXPECT_EQ(tiny.exit_code, 2) << tiny.err;
+  EXPECT_EQ(tiny.err, "pipette train: --peer-timeout 1e-320: must be in [0.1, 1e6] seconds\n");
 }

@@ -297,7 +297,7 @@ TEST(ExperimentDbConcurrency, OpenWaitsForACreatorMigratingANewFile) {
 }
 
 TEST(ExperimentDb, PathsThatRecordNowhereAreRefused) {
-  for (const std::string path : {"", ":memory:", "file:x.db", "file:x.db?mode=memory"}) {
+  for (const std::string path : {"", ":memory:", "file:x.db", "file:x.db?mode=memory", "x/"}) {
     Result<ExperimentDb> db = ExperimentDb::Open(path);
     ASSERT_FALSE(db.ok()) << "'" << path << "'";
     EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument);
@@ -307,6 +307,7 @@ TEST(ExperimentDb, PathsThatRecordNowhereAreRefused) {
     EXPECT_EQ(ExperimentDb::OpenReadOnly(path).status().code(), StatusCode::kInvalidArgument);
   }
   EXPECT_FALSE(std::filesystem::exists("file:x.db"));
+  EXPECT_FALSE(std::filesystem::exists("x"));
 }
 
 // ---- read-only opening ---------------------------------------------------------------------
@@ -376,6 +377,26 @@ TEST(ExperimentDbReadOnly, AForeignOrCorruptFileIsAnIoErrorAndStaysAsItWas) {
   EXPECT_NE(db.status().message().find("not a pipette database (it has no runs table)"),
             std::string::npos)
       << db.status().message();
+}
+
+// A negative schema version is a damaged header, an I/O error for readers and writers alike (it
+// was "an older schema, exit 2" for readers and "read the schema version: not an error" for
+// writers).
+TEST(ExperimentDbReadOnly, ANegativeSchemaVersionIsADamagedHeaderForEveryOpener) {
+  const std::string path = FreshPath("negative");
+  { ASSERT_TRUE(ExperimentDb::Open(path).ok()); }
+  Query(path, "PRAGMA user_version = -5");
+  const auto expect_damaged = [&path](const Result<ExperimentDb>& db) {
+    ASSERT_FALSE(db.ok());
+    EXPECT_EQ(db.status().code(), StatusCode::kIoError);
+    EXPECT_NE(db.status().message().find("--db = '" + path +
+                                         "': not a pipette database: schema version -5 (a damaged "
+                                         "header)"),
+              std::string::npos)
+        << db.status().message();
+  };
+  expect_damaged(ExperimentDb::OpenReadOnly(path));
+  expect_damaged(ExperimentDb::Open(path));
 }
 
 TEST(ExperimentDbReadOnly, AnOlderSchemaIsReadOrNamesTheCommandThatMigratesIt) {

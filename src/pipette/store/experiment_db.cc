@@ -249,12 +249,24 @@ Status StepsDone(sqlite3* db, int rc, std::string_view what) {
 
 bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
 
+// A negative user_version: pipette never writes one, so the header is damaged (exit 1 in every
+// command, like any corrupt database).
+Status CorruptVersion(std::string_view path, int version) {
+  return Status::IoError(
+      fmt::format("{}not a pipette database: schema version {} (a damaged header)",
+                  path.empty() ? std::string() : fmt::format("--db = '{}': ", path), version));
+}
+
 }  // namespace
 
 Status CheckDatabasePath(std::string_view path) {
   if (path.empty()) {
     return Status::InvalidArgument(
         "--db = '': must name a database file (is a variable unset?), e.g. --db pipette.db");
+  }
+  if (path.back() == '/') {
+    return Status::InvalidArgument(fmt::format(
+        "--db = '{}': must name a database file, not a directory (drop the trailing '/')", path));
   }
   if (path == ":memory:" || path.rfind("file:", 0) == 0) {
     return Status::InvalidArgument(
@@ -336,6 +348,7 @@ Result<ExperimentDb> ExperimentDb::OpenReadOnly(const std::string& path) {
     return Status::IoError(fmt::format("--db = '{}': not a pipette database ({})", path,
                                        empty ? "an empty file" : "it has no runs table"));
   }
+  if (version < 0) return CorruptVersion(path, version);
   if (version > kSchemaVersion) {
     return Status::FailedPrecondition(
         fmt::format("--db = '{}': the database has schema version {}, newer than this pipette's "
@@ -402,10 +415,12 @@ Status ExperimentDb::Migrate(int up_to_version) {
   // Under the write lock, so two processes opening a new file do not both create the tables.
   Transaction tx(db_);
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
-  const int version = schema_version();
-  if (version < 0) {
+  Statement read(db_, "PRAGMA user_version");
+  if (read.Step() != SQLITE_ROW) {
     return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_)));
   }
+  const int version = static_cast<int>(read.Int(0));
+  if (version < 0) return CorruptVersion("", version);
   if (version > kSchemaVersion) {
     return Status::FailedPrecondition(
         fmt::format("the database has schema version {}, newer than this pipette's {}: use a newer "

@@ -354,6 +354,46 @@ TEST(StoreCli, AnotherUserReadsADatabaseItCannotWrite) {
   ExpectForeignReadsWork(tree, rw, trace);
 }
 
+// The Chrome trace was one nlohmann document of every event (about 2 KB per event at peak):
+// exporting these 500,000 events took 1.05 GB (max RSS), failed under a 1,000,000 KB address-space
+// limit ("internal error: std::bad_alloc") and aborted under this test's 500,000 KB (exit 134: the
+// document's destructor allocates). It streams now, event by event, in about 85 MB (120 MB of
+// address space). A failed write is an error, not a silent exit 0.
+TEST(StoreCli, LargeExportStreamsInBoundedMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit";
+#endif
+  const std::string db = Fresh("large.db"), json = ScratchDir() + "/large.json";
+  ASSERT_EQ(Pipette("simulate -p 4 -m 25000 --ideal-network --times F=1,I=1,W=1 --trace full "
+                    "--db large.db > /dev/null")
+                .exit_code,
+            0);
+  CommandResult run = testing::Shell(std::string("ulimit -v 500000 && ") + PIPETTE_BINARY +
+                                     " export --db large.db --out large.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string text = ReadFile(json);
+  std::filesystem::remove(json);
+  EXPECT_TRUE(text.starts_with(
+      R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},)"))
+      << text.substr(0, 100);
+  EXPECT_TRUE(text.ends_with(
+      R"("args":{"step":0,"instr_id":99999,"stage":3,"chunk":0,"microbatch":24999,"bytes":0}}],)"
+      R"("displayTimeUnit":"ms","otherData":{"run_id":1,"engine":"sim"}})"))
+      << text.substr(text.size() - std::min<std::size_t>(text.size(), 200));
+  std::size_t complete = 0, metadata = 0;
+  for (std::size_t at = text.find(R"("ph":")"); at != std::string::npos;
+       at = text.find(R"("ph":")", at + 1)) {
+    complete += text.compare(at + 6, 1, "X") == 0;
+    metadata += text.compare(at + 6, 1, "M") == 0;
+  }
+  EXPECT_EQ(complete, 500'000u);  // 4 ranks x 25,000 x (F, B) + 3 links x 25,000 x 2 x (send, recv)
+  EXPECT_EQ(metadata, 22u);       // 4 x (process_name, sort_index) + 14 named threads
+
+  CommandResult full = Pipette("export --db large.db > /dev/full");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_EQ(full.err, "pipette export: standard output: cannot write: No space left on device\n");
+}
+
 // A file of garbage is an I/O failure (exit 1) in every command that opens a database, and is left
 // as it was.
 TEST(StoreCli, ACorruptDatabaseIsExitOneInEveryCommand) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -99,21 +100,39 @@ struct ExportOptions {
   std::string out;  // empty: standard output
 };
 
-// Writes `text` to `path`; IoError with the system's reason.
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
-    return Status::IoError(
-        fmt::format("--out = '{}': cannot write: {}", path, std::strerror(errno)));
+// Streams the export of `run` to --out or standard output. The file is created only once the run
+// proves exportable (a run without events leaves an existing file as it was).
+Status Export(const ExportOptions& o, const RunData& run) {
+  const bool chrome = o.format == "chrome";
+  std::string csv;
+  if (chrome) {
+    PIPETTE_RETURN_IF_ERROR(CheckHasEvents(run));
+  } else {
+    PIPETTE_ASSIGN_OR_RETURN(csv, ToExecutedComputeCsv(run, o.step));
   }
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed) {
-    return Status::IoError(fmt::format("--out = '{}': cannot write: {}", path,
-                                       std::strerror(written ? errno : write_errno)));
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  const std::string where =
+      o.out.empty() ? std::string("standard output") : fmt::format("--out = '{}'", o.out);
+  const auto failed = [&where] {
+    return Status::IoError(fmt::format("{}: cannot write: {}", where, std::strerror(errno)));
+  };
+  if (!o.out.empty()) {
+    file.open(o.out, std::ios::binary | std::ios::trunc);
+    if (!file) return failed();
+    out = &file;
   }
-  return Status::Ok();
+  Status written = Status::Ok();
+  if (chrome) {
+    written = WriteChromeTrace(*out, run);
+    if (o.out.empty()) *out << "\n";
+  } else {
+    *out << csv;
+  }
+  out->flush();
+  if (file.is_open()) file.close();
+  if (!*out) return failed();
+  return written;
 }
 
 int RunExport(const ExportOptions& o) {
@@ -130,15 +149,7 @@ int RunExport(const ExportOptions& o) {
   }
   Result<RunData> run = db->LoadRun(ids->front());
   if (!run.ok()) return ReportError("export", run.status());
-  Result<std::string> text =
-      o.format == "chrome" ? ToChromeTrace(*run) : ToExecutedComputeCsv(*run, o.step);
-  if (!text.ok()) return ReportError("export", text.status());
-  if (o.out.empty()) {
-    std::cout << *text;
-    if (o.format == "chrome") std::cout << "\n";
-    return kExitOk;
-  }
-  if (Status s = WriteFile(o.out, *text); !s.ok()) return ReportError("export", s);
+  if (Status s = Export(o, *run); !s.ok()) return ReportError("export", s);
   return kExitOk;
 }
 

@@ -271,6 +271,148 @@ TEST(StoreCli, ReadCommandsNeverWriteTheDatabase) {
   EXPECT_EQ(Pipette("runs --db old.db").exit_code, 0);
 }
 
+// The names in `dir`.
+std::set<std::string> Listing(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+// A scratch tree another user can reach: /tmp/pipette_ro_PID (0755) holding a copy of the pipette
+// binary (the build tree need not be traversable by that user) and `out/`, owned by uid 65534.
+struct ForeignReaderTree {
+  std::string base = "/tmp/pipette_ro_" + std::to_string(getpid());
+  std::string binary = base + "/pipette";
+  std::string out = base + "/out";
+
+  ForeignReaderTree() {
+    std::filesystem::remove_all(base);
+    std::filesystem::create_directories(out);
+    chmod(base.c_str(), 0755);
+    EXPECT_EQ(chown(out.c_str(), 65534, 65534), 0);
+    std::filesystem::copy_file(PIPETTE_BINARY, binary);
+    chmod(binary.c_str(), 0755);
+  }
+  ~ForeignReaderTree() { std::filesystem::remove_all(base); }
+  // `pipette args` run as uid/gid 65534 (nobody) in out/.
+  CommandResult AsNobody(const std::string& args) const {
+    return testing::Shell("cd " + out + " && setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                          binary + " " + args);
+  }
+  // A database of one run (2 ranks, 4 microbatches) at `path`, made by root.
+  void MakeDatabase(const std::string& path) const {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    ASSERT_EQ(testing::Shell(binary + " simulate --times F=1,I=1,W=1 --ideal-network -p 2 -m 4 " +
+                             "--db '" + path + "' >/dev/null")
+                  .exit_code,
+              0);
+  }
+};
+
+// Every read command, as nobody, on `db`: they succeed with the values root reads from the same
+// run (`ref_json`: root's Chrome trace), and leave `db`'s directory and bytes as they were.
+void ExpectForeignReadsWork(const ForeignReaderTree& tree, const std::string& db,
+                            const std::string& ref_json) {
+  const std::string dir = std::filesystem::path(db).parent_path().string();
+  const std::set<std::string> listing = Listing(dir);
+  const std::string bytes = Bytes(db);
+  const std::string quoted = "'" + db + "'";
+  CommandResult runs = tree.AsNobody("runs --db " + quoted);
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_TRUE(Contains(runs.out, "# 1 runs in " + db)) << runs.out;
+  EXPECT_TRUE(Contains(runs.out, "     1  sim     ok")) << runs.out;
+  CommandResult json = tree.AsNobody("runs --format json --db " + quoted);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto listed = nlohmann::json::parse(json.out);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["status"], "ok");
+  EXPECT_EQ(listed[0]["config"]["m"], 4);
+  CommandResult trace = tree.AsNobody("export --db " + quoted + " --out trace.json");
+  EXPECT_EQ(trace.exit_code, 0) << trace.err;
+  EXPECT_EQ(ReadFile(tree.out + "/trace.json"), ref_json);
+  CommandResult csv = tree.AsNobody("export --format csv --db " + quoted);
+  EXPECT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out, "0F0,0F1,0B0,0F2,0B1,0F3,0B2,0B3\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n");
+  CommandResult plot = tree.AsNobody("plot timeline --out t.svg --db " + quoted);
+  EXPECT_EQ(plot.exit_code, 0) << plot.err;
+  EXPECT_GT(std::filesystem::file_size(tree.out + "/t.svg"), 1000u);
+  EXPECT_EQ(Listing(dir), listing) << "a read left files in " << dir;
+  EXPECT_EQ(Bytes(db), bytes);
+}
+
+// Another user reads a database it cannot write. In a directory it cannot write (0555, database
+// 0444) reading failed ("not a pipette database: attempt to write a readonly database": WAL needs
+// a -shm file it could not create); in one it can write, it left -wal/-shm files of its own, which
+// stop the owner's writes. Now both are read without locks or files (immutable).
+TEST(StoreCli, AnotherUserReadsADatabaseItCannotWrite) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to run pipette as uid 65534 (nobody)";
+  if (testing::Shell("setpriv --reuid=65534 --regid=65534 --clear-groups true").exit_code != 0) {
+    GTEST_SKIP() << "setpriv cannot drop to uid 65534 here";
+  }
+  const ForeignReaderTree tree;
+  // The URI of an immutable open percent-encodes the path: '?', '#' and '%' are plain there.
+  const std::string ro_dir = tree.base + "/ro dir?#%41";
+  const std::string ro = ro_dir + "/x.db", rw = tree.base + "/rw/x.db";
+  const std::string ref = tree.base + "/ref/x.db";
+  tree.MakeDatabase(ro);
+  std::filesystem::create_directories(tree.base + "/rw");
+  std::filesystem::create_directories(tree.base + "/ref");
+  std::filesystem::copy_file(ro, rw);
+  std::filesystem::copy_file(ro, ref);
+  CommandResult root =
+      testing::Shell(tree.binary + " export --db " + ref + " --out " + ref + ".json");
+  ASSERT_EQ(root.exit_code, 0) << root.err;
+  const std::string trace = ReadFile(ref + ".json");
+  ASSERT_TRUE(trace.ends_with(R"("otherData":{"run_id":1,"engine":"sim"}})")) << trace;
+  chmod(ro.c_str(), 0444);
+  chmod(ro_dir.c_str(), 0555);
+  chmod((tree.base + "/rw").c_str(), 0777);  // rw/x.db stays 0644, root's
+  ExpectForeignReadsWork(tree, ro, trace);
+  ExpectForeignReadsWork(tree, rw, trace);
+}
+
+// The Chrome trace was one nlohmann document of every event (about 2 KB per event at peak):
+// exporting these 500,000 events took 1.05 GB (max RSS), failed under a 1,000,000 KB address-space
+// limit ("internal error: std::bad_alloc") and aborted under this test's 500,000 KB (exit 134: the
+// document's destructor allocates). It streams now, event by event, in about 85 MB (120 MB of
+// address space). A failed write is an error, not a silent exit 0.
+TEST(StoreCli, LargeExportStreamsInBoundedMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit";
+#endif
+  const std::string db = Fresh("large.db"), json = ScratchDir() + "/large.json";
+  ASSERT_EQ(Pipette("simulate -p 4 -m 25000 --ideal-network --times F=1,I=1,W=1 --trace full "
+                    "--db large.db > /dev/null")
+                .exit_code,
+            0);
+  CommandResult run = testing::Shell(std::string("ulimit -v 500000 && ") + PIPETTE_BINARY +
+                                     " export --db large.db --out large.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string text = ReadFile(json);
+  std::filesystem::remove(json);
+  EXPECT_TRUE(text.starts_with(
+      R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},)"))
+      << text.substr(0, 100);
+  EXPECT_TRUE(text.ends_with(
+      R"("args":{"step":0,"instr_id":99999,"stage":3,"chunk":0,"microbatch":24999,"bytes":0}}],)"
+      R"("displayTimeUnit":"ms","otherData":{"run_id":1,"engine":"sim"}})"))
+      << text.substr(text.size() - std::min<std::size_t>(text.size(), 200));
+  std::size_t complete = 0, metadata = 0;
+  for (std::size_t at = text.find(R"("ph":")"); at != std::string::npos;
+       at = text.find(R"("ph":")", at + 1)) {
+    complete += text.compare(at + 6, 1, "X") == 0;
+    metadata += text.compare(at + 6, 1, "M") == 0;
+  }
+  EXPECT_EQ(complete, 500'000u);  // 4 ranks x 25,000 x (F, B) + 3 links x 25,000 x 2 x (send, recv)
+  EXPECT_EQ(metadata, 22u);       // 4 x (process_name, sort_index) + 14 named threads
+
+  CommandResult full = Pipette("export --db large.db > /dev/full");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_EQ(full.err, "pipette export: standard output: cannot write: No space left on device\n");
+}
+
 // A file of garbage is an I/O failure (exit 1) in every command that opens a database, and is left
 // as it was.
 TEST(StoreCli, ACorruptDatabaseIsExitOneInEveryCommand) {

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
@@ -57,6 +59,13 @@ Timed TimedRun(const std::string& name, ScheduleParams params, double latency) {
   return t;
 }
 
+// The Chrome trace of `run` as WriteChromeTrace streams it; FailedPrecondition as it returns.
+Result<std::string> ChromeTrace(const RunData& run) {
+  std::ostringstream out;
+  PIPETTE_RETURN_IF_ERROR(WriteChromeTrace(out, run));
+  return out.str();
+}
+
 TEST(ChromeTrace, OneEventPerInstructionAndNoOverlapOnATrack) {
   for (const auto& [name, params] :
        {std::pair{std::string("dualpipe"), ScheduleParams{4, 0, 8, 0}},
@@ -64,7 +73,7 @@ TEST(ChromeTrace, OneEventPerInstructionAndNoOverlapOnATrack) {
         std::pair{std::string("zb-h1"), ScheduleParams{4, 0, 8, 0}}}) {
     SCOPED_TRACE(name);
     const Timed t = TimedRun(name, params, 0.25);
-    const auto json = nlohmann::json::parse(*ToChromeTrace(t.run));
+    const auto json = nlohmann::json::parse(*ChromeTrace(t.run));
     std::size_t x_events = 0, overlapped = 0;
     std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
     for (const auto& e : json["traceEvents"]) {
@@ -95,7 +104,7 @@ TEST(ChromeTrace, OneEventPerInstructionAndNoOverlapOnATrack) {
 
 TEST(ChromeTrace, EventsCarryTimesInMicrosecondsAndTheirIds) {
   const Timed t = TimedRun("1f1b", {2, 1, 2, 0}, 0);
-  const auto json = nlohmann::json::parse(*ToChromeTrace(t.run));
+  const auto json = nlohmann::json::parse(*ChromeTrace(t.run));
   bool found = false;
   for (const auto& e : json["traceEvents"]) {
     if (e["ph"] == "X" && e["name"] == "1F0") {  // stage 1's forward of microbatch 0: [1, 2]
@@ -113,9 +122,35 @@ TEST(ChromeTrace, EventsCarryTimesInMicrosecondsAndTheirIds) {
 TEST(ChromeTrace, ARunWithoutEventsIsAnError) {
   RunData empty;
   empty.run.id = 3;
-  Result<std::string> text = ToChromeTrace(empty);
-  ASSERT_FALSE(text.ok());
-  EXPECT_NE(text.status().message().find("run 3 has no events"), std::string::npos);
+  std::ostringstream out;
+  const Status status = WriteChromeTrace(out, empty);
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("run 3 has no events"), std::string::npos);
+  EXPECT_EQ(out.str(), "");  // nothing written
+}
+
+// The trace is streamed event by event; its bytes are those of the whole document nlohmann's
+// dump() gave before (the golden file was written by that code): DualPipe's overlapped cells, a
+// second receive lane, all-reduces, fractional times.
+TEST(ChromeTrace, StreamedBytesEqualTheWholeDocument) {
+  const Timed t = TimedRun("dualpipe", {2, 0, 4, 0}, 0.25);
+  std::ifstream golden(std::string(PIPETTE_GOLDEN_DIR) + "/chrome_trace_dualpipe_p2_m4.json",
+                       std::ios::binary);
+  const std::string expected((std::istreambuf_iterator<char>(golden)),
+                             std::istreambuf_iterator<char>());
+  ASSERT_EQ(expected.size(), 6607u);
+  EXPECT_EQ(*ChromeTrace(t.run), expected);
+  EXPECT_NE(expected.find(R"x({"name":"(3F3;0B0)","cat":"compute","ph":"X","ts":)x"),
+            std::string::npos);
+  EXPECT_NE(expected.find(R"("args":{"name":"recv 1"})"), std::string::npos);
+}
+
+// A stream that fails stops the writer with IoError.
+TEST(ChromeTrace, AFailedStreamIsAnIoError) {
+  const Timed t = TimedRun("1f1b", {2, 1, 2, 0}, 0);
+  std::ostringstream out;
+  out.setstate(std::ios::badbit);
+  EXPECT_EQ(WriteChromeTrace(out, t.run).code(), StatusCode::kIoError);
 }
 
 TEST(ExecutedComputeCsv, EqualsTheScheduleCsvForEverySchedule) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <initializer_list>
 #include <utility>
 
 #include "pipette/store/process_owner.h"
@@ -257,6 +258,86 @@ Status CorruptVersion(std::string_view path, int version) {
                   path.empty() ? std::string() : fmt::format("--db = '{}': ", path), version));
 }
 
+bool AnyFileExists(std::initializer_list<std::string> paths) {
+  std::error_code error;
+  for (const std::string& p : paths) {
+    if (std::filesystem::exists(p, error) || error) return true;  // unknown counts as present
+  }
+  return false;
+}
+
+// True when `path` exists and is not empty (or cannot be examined): a -wal with frames the main
+// file lacks, or a hot -journal, which an immutable read would silently ignore.
+bool HasContent(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error) && !error) return false;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  return error || size > 0;
+}
+
+// The URI that opens `path` as immutable: absolute (so no part reads as an authority), every byte
+// but [A-Za-z0-9/._~-] percent-encoded ('?', '#' and '%' must not reach the URI parser).
+std::string ImmutableUri(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  const std::string target = error ? path : absolute.string();
+  std::string uri = target.starts_with('/') ? "file://" : "file:";
+  for (const unsigned char c : target) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '/' || c == '.' || c == '_' || c == '~' || c == '-';
+    uri += plain ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
+  }
+  return uri + "?immutable=1";
+}
+
+// The open and first read of a database for reading.
+struct ReadProbe {
+  int rc = SQLITE_OK;  // extended code of the failed open or read; SQLITE_OK when both worked
+  Status status;       // IoError naming the path when rc is not SQLITE_OK
+  int version = 0;     // PRAGMA user_version
+  bool has_runs = false;
+};
+
+// True for the failures of a read-only connection that cannot create or lock the -shm/-wal files
+// of a WAL database (its directory is not writable); not for a hot journal (READONLY_ROLLBACK).
+bool CannotSetUpWal(int rc) {
+  if (rc == SQLITE_READONLY_ROLLBACK) return false;
+  return (rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN;
+}
+
+// Opens `path` read-only (through ImmutableUri when `immutable`) into `*raw` (which the caller
+// closes, on every path) and reads its schema version and whether it has a runs table.
+ReadProbe OpenAndProbe(const std::string& path, bool immutable, sqlite3** raw) {
+  ReadProbe probe;
+  const std::string target = immutable ? ImmutableUri(path) : path;
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0);
+  probe.rc = sqlite3_open_v2(target.c_str(), raw, flags, nullptr);
+  if (probe.rc != SQLITE_OK) {
+    probe.status =
+        Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
+                                    *raw ? sqlite3_errmsg(*raw) : sqlite3_errstr(probe.rc)));
+    return probe;
+  }
+  sqlite3_busy_handler(*raw, WaitForLock, nullptr);
+  Statement s(*raw,
+              "SELECT (SELECT user_version FROM pragma_user_version), "
+              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs')");
+  if (s.status("").ok() && s.Step() == SQLITE_ROW) {
+    probe.version = static_cast<int>(s.Int(0));
+    probe.has_runs = s.Int(1) > 0;
+    return probe;
+  }
+  probe.rc = sqlite3_extended_errcode(*raw);
+  const int primary = probe.rc & 0xff;
+  // A file SQLite does not recognise is not a pipette database; any other failure is a read that
+  // did not happen (permissions, locks, I/O), which says nothing about what the file is.
+  const bool foreign = primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
+  probe.status = Status::IoError(fmt::format("--db = '{}': {}: {}", path,
+                                             foreign ? "not a pipette database" : "cannot read",
+                                             sqlite3_errmsg(*raw)));
+  return probe;
+}
+
 }  // namespace
 
 Status CheckDatabasePath(std::string_view path) {
@@ -325,41 +406,45 @@ Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_versi
 
 Result<ExperimentDb> ExperimentDb::OpenReadOnly(const std::string& path) {
   PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
+  // Not ours to write and no connection open (no -wal/-shm): read it as immutable rather than
+  // leave -wal/-shm files owned by this user, which would stop the owner's writes.
+  const bool writable = ::access(path.c_str(), W_OK) == 0;
+  const bool immutable =
+      !writable && !AnyFileExists({path + "-wal", path + "-shm"}) && !HasContent(path + "-journal");
   sqlite3* raw = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  ExperimentDb db(raw);
-  if (rc != SQLITE_OK) {
-    return Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
-                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  ReadProbe probe = OpenAndProbe(path, immutable, &raw);
+  ExperimentDb db(raw);  // closes `raw` on every path below
+  if (!immutable && CannotSetUpWal(probe.rc) && !HasContent(path + "-wal") &&
+      !HasContent(path + "-journal")) {
+    // The directory is not writable (no -shm can be made): nothing uncheckpointed to miss.
+    db = ExperimentDb(nullptr);
+    probe = OpenAndProbe(path, true, &raw);
+    db = ExperimentDb(raw);
+  } else if (CannotSetUpWal(probe.rc) && HasContent(path + "-wal")) {
+    return Status::IoError(fmt::format(
+        "{} ('{}-wal' holds changes not yet in the database file, and this user cannot create the "
+        "'-shm' file that reading them needs: read it as a user who can write its directory)",
+        probe.status.message(), path));
   }
-  sqlite3_busy_handler(raw, WaitForLock, nullptr);
-  Statement s(raw,
-              "SELECT (SELECT user_version FROM pragma_user_version), "
-              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs')");
-  if (!s.status("").ok() || s.Step() != SQLITE_ROW) {
-    return Status::IoError(
-        fmt::format("--db = '{}': not a pipette database: {}", path, sqlite3_errmsg(raw)));
-  }
-  const int version = static_cast<int>(s.Int(0));
-  if (s.Int(1) == 0) {
+  PIPETTE_RETURN_IF_ERROR(probe.status);
+  if (!probe.has_runs) {
     std::error_code error;
     const bool empty = std::filesystem::file_size(path, error) == 0 && !error;
     return Status::IoError(fmt::format("--db = '{}': not a pipette database ({})", path,
                                        empty ? "an empty file" : "it has no runs table"));
   }
-  if (version < 0) return CorruptVersion(path, version);
-  if (version > kSchemaVersion) {
+  if (probe.version < 0) return CorruptVersion(path, probe.version);
+  if (probe.version > kSchemaVersion) {
     return Status::FailedPrecondition(
         fmt::format("--db = '{}': the database has schema version {}, newer than this pipette's "
                     "{}: use a newer pipette or another --db",
-                    path, version, kSchemaVersion));
+                    path, probe.version, kSchemaVersion));
   }
-  if (version < kOldestReadableSchema) {
+  if (probe.version < kOldestReadableSchema) {
     return Status::FailedPrecondition(fmt::format(
         "--db = '{}': the database has schema version {}, older than this pipette reads ({}); "
         "`pipette runs --db {} --repair` migrates it (as does any command that records into it)",
-        path, version, kOldestReadableSchema, path));
+        path, probe.version, kOldestReadableSchema, path));
   }
   return db;
 }

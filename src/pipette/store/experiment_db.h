@@ -5,13 +5,13 @@
 // journal; every step of it, like every write, waits up to a minute for other connections (the
 // journal switch, which SQLite does not hand to its busy handler, is retried), so several processes
 // may create and record into one file at once. OpenReadOnly() is for commands that only read: it
-// never writes, switches the journal or migrates, so a read-only file can be read and an empty or
-// foreign file stays as it was. A run is written in two transactions: BeginRun() commits its row
-// with status `running`; FinishRun() writes all its events, memory and metric rows and sets its
-// final status in one transaction, so a process that dies in between leaves a `running` run with
-// no rows, never a partial one marked finished; RepairStale() marks such runs `failed`. A sweep
-// point is claimed atomically (ClaimPoint): at most one live or finished run per point. Move-only
-// (owns the connection); one thread at a time.
+// never writes, switches the journal or migrates, so a read-only file can be read (by another user,
+// in a directory it cannot write, too) and an empty or foreign file stays as it was. A run is
+// written in two transactions: BeginRun() commits its row with status `running`; FinishRun() writes
+// all its events, memory and metric rows and sets its final status in one transaction, so a process
+// that dies in between leaves a `running` run with no rows, never a partial one marked finished;
+// RepairStale() marks such runs `failed`. A sweep point is claimed atomically (ClaimPoint): at most
+// one live or finished run per point. Move-only (owns the connection); one thread at a time.
 //
 // Example:
 //   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open("pipette.db"));
@@ -68,9 +68,21 @@ class ExperimentDb {
   // only) stops the migration early. Errors: IoError naming the path and SQLite's message;
   // FailedPrecondition for a database made by a newer pipette.
   static Result<ExperimentDb> Open(const std::string& path, int up_to_version = kSchemaVersion);
-  // Opens an existing database for reading only (writes fail). IoError for a file that is not a
-  // pipette database (empty, foreign or corrupt); FailedPrecondition for a schema older than
+  // Opens an existing database for reading only (writes fail). IoError "not a pipette database"
+  // for a file that is not one (empty, foreign or corrupt), "cannot read" when the read itself
+  // failed (permissions, locks, I/O); FailedPrecondition for a schema older than
   // kOldestReadableSchema (naming the command that migrates it) or newer than kSchemaVersion.
+  //
+  // Reading a WAL database normally takes shared locks in a -shm file beside it, creating it (and
+  // an empty -wal) if missing, and a read-only connection never removes them. So when this user
+  // cannot create them (the directory is not writable), or cannot write the database and no
+  // -wal/-shm exists (no connection has it open; files it created would be this user's, and stop
+  // the owner's writes), the file is opened immutable (URI immutable=1): no locks, no files, and
+  // no -wal read. The trade-off: such a read does not see a writer. One that starts meanwhile (a
+  // user who can write the file, or root) and checkpoints during the read can make the read fail
+  // (malformed) or return a mix of old and new pages; a read that ends first is exact. A -wal or
+  // hot -journal with content is never ignored: it is read through -shm if that exists, else
+  // "cannot read" says who can read it.
   static Result<ExperimentDb> OpenReadOnly(const std::string& path);
 
   ExperimentDb(ExperimentDb&& other) noexcept;

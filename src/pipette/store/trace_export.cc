@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <tuple>
 
 #include "pipette/schedule/action.h"
@@ -69,24 +70,22 @@ int StreamIndex(std::string_view stream) {
   return 3;
 }
 
-}  // namespace
+// Where each instruction is drawn. Lanes: per (rank, stream), greedily the first lane whose last
+// event ended by this start, so that no two events on one track overlap.
+struct Tracks {
+  std::vector<int> tid_of;                             // per instruction
+  std::map<std::pair<int, int>, std::string> threads;  // (rank, tid) -> thread name
+};
 
-Result<std::string> ToChromeTrace(const RunData& run) {
-  if (run.events.empty()) {
-    return Status::FailedPrecondition(fmt::format(
-        "run {} has no events (recorded with --trace none or summary): nothing to export",
-        run.run.id));
-  }
-  std::vector<Executed> instructions = Instructions(run);
-  // Lanes: per (rank, stream), greedily the first lane whose last event ended by this start.
+Tracks AssignTracks(const std::vector<Executed>& instructions) {
   std::vector<std::size_t> order(instructions.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return instructions[a].first->start_s < instructions[b].first->start_s;
   });
   std::map<std::pair<int, std::string_view>, std::vector<double>> lane_end;
-  std::map<std::pair<int, int>, std::string> threads;  // (rank, tid) -> thread name
-  std::vector<int> tid_of(instructions.size());
+  Tracks tracks;
+  tracks.tid_of.resize(instructions.size());
   for (std::size_t k : order) {
     const EventRow& e = *instructions[k].first;
     const std::string_view stream = StreamOf(e.kind);
@@ -96,60 +95,86 @@ Result<std::string> ToChromeTrace(const RunData& run) {
     if (lane == ends.size()) ends.push_back(0);
     ends[lane] = std::max(e.end_s, e.start_s);
     // Tracks sort as compute, send, recv, all-reduce, each stream's lanes in order.
-    tid_of[k] = StreamIndex(stream) * 1000 + static_cast<int>(lane);
-    threads[{e.rank, tid_of[k]}] =
+    tracks.tid_of[k] = StreamIndex(stream) * 1000 + static_cast<int>(lane);
+    tracks.threads[{e.rank, tracks.tid_of[k]}] =
         lane == 0 ? std::string(stream) : fmt::format("{} {}", stream, lane);
   }
+  return tracks;
+}
 
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  std::map<int, bool> ranks;
-  for (const auto& [key, name] : threads) ranks[key.first] = true;
-  for (const auto& [rank, unused] : ranks) {
-    events.push_back({{"ph", "M"},
-                      {"name", "process_name"},
-                      {"pid", rank},
-                      {"args", {{"name", fmt::format("rank {}", rank)}}}});
-    events.push_back({{"ph", "M"},
-                      {"name", "process_sort_index"},
-                      {"pid", rank},
-                      {"args", {{"sort_index", rank}}}});
+// The complete ("X") event of one instruction on thread `tid`.
+nlohmann::ordered_json CompleteEvent(const Executed& ins, int tid) {
+  const EventRow& e = *ins.first;
+  const bool collective = e.kind == EventKind::kAllReduce || e.kind == EventKind::kOptimizer;
+  nlohmann::ordered_json x;
+  x["name"] = collective ? std::string(EventKindName(e.kind)) : ToString(ins.action());
+  x["cat"] = std::string(StreamOf(e.kind));
+  x["ph"] = "X";
+  x["ts"] = e.start_s * 1e6;
+  x["dur"] = std::max(0.0, e.end_s - e.start_s) * 1e6;
+  x["pid"] = e.rank;
+  x["tid"] = tid;
+  nlohmann::ordered_json args;
+  args["step"] = e.step;
+  if (!collective) {
+    args["instr_id"] = e.instr_id;
+    args["stage"] = e.stage;
+    args["chunk"] = e.chunk;
+    args["microbatch"] = e.microbatch;
   }
-  for (const auto& [key, name] : threads) {
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_name"},
-                      {"pid", key.first},
-                      {"tid", key.second},
-                      {"args", {{"name", name}}}});
+  args["bytes"] = e.bytes;
+  x["args"] = std::move(args);
+  return x;
+}
+
+}  // namespace
+
+Status CheckHasEvents(const RunData& run) {
+  if (!run.events.empty()) return Status::Ok();
+  return Status::FailedPrecondition(
+      fmt::format("run {} has no events (recorded with --trace none or summary): nothing to export",
+                  run.run.id));
+}
+
+Status WriteChromeTrace(std::ostream& out, const RunData& run) {
+  PIPETTE_RETURN_IF_ERROR(CheckHasEvents(run));
+  const std::vector<Executed> instructions = Instructions(run);
+  const Tracks tracks = AssignTracks(instructions);
+  // The document {"traceEvents":[...],"displayTimeUnit":"ms","otherData":{...}} as dump() wrote
+  // it whole, one event at a time.
+  out << R"({"traceEvents":[)";
+  bool first = true;
+  const auto write = [&](const nlohmann::ordered_json& event) {
+    out << (first ? "" : ",") << event.dump();
+    first = false;
+    return static_cast<bool>(out);
+  };
+  std::map<int, bool> ranks;
+  for (const auto& [key, name] : tracks.threads) ranks[key.first] = true;
+  for (const auto& [rank, unused] : ranks) {
+    write({{"ph", "M"},
+           {"name", "process_name"},
+           {"pid", rank},
+           {"args", {{"name", fmt::format("rank {}", rank)}}}});
+    write({{"ph", "M"},
+           {"name", "process_sort_index"},
+           {"pid", rank},
+           {"args", {{"sort_index", rank}}}});
+  }
+  for (const auto& [key, name] : tracks.threads) {
+    write({{"ph", "M"},
+           {"name", "thread_name"},
+           {"pid", key.first},
+           {"tid", key.second},
+           {"args", {{"name", name}}}});
   }
   for (std::size_t k = 0; k < instructions.size(); ++k) {
-    const Executed& ins = instructions[k];
-    const EventRow& e = *ins.first;
-    const bool collective = e.kind == EventKind::kAllReduce || e.kind == EventKind::kOptimizer;
-    nlohmann::ordered_json x;
-    x["name"] = collective ? std::string(EventKindName(e.kind)) : ToString(ins.action());
-    x["cat"] = std::string(StreamOf(e.kind));
-    x["ph"] = "X";
-    x["ts"] = e.start_s * 1e6;
-    x["dur"] = std::max(0.0, e.end_s - e.start_s) * 1e6;
-    x["pid"] = e.rank;
-    x["tid"] = tid_of[k];
-    nlohmann::ordered_json args;
-    args["step"] = e.step;
-    if (!collective) {
-      args["instr_id"] = e.instr_id;
-      args["stage"] = e.stage;
-      args["chunk"] = e.chunk;
-      args["microbatch"] = e.microbatch;
-    }
-    args["bytes"] = e.bytes;
-    x["args"] = std::move(args);
-    events.push_back(std::move(x));
+    if (!write(CompleteEvent(instructions[k], tracks.tid_of[k]))) break;
   }
-  nlohmann::ordered_json json;
-  json["traceEvents"] = std::move(events);
-  json["displayTimeUnit"] = "ms";
-  json["otherData"] = {{"run_id", run.run.id}, {"engine", run.run.engine}};
-  return json.dump();
+  const nlohmann::ordered_json other = {{"run_id", run.run.id}, {"engine", run.run.engine}};
+  out << R"(],"displayTimeUnit":"ms","otherData":)" << other.dump() << "}";
+  if (!out) return Status::IoError("the Chrome trace could not be written");
+  return Status::Ok();
 }
 
 Result<std::string> ToExecutedComputeCsv(const RunData& run, int step) {

@@ -1,5 +1,6 @@
 // Exports of a recorded run: Chrome trace-event JSON (opens in Perfetto and chrome://tracing) and
-// PyTorch's compute-only CSV of the order the ranks actually executed. Pure functions of RunData.
+// PyTorch's compute-only CSV of the order the ranks actually executed. Functions of RunData alone;
+// the trace is streamed (its size is about 190 bytes per event, its document never held whole).
 //
 // Chrome trace: one process per rank ("rank r"), named threads ("compute", "send", "recv",
 // "all-reduce"; a stream whose events overlap in time, such as receives posted ahead of their
@@ -9,6 +10,7 @@
 // start, with the instruction's stage, microbatch, chunk, step, bytes and id as args.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include "pipette/common/status.h"
@@ -16,9 +18,15 @@
 
 namespace pipette {
 
-// The run's events as Chrome trace-event JSON. FailedPrecondition when the run has no events
-// (recorded with --trace none or summary).
-Result<std::string> ToChromeTrace(const RunData& run);
+// OK when `run` has events to export; FailedPrecondition naming the run otherwise (it was recorded
+// with --trace none or summary).
+Status CheckHasEvents(const RunData& run);
+
+// Writes the run's events to `out` as one line of Chrome trace-event JSON (no newline), one event
+// at a time: beyond `run` it holds about 30 bytes per event and 64 more per compute event (tracks,
+// the pairing of overlapped halves), never the document.
+// Errors: CheckHasEvents's, before anything is written; IoError once `out` fails (writing stops).
+Status WriteChromeTrace(std::ostream& out, const RunData& run);
 
 // One line per rank: the compute instructions of training step `step` in the order they started,
 // in PyTorch notation ("0F0,0F1,0B0,..."; overlapped cells "(0F7;7B3)OVERLAP_F_B"). Ranks with no

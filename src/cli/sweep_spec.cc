@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "pipette/common/bounded_file.h"
+#include "pipette/common/printable.h"
 #include "pipette/common/toml_reader.h"
 
 namespace pipette::cli {
@@ -45,9 +46,7 @@ Status CheckKey(const TomlOrigin& origin, const toml::node& node, std::string_vi
 // them short there, and no option takes another control byte (line breaks included).
 Status RejectControlBytes(const TomlOrigin& origin, const toml::node* node, std::string_view where,
                           std::string_view text) {
-  const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
+  const auto bad = std::find_if(text.begin(), text.end(), IsControlByte);
   if (bad == text.end()) return Status::Ok();
   return origin.Error(node,
                       fmt::format("{}: byte {} is the control byte 0x{:02x}; strings may not "

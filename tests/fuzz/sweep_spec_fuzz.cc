@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/sweep_spec.h"
+#include "pipette/common/printable.h"
 
 namespace {
 
@@ -53,8 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (point.key != pipette::cli::PointKey(point.settings)) std::abort();
     // No control byte reaches a child's argument or a point key (a NUL would cut both short).
     const auto has_control = [](std::string_view s) {
-      return std::any_of(s.begin(), s.end(),
-                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+      return std::any_of(s.begin(), s.end(), pipette::IsControlByte);
     };
     if (has_control(point.key)) std::abort();
     for (const std::string& argument : pipette::cli::PointArguments(point)) {

@@ -5,14 +5,12 @@
 namespace pipette {
 namespace {
 
-bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
-
 std::string Escape(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
-    if (IsControl(byte) && !(keep_newlines && c == '\n')) {
+    if (IsControlByte(c) && !(keep_newlines && c == '\n')) {
       out += fmt::format("\\x{:02x}", byte);
     } else {
       out += c;
@@ -22,6 +20,11 @@ std::string Escape(std::string_view text, bool keep_newlines) {
 }
 
 }  // namespace
+
+bool IsControlByte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
 
 std::string Printable(std::string_view text) { return Escape(text, false); }
 

@@ -13,6 +13,9 @@
 
 namespace pipette {
 
+// Whether `c` is a control byte: 0x00-0x1f or 0x7f (DEL).
+bool IsControlByte(char c);
+
 // Returns `text` with every control byte (0x00-0x1f and 0x7f) written as \xHH, newline included.
 // Idempotent: the result holds no control byte, and backslashes are kept as they are.
 std::string Printable(std::string_view text);

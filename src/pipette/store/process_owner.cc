@@ -80,14 +80,18 @@ bool StartedAfter(const ProcStat& stat, const std::string& started_at) {
   return process_start > run_start + 1.5;
 }
 
+// "BOOT_ID:STARTTIME" of the process `stat` describes, or "" without a boot id.
+std::string StartIdOf(const ProcStat& stat) {
+  const std::string boot = BootId();
+  return boot.empty() ? std::string() : fmt::format("{}:{}", boot, stat.start_ticks);
+}
+
 }  // namespace
 
 std::string ProcessStartId(std::int64_t pid) {
   ProcStat stat;
   if (pid <= 0 || !ReadProcStat(pid, stat)) return "";
-  const std::string boot = BootId();
-  if (boot.empty()) return "";
-  return fmt::format("{}:{}", boot, stat.start_ticks);
+  return StartIdOf(stat);
 }
 
 OwnerState CheckOwner(const OwnerFacts& owner, const std::string& this_host) {
@@ -102,7 +106,7 @@ OwnerState CheckOwner(const OwnerFacts& owner, const std::string& this_host) {
   }
   if (stat.state == 'Z' || stat.state == 'X') return OwnerState::kDead;
   if (!owner.start.empty()) {
-    return ProcessStartId(owner.pid) == owner.start ? OwnerState::kAlive : OwnerState::kDead;
+    return StartIdOf(stat) == owner.start ? OwnerState::kAlive : OwnerState::kDead;
   }
   return StartedAfter(stat, owner.started_at) ? OwnerState::kDead : OwnerState::kAlive;
 }

@@ -70,6 +70,7 @@ std::vector<char> PackRank(const CpuRankRuntime& runtime, const RankLog& log, do
   }
   out.PutVector(replica0 ? log.trace : std::vector<TraceEvent>());
   out.PutVector(replica0 ? log.allreduces : std::vector<AllReduceEvent>());
+  out.PutVector(replica0 ? log.updates : std::vector<AllReduceEvent>());
   return out.bytes();
 }
 
@@ -86,6 +87,7 @@ void UnpackRank(const std::vector<char>& bytes, int rank, TrainReport& report) {
   }
   in.AppendVector(report.trace);
   in.AppendVector(report.allreduces);
+  in.AppendVector(report.updates);
 }
 
 // Trains the unpipelined reference and compares it with the run (world rank 0).

@@ -50,6 +50,7 @@ struct TrainReport {                       // complete on world rank 0 only
   std::int64_t params = 0;                 // distinct parameters of the model
   std::vector<TraceEvent> trace;           // replica 0, every pipeline rank, every step
   std::vector<AllReduceEvent> allreduces;  // replica 0
+  std::vector<AllReduceEvent> updates;     // replica 0: each rank's parameter update per step
   // Per pipeline rank (the maximum over replicas): tensor bytes at their peak, the part held for
   // the whole run (weights, gradients, AdamW moments), and the process's peak resident set.
   std::vector<double> peak_memory_bytes;

@@ -480,9 +480,15 @@ TEST(Train, TraceStepsBoundsTheRecordedEvents) {
   ASSERT_TRUE(runs.ok());
   const auto data = db->LoadRun(runs->back().id);
   ASSERT_TRUE(data.ok());
-  // 1F1B with p = 1 and m = 8: one F and one B per microbatch, no messages; step 0 only.
-  EXPECT_EQ(data->events.size(), 16u);
+  // 1F1B with p = 1 and m = 8: one F and one B per microbatch, no messages, and the parameter
+  // update (OPTIMIZER); step 0 only.
+  ASSERT_EQ(data->events.size(), 17u);
   for (const EventRow& e : data->events) EXPECT_EQ(e.step, 0);
+  const EventRow& update = data->events.back();
+  EXPECT_EQ(update.kind, EventKind::kOptimizer);
+  EXPECT_EQ(update.instr_id, -1);
+  EXPECT_GE(update.start_s, data->events[15].end_s) << "the update follows the last backward";
+  EXPECT_GT(update.end_s, update.start_s);
   EXPECT_GT(data->Metric("loss[2]"), 0);
 }
 

@@ -1,4 +1,4 @@
-// Measured stage costs: the mean per stage and kind, step 0 left out only when later steps were
+// Measured stage costs: the median per stage and kind, step 0 left out only when later steps were
 // traced, overlapped cells and communication left out, kinds a stage never ran absent.
 #include "pipette/engine/measured_costs.h"
 
@@ -11,11 +11,12 @@ TraceEvent Event(Action action, int step, double start, double end) {
   return TraceEvent{.step = step, .action = action, .start = start, .end = end};
 }
 
-TEST(MeasureStageCosts, MeanPerStageAndKindWithoutTheWarmUpStep) {
+TEST(MeasureStageCosts, MedianPerStageAndKindWithoutTheWarmUpStep) {
   const std::vector<TraceEvent> trace{
       Event(Action::F(0, 0), 0, 0, 100),  // warm-up: left out
       Event(Action::F(0, 0), 1, 0, 2),
       Event(Action::F(0, 1), 1, 2, 6),
+      Event(Action::F(0, 2), 2, 18, 68),  // a descheduled outlier: the median ignores it
       Event(Action::I(1, 0), 1, 6, 9),
       Event(Action::W(1, 0), 2, 9, 10),
       Event(Action::W(1, 1), 2, 10, 13),
@@ -25,7 +26,7 @@ TEST(MeasureStageCosts, MeanPerStageAndKindWithoutTheWarmUpStep) {
   };
   const std::vector<MeasuredStageCost> costs = MeasureStageCosts(trace, 3);
   ASSERT_EQ(costs.size(), 3u);
-  EXPECT_EQ(costs[0].f, 3.0);
+  EXPECT_EQ(costs[0].f, 4.0) << "the median of 2, 4 and 50 (the mean would be 18.7)";
   EXPECT_EQ(costs[0].b, 5.0);
   EXPECT_FALSE(costs[0].i.has_value());
   EXPECT_FALSE(costs[0].w.has_value());
@@ -40,7 +41,14 @@ TEST(MeasureStageCosts, AOneStepTraceKeepsStepZero) {
   const std::vector<TraceEvent> trace{Event(Action::F(0, 0), 0, 0, 4),
                                       Event(Action::F(0, 1), 0, 4, 6)};
   const std::vector<MeasuredStageCost> costs = MeasureStageCosts(trace, 1);
-  EXPECT_EQ(costs[0].f, 3.0);
+  EXPECT_EQ(costs[0].f, 3.0);  // the median of two: their mean
+}
+
+TEST(Median, OddAndEvenCountsInAnyOrder) {
+  EXPECT_EQ(Median({7}), 7.0);
+  EXPECT_EQ(Median({9, 1, 5}), 5.0);
+  EXPECT_EQ(Median({10, 1, 4, 2}), 3.0);
+  EXPECT_EQ(Median({1e12, -3, 2, 2, 0}), 2.0);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST(RunRank, RecordsTheBytesOfEveryMessage) {
 }
 
 // A fake that also records the parts of each step it is asked to run, with a reduction of fixed
-// length and an optimizer that can be made to fail.
+// length, an optimizer of fixed length that can be made to fail.
 class StepRecorder : public FakeRuntime {
  public:
   using FakeRuntime::FakeRuntime;
@@ -128,6 +128,7 @@ class StepRecorder : public FakeRuntime {
   Status UpdateParameters(int step) override {
     calls.push_back(fmt::format("update {}", step));
     if (step == fail_update_at) return Status::Internal("optimizer failed");
+    clock_ += 0.25;
     return Status::Ok();
   }
   void EndStep(int step, const Span& span) override {
@@ -146,24 +147,29 @@ TEST(RunSteps, RunsTheProgramThenReducesUpdatesAndEndsEachStep) {
   options.gradient_bytes = 64;
   RankLog log;
   ASSERT_TRUE(RunSteps(program, 0, {}, options, runtime, log).ok());
-  // Each step: 2 F + 2 B of cost 1 + 2 = 6 s, then a reduction of 0.5 s.
+  // Each step: 2 F + 2 B of cost 1 + 2 = 6 s, a reduction of 0.5 s and an update of 0.25 s.
   EXPECT_EQ(runtime.calls,
             (std::vector<std::string>{"begin 0", "program 0", "reduce 0", "update 0",
-                                      "end 0 [0, 6.5]", "begin 1", "program 1", "reduce 1",
-                                      "update 1", "end 1 [6.5, 13]", "begin 2", "program 2",
-                                      "reduce 2", "update 2", "end 2 [13, 19.5]"}));
+                                      "end 0 [0, 6.75]", "begin 1", "program 1", "reduce 1",
+                                      "update 1", "end 1 [6.75, 13.5]", "begin 2", "program 2",
+                                      "reduce 2", "update 2", "end 2 [13.5, 20.25]"}));
   ASSERT_EQ(log.trace.size(), 8u);  // two traced steps of four instructions
   EXPECT_EQ(log.trace[3].step, 0);
   EXPECT_EQ(log.trace[4].step, 1);
-  EXPECT_EQ(log.trace[4].start, 6.5);
+  EXPECT_EQ(log.trace[4].start, 6.75);
   ASSERT_EQ(log.allreduces.size(), 2u);
   EXPECT_EQ(log.allreduces[1].step, 1);
-  EXPECT_EQ(log.allreduces[1].start, 12.5);
-  EXPECT_EQ(log.allreduces[1].end, 13);
+  EXPECT_EQ(log.allreduces[1].start, 12.75);
+  EXPECT_EQ(log.allreduces[1].end, 13.25);
   EXPECT_EQ(log.allreduces[1].bytes, 64);
+  ASSERT_EQ(log.updates.size(), 2u);  // the traced steps' parameter updates
+  EXPECT_EQ(log.updates[1].rank, 0);
+  EXPECT_EQ(log.updates[1].step, 1);
+  EXPECT_EQ(log.updates[1].start, 13.25);
+  EXPECT_EQ(log.updates[1].end, 13.5);
   ASSERT_EQ(log.steps.size(), 3u);
-  EXPECT_EQ(log.steps[2].start, 13);
-  EXPECT_EQ(log.steps[2].end, 19.5);
+  EXPECT_EQ(log.steps[2].start, 13.5);
+  EXPECT_EQ(log.steps[2].end, 20.25);
 }
 
 TEST(RunSteps, StopsAtTheFirstFailingStepPart) {

@@ -46,7 +46,8 @@ TEST(Evaluate, BusyTimeKeepsItsPrecisionLateInALongRun) {
 TEST(Evaluate, HeterogeneousStageCostsAreUsedPerStage) {
   Schedule s = MustMake("gpipe", 2, 1);
   Program program = *Lower(s);
-  Costs costs{{StageCost{1, 2, 3}, StageCost{10, 20, 30}}};
+  Costs costs;
+  costs.stages = {StageCost{1, 2, 3}, StageCost{10, 20, 30}};
   Evaluation e = *Evaluate(program, costs);
   EXPECT_DOUBLE_EQ(e.makespan, 1 + 10 + 50 + 5);
   EXPECT_DOUBLE_EQ(e.busy[0], 6);

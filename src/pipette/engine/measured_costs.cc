@@ -13,11 +13,8 @@ constexpr std::array<ActionKind, 4> kMeasured = {ActionKind::kForward, ActionKin
                                                  ActionKind::kWeightBackward,
                                                  ActionKind::kFullBackward};
 
-struct Total {
-  double seconds = 0;
-  int count = 0;
-};
-using Totals = std::array<Total, kMeasured.size()>;
+// Per measured kind, every duration seen.
+using Durations = std::array<std::vector<double>, kMeasured.size()>;
 
 }  // namespace
 
@@ -39,22 +36,29 @@ std::optional<double>& MeasuredStageCost::Of(ActionKind kind) {
   return const_cast<std::optional<double>&>(std::as_const(*this).Of(kind));
 }
 
+double Median(std::vector<double> values) {
+  assert(!values.empty());
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  if (values.size() % 2 == 1) return *middle;
+  const double below = *std::max_element(values.begin(), middle);
+  return below + (*middle - below) / 2;
+}
+
 std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages) {
   const bool skip_first =
       std::any_of(trace.begin(), trace.end(), [](const TraceEvent& e) { return e.step > 0; });
-  std::vector<Totals> totals(stages);
+  std::vector<Durations> durations(stages);
   for (const TraceEvent& e : trace) {
     const auto kind = std::find(kMeasured.begin(), kMeasured.end(), e.action.kind);
     if (kind == kMeasured.end() || (skip_first && e.step == 0)) continue;
-    Total& total = totals[e.action.stage][kind - kMeasured.begin()];
-    total.seconds += e.end - e.start;
-    total.count += 1;
+    durations[e.action.stage][kind - kMeasured.begin()].push_back(e.end - e.start);
   }
   std::vector<MeasuredStageCost> costs(stages);
   for (int s = 0; s < stages; ++s) {
     for (std::size_t k = 0; k < kMeasured.size(); ++k) {
-      const Total& total = totals[s][k];
-      if (total.count > 0) costs[s].Of(kMeasured[k]) = total.seconds / total.count;
+      std::vector<double>& seen = durations[s][k];
+      if (!seen.empty()) costs[s].Of(kMeasured[k]) = Median(std::move(seen));
     }
   }
   return costs;

@@ -1,8 +1,9 @@
 // Measured stage costs: what an executed run's trace (any engine's, rank_interpreter.h) says each
 // stage's compute costs, the per-stage F, I, W and B times a calibrated simulation replays.
 //
-// A cost is the mean duration of the stage's instructions of that kind over the traced steps,
-// without step 0 (warm-up: first-touch allocations, cold caches) when later steps were traced.
+// A cost is the median duration of the stage's instructions of that kind over the traced steps
+// (robust to the odd descheduled instruction), without step 0 (warm-up: first-touch allocations,
+// cold caches) when later steps were traced.
 // Overlapped (F;B) cells are left out: their halves are not timed apart. Pure functions.
 #pragma once
 
@@ -22,6 +23,9 @@ struct MeasuredStageCost {
   const std::optional<double>& Of(ActionKind kind) const;
   std::optional<double>& Of(ActionKind kind);
 };
+
+// The median of `values` (the mean of the two middle ones for an even count). REQUIRES: not empty.
+double Median(std::vector<double> values);
 
 // One entry per stage 0..stages-1. REQUIRES: every event's stage is below `stages`.
 std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages);

@@ -17,7 +17,9 @@ Status RunSteps(const Program& program, int rank, const MessageSizes& sizes,
     if (const std::optional<Span> reduce = runtime.ReduceGradients(step); reduce && traced) {
       log.allreduces.push_back({rank, step, reduce->start, reduce->end, options.gradient_bytes});
     }
+    const double update_start = runtime.Now();
     PIPETTE_RETURN_IF_ERROR(runtime.UpdateParameters(step));
+    if (traced) log.updates.push_back({rank, step, update_start, runtime.Now(), 0});
     const Span span{start, runtime.Now()};
     log.steps.push_back(span);
     runtime.EndStep(step, span);

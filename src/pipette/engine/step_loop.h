@@ -8,7 +8,8 @@
 //   runtime.UpdateParameters(step)   sum shared copies, optimizer
 //   runtime.EndStep(step, span)      the loss, progress
 //
-// and lands in a RankLog: the traced steps' instructions, the all-reduces and each step's span.
+// and lands in a RankLog: the traced steps' instructions, all-reduces and parameter updates, and
+// each step's span.
 // The SimGrid engine and the real engines differ only in the RankRuntime (rank_runtime.h).
 #pragma once
 
@@ -36,6 +37,7 @@ struct StepLoopOptions {
 struct RankLog {
   std::vector<TraceEvent> trace;           // traced steps, program order within each step
   std::vector<AllReduceEvent> allreduces;  // traced steps
+  std::vector<AllReduceEvent> updates;     // traced steps: UpdateParameters' span (bytes 0)
   std::vector<Span> steps;                 // every step: from BeginStep's end to its last part
 };
 

@@ -1,7 +1,8 @@
 // Costs: the duration of each compute action, per stage (chunk), in any consistent time unit.
 //
-// F, I and W are given per stage; a full backward costs I + W and an overlapped (F;B) cell costs
-// F + B of its two halves (no overlap benefit is modelled here). The cost model of a real model
+// F, I and W are given per stage; a full backward costs I + W unless its own measured cost is given
+// (an engine's fused B is not exactly I + W), and an overlapped (F;B) cell costs F + B of its two
+// halves (no overlap benefit is modelled here). The cost model of a real model
 // and cluster fills one entry per stage; schedule studies use Uniform(). Plain value type.
 #pragma once
 
@@ -26,10 +27,14 @@ struct StageCost {
 
 struct Costs {
   std::vector<StageCost> stages;
+  // Per stage, a full backward's own cost (an engine's fused B, measured); empty: I + W.
+  std::vector<double> full_backward;
 
   // Returns the same cost for every one of `num_stages` stages.
   static Costs Uniform(int num_stages, StageCost cost) {
-    return Costs{std::vector<StageCost>(num_stages, cost)};
+    Costs costs;
+    costs.stages.assign(num_stages, cost);
+    return costs;
   }
 
   // Returns the duration of a compute action. REQUIRES: IsCompute(a.kind), stage in range.
@@ -43,7 +48,7 @@ struct Costs {
       case ActionKind::kWeightBackward:
         return c.w;
       case ActionKind::kFullBackward:
-        return c.b();
+        return full_backward.empty() ? c.b() : full_backward[a.stage];
       case ActionKind::kOverlapped:
         return c.f + Of(a.backward_half());
       default:

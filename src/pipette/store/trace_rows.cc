@@ -31,13 +31,14 @@ ActionKind ActionKindOf(EventKind kind) {
 }
 
 std::vector<EventRow> ToEventRows(const Program& program, const std::vector<TraceEvent>& trace,
-                                  const std::vector<AllReduceEvent>& allreduces) {
+                                  const std::vector<AllReduceEvent>& allreduces,
+                                  const std::vector<AllReduceEvent>& updates) {
   // chunk_of[s]: how many of stage s's rank's stages come before it.
   std::vector<int> chunk_of(program.num_stages(), 0), seen(program.p, 0);
   for (int s = 0; s < program.num_stages(); ++s) chunk_of[s] = seen[program.placement.rank_of(s)]++;
 
   std::vector<EventRow> rows;
-  rows.reserve(trace.size() + allreduces.size());
+  rows.reserve(trace.size() + allreduces.size() + updates.size());
   for (const TraceEvent& e : trace) {
     auto add = [&](const Action& a) {
       EventRow row;
@@ -60,12 +61,12 @@ std::vector<EventRow> ToEventRows(const Program& program, const std::vector<Trac
       add(e.action);
     }
   }
-  for (const AllReduceEvent& a : allreduces) {
+  auto add_step_part = [&](const AllReduceEvent& a, EventKind kind) {
     EventRow row;
     row.rank = a.rank;
     row.step = a.step;
     row.instr_id = -1;
-    row.kind = EventKind::kAllReduce;
+    row.kind = kind;
     row.stage = -1;
     row.chunk = 0;
     row.microbatch = -1;
@@ -73,7 +74,9 @@ std::vector<EventRow> ToEventRows(const Program& program, const std::vector<Trac
     row.end_s = a.end;
     row.bytes = a.bytes;
     rows.push_back(row);
-  }
+  };
+  for (const AllReduceEvent& a : allreduces) add_step_part(a, EventKind::kAllReduce);
+  for (const AllReduceEvent& u : updates) add_step_part(u, EventKind::kOptimizer);
   return rows;
 }
 

@@ -15,22 +15,35 @@ Channels::Channels(std::vector<sg4::Host*> rank_hosts, bool carry_bytes)
   }
 }
 
-SimGridRuntime::SimGridRuntime(Channels& channels, int rank, const Costs& costs,
-                               sg4::BarrierPtr replicas, double allreduce_seconds)
+SimGridRuntime::SimGridRuntime(Channels& channels, int rank, const RankWork& work,
+                               sg4::BarrierPtr replicas, sg4::BarrierPtr step_barrier)
     : channels_(channels),
       rank_(rank),
-      costs_(costs),
+      work_(work),
       replicas_(std::move(replicas)),
-      allreduce_seconds_(allreduce_seconds) {}
+      step_barrier_(std::move(step_barrier)) {}
 
 double SimGridRuntime::Now() { return sg4::Engine::get_clock(); }
 
+void SimGridRuntime::Work(double seconds) {
+  if (!(seconds > 0)) return;
+  if (work_.compute == nullptr) {
+    sg4::this_actor::execute(seconds);
+  } else {
+    sg4::this_actor::exec_init(seconds)->set_host(work_.compute)->wait();
+  }
+}
+
 void SimGridRuntime::Compute(const Instruction& ins) {
-  const double seconds = costs_.Of(ins.action);
-  if (seconds > 0) sg4::this_actor::execute(seconds);
+  Work(work_.costs->Of(ins.action) + work_.instruction_overhead);
+}
+
+void SimGridRuntime::PostRecv(const Instruction&, std::int64_t) {
+  Work(work_.instruction_overhead);
 }
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
+  Work(work_.instruction_overhead);
   // The ideal network carries 0 bytes: only the route's latency counts.
   sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
                           ->set_payload_size(channels_.real_sizes ? bytes : 0);
@@ -52,11 +65,19 @@ double SimGridRuntime::WaitRecv(const Instruction& ins) {
   channels_.in_flight.erase(it);
   lock.unlock();
   comm->wait();
-  return comm->get_finish_time();
+  const double arrived = comm->get_finish_time();
+  Work(work_.instruction_overhead);
+  return arrived;
 }
 
 Status SimGridRuntime::BeginStep(int step) {
+  if (step_barrier_) step_barrier_->wait();
   step_ = step;
+  return Status::Ok();
+}
+
+Status SimGridRuntime::UpdateParameters(int) {
+  Work(work_.optimizer_seconds);
   return Status::Ok();
 }
 
@@ -64,7 +85,7 @@ std::optional<Span> SimGridRuntime::ReduceGradients(int) {
   if (!replicas_) return std::nullopt;
   replicas_->wait();  // every replica's rank has finished its program
   const double start = Now();
-  if (allreduce_seconds_ > 0) sg4::this_actor::sleep_for(allreduce_seconds_);
+  if (work_.allreduce_seconds > 0) sg4::this_actor::sleep_for(work_.allreduce_seconds);
   return Span{start, Now()};
 }
 

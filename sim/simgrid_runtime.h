@@ -1,7 +1,8 @@
 // SimGridRuntime: the RankRuntime of one pipeline rank of one replica on a SimGrid 3.32 actor.
 //
 // Compute executes the cost model's seconds on a host of speed 1 flop/s (so simulated time is
-// exactly the cost), a message is a host-to-host comm handed over through the replica's Channels,
+// exactly the cost; on a shared multicore host, the cost when no more ranks compute than it has
+// cores), a message is a host-to-host comm handed over through the replica's Channels,
 // and the data-parallel all-reduce waits for the same rank of every replica (a barrier), then
 // takes the analytic collective's time. The runtime holds the costs: real engines have none.
 // Used only from its actor; a Channels is shared by the actors of one replica (SimGrid runs actors
@@ -30,35 +31,49 @@ struct Channels {
   simgrid::s4u::MutexPtr mutex;
   std::vector<simgrid::s4u::ConditionVariablePtr> arrived;  // one per receiving rank
   std::vector<simgrid::s4u::Host*> hosts;                   // one per rank
-  bool real_sizes = false;  // messages carry their bytes (cluster); else 0 bytes (ideal network)
+  bool real_sizes = false;  // messages carry their bytes (cluster, alpha-beta); else 0 bytes
 
   // REQUIRES: a SimGrid engine exists.
   explicit Channels(std::vector<simgrid::s4u::Host*> rank_hosts, bool carry_bytes);
 };
 
+// What one rank's runtime spends its time on besides messages.
+struct RankWork {
+  const Costs* costs = nullptr;           // per stage, seconds
+  double instruction_overhead = 0;        // seconds of rank time per instruction beyond its cost
+  double allreduce_seconds = 0;           // the data-parallel all-reduce (with `replicas`)
+  double optimizer_seconds = 0;           // the parameter update after every step
+  simgrid::s4u::Host* compute = nullptr;  // where its compute executes; nullptr: its own host
+};
+
 class SimGridRuntime final : public RankRuntime {
  public:
   // With `replicas` (a barrier of this rank in every replica) the rank all-reduces after each
-  // step: it waits for the barrier, then takes `allreduce_seconds` (a zero-length all-reduce is
-  // still recorded); nullptr: it does not all-reduce.
-  SimGridRuntime(Channels& channels, int rank, const Costs& costs,
-                 simgrid::s4u::BarrierPtr replicas, double allreduce_seconds);
+  // step: it waits for the barrier, then takes work.allreduce_seconds (a zero-length all-reduce is
+  // still recorded); nullptr: it does not all-reduce. With `step_barrier` (every rank of every
+  // replica) each step starts when all have reached it.
+  SimGridRuntime(Channels& channels, int rank, const RankWork& work,
+                 simgrid::s4u::BarrierPtr replicas, simgrid::s4u::BarrierPtr step_barrier);
 
   double Now() override;
   void Compute(const Instruction& ins) override;
   void Send(const Instruction& ins, std::int64_t bytes) override;
-  void PostRecv(const Instruction&, std::int64_t) override {}
+  void PostRecv(const Instruction& ins, std::int64_t bytes) override;
   double WaitRecv(const Instruction& ins) override;
 
   Status BeginStep(int step) override;
   std::optional<Span> ReduceGradients(int step) override;
+  Status UpdateParameters(int step) override;
 
  private:
+  // Spends `seconds` of this rank's compute (on the shared cores when there are).
+  void Work(double seconds);
+
   Channels& channels_;
   const int rank_;
-  const Costs& costs_;
+  const RankWork work_;
   simgrid::s4u::BarrierPtr replicas_;
-  const double allreduce_seconds_;
+  simgrid::s4u::BarrierPtr step_barrier_;
   int step_ = 0;
 };
 

@@ -20,6 +20,24 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+// OK when `seconds` is empty or one finite non-negative value per rank of `p`.
+Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
+                    std::size_t index) {
+  if (seconds.empty()) return Status::Ok();
+  if (static_cast<int>(seconds.size()) != p) {
+    return Status::InvalidArgument(fmt::format("simulation case {}: {} {} times for {} ranks",
+                                               index, seconds.size(), what, p));
+  }
+  for (const double t : seconds) {
+    if (!(t >= 0 && t <= kMaxCost)) {
+      return Status::InvalidArgument(
+          fmt::format("simulation case {}: {} time {}: must be a number in [0, {:g}]", index, what,
+                      t, kMaxCost));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckCase(const SimulationCase& c, std::size_t index) {
   if (c.program == nullptr) {
     return Status::InvalidArgument(fmt::format("simulation case {}: no program", index));
@@ -29,28 +47,27 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: {} stage costs for a program of {} stages", index,
                     c.costs.stages.size(), c.program->num_stages()));
   }
-  if (c.replicas < 1 || (c.cluster == nullptr && c.replicas != 1)) {
+  if (c.replicas < 1) {
     return Status::InvalidArgument(
-        fmt::format("simulation case {}: replicas = {}: must be >= 1, and 1 on the ideal network",
-                    index, c.replicas));
+        fmt::format("simulation case {}: replicas = {}: must be >= 1", index, c.replicas));
   }
   if (c.steps < 1) {
     return Status::InvalidArgument(
         fmt::format("simulation case {}: steps = {}: must be >= 1", index, c.steps));
   }
-  if (!c.allreduce.empty()) {
-    if (static_cast<int>(c.allreduce.size()) != c.program->p) {
+  PIPETTE_RETURN_IF_ERROR(CheckPerRank(c.allreduce, c.program->p, "all-reduce", index));
+  PIPETTE_RETURN_IF_ERROR(CheckPerRank(c.optimizer, c.program->p, "optimizer", index));
+  for (const auto& [value, what] : {std::pair{c.seconds_per_byte, "seconds per byte"},
+                                    {c.instruction_overhead, "instruction overhead"}}) {
+    if (!(value >= 0 && value <= kMaxCost)) {
       return Status::InvalidArgument(
-          fmt::format("simulation case {}: {} all-reduce times for {} ranks", index,
-                      c.allreduce.size(), c.program->p));
+          fmt::format("simulation case {}: {} = {}: must be a number in [0, {:g}]", index, what,
+                      value, kMaxCost));
     }
-    for (double t : c.allreduce) {
-      if (!(t >= 0 && t <= kMaxCost)) {
-        return Status::InvalidArgument(
-            fmt::format("simulation case {}: all-reduce time {}: must be a number in [0, {:g}]",
-                        index, t, kMaxCost));
-      }
-    }
+  }
+  if (c.cores < 0 || c.cores > kMaxGpusPerNode) {
+    return Status::InvalidArgument(fmt::format("simulation case {}: cores = {}: must be in [0, {}]",
+                                               index, c.cores, kMaxGpusPerNode));
   }
   if (c.cluster != nullptr) {
     const int gpus = c.cluster->world_size();
@@ -88,25 +105,42 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
 // What one actor writes: its rank's log over every step.
 using ActorLogs = std::vector<std::vector<RankLog>>;  // replica, rank
 
-// Builds every case's hosts, rank by rank of replica 0, then replica 1, ...: ideal-network cases
-// share one star zone (every rank's host hangs off its own link; a route crosses the sender's link
-// and the receiver's, each with half the case's latency); cluster cases get their own platform.
-std::vector<std::vector<sg4::Host*>> BuildHosts(const std::vector<SimulationCase>& cases) {
+// Where each case runs: its ranks' hosts, rank by rank of replica 0, then replica 1, ..., and the
+// shared multicore host its ranks compute on (nullptr: each its own).
+struct CaseHosts {
+  std::vector<sg4::Host*> ranks;
+  sg4::Host* cores = nullptr;
+};
+
+// Builds every case's hosts. Ideal-network cases share one star zone: every rank's host hangs off
+// its own link, and a route crosses the sender's link and the receiver's, each with half the
+// case's latency and a bandwidth of 1 / seconds_per_byte (unbounded without), shared by nobody
+// (fatpipe). Cluster cases get their own platform.
+std::vector<CaseHosts> BuildHosts(const std::vector<SimulationCase>& cases) {
   auto* root = sg4::create_full_zone("root");
   auto* zone = sg4::create_star_zone("ranks");
   zone->set_parent(root);
-  std::vector<std::vector<sg4::Host*>> hosts(cases.size());
+  std::vector<CaseHosts> hosts(cases.size());
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    if (cases[c].cluster != nullptr) continue;
-    for (int r = 0; r < cases[c].program->p; ++r) {
-      auto* host = zone->create_host(fmt::format("case{}-rank{}", c, r), 1.0)->seal();
-      auto* link = zone->create_link(host->get_name() + "-link", 1e30)
-                       ->set_latency(cases[c].latency / 2)
+    const SimulationCase& sc = cases[c];
+    if (sc.cores > 0) {
+      hosts[c].cores =
+          zone->create_host(fmt::format("case{}-cores", c), 1.0)->set_core_count(sc.cores)->seal();
+    }
+    if (sc.cluster != nullptr) continue;
+    const double bandwidth = sc.seconds_per_byte > 0 ? 1.0 / sc.seconds_per_byte : 1e30;
+    for (int k = 0; k < sc.program->p * sc.replicas; ++k) {
+      auto* host = zone->create_host(fmt::format("case{}-replica{}-rank{}", c, k / sc.program->p,
+                                                 k % sc.program->p),
+                                     1.0)
+                       ->seal();
+      auto* link = zone->create_link(host->get_name() + "-link", bandwidth)
+                       ->set_latency(sc.latency / 2)
                        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                        ->seal();
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {sg4::LinkInRoute(link)},
                       true);
-      hosts[c].push_back(host);
+      hosts[c].ranks.push_back(host);
     }
   }
   zone->seal();
@@ -114,26 +148,36 @@ std::vector<std::vector<sg4::Host*>> BuildHosts(const std::vector<SimulationCase
     if (cases[c].cluster == nullptr) continue;
     const ClusterPlatform platform = BuildClusterPlatform(
         *cases[c].cluster, fmt::format("case{}-", c), root, cases[c].gpu_of_rank);
-    hosts[c] = platform.gpus;
+    hosts[c].ranks = platform.gpus;
   }
   root->seal();
   return hosts;
 }
 
 // The actor of one pipeline rank: the training loop every engine runs, on SimGrid.
-void PipelineRank(const SimulationCase* sc, Channels* channels, int rank, sg4::BarrierPtr replicas,
-                  RankLog* log) {
-  SimGridRuntime runtime(*channels, rank, sc->costs, std::move(replicas),
-                         sc->allreduce.empty() ? 0.0 : sc->allreduce[rank]);
+void PipelineRank(const SimulationCase* sc, Channels* channels, int rank, RankWork work,
+                  sg4::BarrierPtr replicas, sg4::BarrierPtr step_barrier, RankLog* log) {
+  SimGridRuntime runtime(*channels, rank, work, std::move(replicas), std::move(step_barrier));
   StepLoopOptions options;
   options.steps = sc->steps;
   (void)RunSteps(*sc->program, rank, sc->sizes, options, runtime, *log);  // cannot fail here
 }
 
+// What rank r of case `sc` computes besides its program.
+RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
+  RankWork work;
+  work.costs = &sc.costs;
+  work.instruction_overhead = sc.instruction_overhead;
+  work.allreduce_seconds = sc.allreduce.empty() ? 0.0 : sc.allreduce[r];
+  work.optimizer_seconds = sc.optimizer.empty() ? 0.0 : sc.optimizer[r];
+  work.compute = cores;
+  return work;
+}
+
 // Creates the actors of case `c`: one per rank of each replica, one Channels per replica (message
-// keys are unique within a replica and step) and one barrier per rank (its all-reduce starts when
-// every replica reaches it).
-void LaunchCase(const SimulationCase& sc, std::size_t c, const std::vector<sg4::Host*>& hosts,
+// keys are unique within a replica and step), one barrier per rank (its all-reduce starts when
+// every replica reaches it) and, with step_barrier, one over every actor.
+void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                 std::vector<std::unique_ptr<Channels>>& channels, ActorLogs& logs) {
   const int p = sc.program->p;
   logs.assign(sc.replicas, std::vector<RankLog>(p));
@@ -141,13 +185,17 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const std::vector<sg4::
   if (!sc.allreduce.empty()) {
     for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(sc.replicas);
   }
+  const sg4::BarrierPtr step_barrier =
+      sc.step_barrier ? sg4::Barrier::create(p * sc.replicas) : nullptr;
   for (int d = 0; d < sc.replicas; ++d) {
-    const auto first = hosts.begin() + static_cast<std::ptrdiff_t>(d) * p;
-    channels.push_back(std::make_unique<Channels>(std::vector<sg4::Host*>(first, first + p),
-                                                  sc.cluster != nullptr));
+    const auto first = hosts.ranks.begin() + static_cast<std::ptrdiff_t>(d) * p;
+    channels.push_back(
+        std::make_unique<Channels>(std::vector<sg4::Host*>(first, first + p),
+                                   sc.cluster != nullptr || sc.seconds_per_byte > 0));
     for (int r = 0; r < p; ++r) {
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
-                         &sc, channels.back().get(), r, barriers[r], &logs[d][r]);
+                         &sc, channels.back().get(), r, WorkOf(sc, r, hosts.cores), barriers[r],
+                         step_barrier, &logs[d][r]);
     }
   }
 }
@@ -178,6 +226,16 @@ SimulationResult Collect(const SimulationCase& sc, ActorLogs& logs) {
     result.trace.insert(result.trace.end(), log.trace.begin(), log.trace.end());
     result.collectives.insert(result.collectives.end(), log.allreduces.begin(),
                               log.allreduces.end());
+    result.updates.insert(result.updates.end(), log.updates.begin(), log.updates.end());
+  }
+  result.step_spans.resize(sc.steps);
+  for (int s = 0; s < sc.steps; ++s) {
+    Span& span = result.step_spans[s];
+    span = logs.front().front().steps[s];
+    for (const RankLog& log : logs.front()) {
+      span.start = std::min(span.start, log.steps[s].start);
+      span.end = std::max(span.end, log.steps[s].end);
+    }
   }
   result.bubble_ratio =
       result.pipeline_makespan > 0 ? 1.0 - total_busy / (p * result.pipeline_makespan) : 0.0;
@@ -197,7 +255,7 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   used = true;
 
   const std::unique_ptr<sg4::Engine> engine = MakeEngine();
-  const std::vector<std::vector<sg4::Host*>> hosts = BuildHosts(cases);
+  const std::vector<CaseHosts> hosts = BuildHosts(cases);
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
   for (std::size_t c = 0; c < cases.size(); ++c) {

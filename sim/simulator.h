@@ -20,6 +20,7 @@
 #include "pipette/cluster/cluster_spec.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/rank_interpreter.h"
+#include "pipette/engine/rank_runtime.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 
@@ -35,8 +36,8 @@ struct SimulationCase {
   // platform of cluster_platform.h. nullptr: the ideal network.
   const ClusterSpec* cluster = nullptr;
   std::vector<int> gpu_of_rank;
-  // Data-parallel replicas of the pipeline run side by side on the cluster, each with its own
-  // actors and messages, contending for the links they share. 1 on the ideal network.
+  // Data-parallel replicas of the pipeline run side by side, each with its own actors and
+  // messages (on the cluster contending for the links they share).
   int replicas = 1;
   // Training steps, run back to back: each rank starts step s+1 when its step s (all-reduce
   // included) is over.
@@ -45,6 +46,23 @@ struct SimulationCase {
   // step, rank r waits until rank r of every replica has finished its program, then all-reduces
   // for this long (an analytic collective: cost/collectives.h).
   std::vector<double> allreduce;
+
+  // What a real engine adds around the schedule (simulate --costs-from predicts a measured run):
+  // Ideal network: a message takes latency + bytes * seconds_per_byte (an alpha-beta link; 0:
+  // latency only).
+  double seconds_per_byte = 0;
+  // Seconds of the rank's own time every instruction takes beyond its cost (an engine's dispatch,
+  // posting and completing a message).
+  double instruction_overhead = 0;
+  // Per rank, seconds of its parameter update after every step (empty: none); traced as updates.
+  std::vector<double> optimizer;
+  // Every step starts when every rank of every replica is ready (the real engines' barrier);
+  // false: each rank starts its next step when its own step is over.
+  bool step_barrier = false;
+  // > 0: the ranks' compute (costs, overhead, optimizer) runs on one shared host of this many
+  // cores, each as fast as one rank alone: more busy ranks than cores share them (a CPU engine's
+  // machine, oversubscribed). 0: every rank computes on its own device.
+  int cores = 0;
 };
 
 struct SimulationResult {
@@ -60,14 +78,16 @@ struct SimulationResult {
   // order; and every all-reduce, rank by rank.
   std::vector<TraceEvent> trace;
   std::vector<AllReduceEvent> collectives;  // start: when every replica's rank had finished
+  std::vector<AllReduceEvent> updates;      // replica 0: each rank's parameter update per step
+  std::vector<Span> step_spans;  // replica 0, per step: earliest start to latest end over ranks
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
 // InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
-// non-finite latency, replicas < 1 (or > 1 on the ideal network), steps < 1, all-reduce times not
-// one finite non-negative value per rank, a GPU mapping that is not one distinct GPU of the
-// cluster per rank of every replica, or a case over the limits of simulation_size.h (with the
-// estimate). Every check runs before the engine starts.
+// non-finite latency, seconds per byte, overhead or core count, replicas < 1, steps < 1,
+// all-reduce or optimizer times not one finite non-negative value per rank, a GPU mapping that is
+// not one distinct GPU of the cluster per rank of every replica, or a case over the limits of
+// simulation_size.h (with the estimate). Every check runs before the engine starts.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);
 
 }  // namespace pipette

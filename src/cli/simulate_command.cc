@@ -6,7 +6,8 @@
 // network); the data-parallel gradient all-reduce of each stage follows its rank's last action
 // (analytic ring): SimulateModel, sim/model_simulation.h. With --times F=..,I=..,W=.. (ms per
 // chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
-// makespan. What is recorded and printed: cli/simulate_report.h.
+// makespan. With --costs-from RUN [--cores N] it predicts a recorded real run instead: its program
+// with its measured costs (cli/costs_from.h). What is recorded and printed: cli/simulate_report.h.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/costs_from.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_report.h"
@@ -28,6 +30,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/store/experiment_db.h"
 #include "sim/model_simulation.h"
 #include "sim/simulation_size.h"
 #include "sim/simulator.h"
@@ -60,6 +63,12 @@ struct SimulateOptions {
   CLI::Option* m_option = nullptr;
   CLI::Option* times_option = nullptr;
   CLI::Option* latency_option = nullptr;
+  // --costs-from: predict a recorded real run.
+  std::int64_t costs_from = 0;
+  int cores = -1;  // -1: this machine's usable cores
+  CLI::Option* costs_from_option = nullptr;
+  CLI::Option* cores_option = nullptr;
+  const CLI::App* command = nullptr;
 };
 
 int Fail(const Status& status) { return ReportError("simulate", status); }
@@ -168,6 +177,59 @@ int RunTimes(const SimulateOptions& o) {
   });
 }
 
+// Options that describe what --costs-from takes from the run (or, --cores, needs --costs-from).
+Status CheckCostsFromOptions(const SimulateOptions& o) {
+  if (o.costs_from_option->count() == 0) {
+    if (o.cores_option->count() > 0) {
+      return Status::InvalidArgument(fmt::format(
+          "--cores = {}: applies only with --costs-from (the cores a CPU run's ranks share)",
+          o.cores));
+    }
+    return Status::Ok();
+  }
+  for (const char* taken : {"--times", "--schedule", "--pp", "--chunks", "--microbatches", "--dp",
+                            "--model", "--ideal-network", "--latency-us"}) {
+    if (o.command->get_option(taken)->count() > 0) {
+      return Status::InvalidArgument(fmt::format(
+          "{} with --costs-from = {}: the program, its costs and sizes are the recorded run's",
+          taken, o.costs_from));
+    }
+  }
+  if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
+    return Status::InvalidArgument(
+        fmt::format("--cores = {}: must be in [0, 1024] (0: every rank its own core)", o.cores));
+  }
+  return Status::Ok();
+}
+
+// --costs-from RUN: the recorded real run's program with its measured costs (cli/costs_from.h).
+int RunCostsFrom(const SimulateOptions& o) {
+  const std::string option = fmt::format("--costs-from = {}", o.costs_from);
+  Result<RunData> run = [&]() -> Result<RunData> {
+    PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::OpenReadOnly(o.record.db));
+    Result<RunData> loaded = db.LoadRun(o.costs_from);
+    if (!loaded.ok() && loaded.status().code() == StatusCode::kNotFound) {
+      return Status::InvalidArgument(
+          fmt::format("{}: no such run in '{}'", option, Printable(o.record.db)));
+    }
+    return loaded;
+  }();
+  if (!run.ok()) return Fail(run.status());
+  PredictionSettings settings;
+  settings.cores = o.cores >= 0 ? o.cores : UsableCores();
+  Result<CostsFromPlan> plan = PlanCostsFrom(*run, option, settings);
+  if (!plan.ok()) return Fail(plan.status());
+  return RecordAndPrint<CostsFromReport>(o, ConfigOf(*plan), [&]() -> Result<CostsFromReport> {
+    PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({CaseOf(*plan)}));
+    CostsFromReport report{*plan, std::move(results.front()), {}};
+    const RecordedWork& w = plan->work;
+    if (!w.static_bytes.empty()) {
+      report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory);
+    }
+    return report;
+  });
+}
+
 // The model path: partition the model, simulate it on its cluster (or the ideal network).
 int RunModel(const SimulateOptions& o) {
   ModelPlanOptions options;
@@ -219,6 +281,8 @@ int Run(const SimulateOptions& o) {
         "is the cluster's (--cluster)",
         o.latency_us)));
   }
+  if (Status checked = CheckCostsFromOptions(o); !checked.ok()) return Fail(checked);
+  if (o.costs_from_option->count() > 0) return RunCostsFrom(o);
   return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);
 }
 
@@ -227,6 +291,7 @@ int Run(const SimulateOptions& o) {
 void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a training step on SimGrid");
+  o->command = cmd;
   cmd->add_option("--schedule", o->schedule, "Schedule name or csv:FILE")
       ->capture_default_str()
       ->check(NonEmpty());
@@ -265,6 +330,12 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--recompute", o->recompute, "Full activation recomputation");
   cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")
       ->capture_default_str();
+  o->costs_from_option =
+      cmd->add_option("--costs-from", o->costs_from,
+                      "Predict recorded real run RUN (in --db): its program and measured costs");
+  o->cores_option = cmd->add_option(
+      "--cores", o->cores,
+      "With --costs-from: cores the ranks share (default: this machine's; 0: one per rank)");
   cmd->add_option("--format", o->format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

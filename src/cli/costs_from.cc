@@ -1,0 +1,198 @@
+#include "cli/costs_from.h"
+
+#include <fmt/core.h>
+#include <sched.h>
+
+#include <algorithm>
+
+#include "cli/run_store.h"
+#include "pipette/common/printable.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/store/trace_rows.h"
+
+namespace pipette::cli {
+namespace {
+
+// Per stage, the costs the simulation executes: the measured F, I and W; a stage that ran only
+// full backwards splits its B in halves for I and W (it runs neither), and every measured B is
+// kept as its own cost.
+Costs StageCostsOf(const RecordedWork& work) {
+  Costs costs;
+  bool any_b = false;
+  for (const MeasuredStageCost& c : work.stages) {
+    StageCost cost{*c.f, 0, 0};
+    if (c.i && c.w) {
+      cost.i = *c.i;
+      cost.w = *c.w;
+    } else {
+      cost.i = cost.w = *c.b / 2;
+    }
+    costs.stages.push_back(cost);
+    any_b = any_b || c.b.has_value();
+  }
+  if (any_b) {
+    for (std::size_t s = 0; s < work.stages.size(); ++s) {
+      costs.full_backward.push_back(work.stages[s].b.value_or(costs.stages[s].b()));
+    }
+  }
+  return costs;
+}
+
+double Mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (const double v : values) sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+std::vector<double> StepTimes(const SimulationResult& r) {
+  std::vector<double> times;
+  for (const Span& s : r.step_spans) times.push_back(s.end - s.start);
+  return times;
+}
+
+std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory) {
+  std::vector<double> peaks;
+  for (const RankMemoryTimeline& m : memory) peaks.push_back(m.peak_bytes);
+  return peaks;
+}
+
+}  // namespace
+
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
+                                    const PredictionSettings& settings) {
+  CostsFromPlan plan;
+  PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option));
+  plan.measured_config = nlohmann::ordered_json::parse(run.run.config);
+  plan.settings = settings;
+  const RecordedWork& w = plan.work;
+  Result<Schedule> schedule = MakeSchedule(w.schedule, {.p = w.p, .v = w.v, .m = w.m});
+  if (!schedule.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: the run's schedule cannot be rebuilt: {}",
+                                               option, schedule.status().message()));
+  }
+  plan.schedule = std::move(*schedule);
+  PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
+  if (plan.program.num_stages() != static_cast<int>(w.stages.size())) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: run {} timed {} stages, but its schedule {} has {}", option, w.run_id,
+        w.stages.size(), Printable(w.schedule), plan.program.num_stages()));
+  }
+  return plan;
+}
+
+SimulationCase CaseOf(const CostsFromPlan& plan) {
+  const RecordedWork& w = plan.work;
+  const PredictionSettings& s = plan.settings;
+  SimulationCase one;
+  one.program = &plan.program;
+  one.costs = StageCostsOf(w);
+  one.sizes.stage_output_bytes = w.stage_output_bytes;
+  one.latency = s.latency;
+  one.seconds_per_byte = s.seconds_per_byte;
+  one.instruction_overhead = s.instruction_overhead;
+  one.replicas = w.dp;
+  one.steps = w.traced_steps;
+  one.step_barrier = true;
+  one.cores = s.cores;
+  one.optimizer = w.optimizer;
+  one.allreduce = w.allreduce;
+  if (!w.allreduce.empty() && s.allreduce_alpha >= 0) {
+    for (int r = 0; r < w.p; ++r) {
+      one.allreduce[r] =
+          s.allreduce_alpha + s.allreduce_beta * static_cast<double>(w.allreduce_bytes[r]);
+    }
+  }
+  return one;
+}
+
+nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {
+  nlohmann::ordered_json config = plan.measured_config;  // the same program and model
+  config["engine"] = "sim";
+  config["steps"] = plan.work.traced_steps;
+  config["costs_from"] = plan.work.run_id;
+  const PredictionSettings& s = plan.settings;
+  config["prediction"] = {{"costs_from_engine", plan.work.engine},
+                          {"calibration", s.calibration_id},
+                          {"cores", s.cores},
+                          {"latency_s", s.latency},
+                          {"seconds_per_byte", s.seconds_per_byte},
+                          {"instruction_overhead_s", s.instruction_overhead},
+                          {"allreduce_alpha_s", s.allreduce_alpha},
+                          {"allreduce_beta_s_per_byte", s.allreduce_beta}};
+  return config;
+}
+
+RunData RunDataOf(const CostsFromReport& report) {
+  const SimulationResult& r = report.result;
+  RunData data;
+  data.events = ToEventRows(report.plan.program, r.trace, r.collectives, r.updates);
+  data.memory = ToMemoryRows(report.memory);
+  const std::vector<double> steps = StepTimes(r);
+  data.metrics = {{"step_time_s", Mean(steps), "s"},
+                  {"bubble_ratio", r.bubble_ratio, "fraction"},
+                  {"pipeline_makespan_s", r.pipeline_makespan, "s"}};
+  AddPerRank(data.metrics, "step_times_s", steps, "s");
+  AddPerRank(data.metrics, "busy_s", r.busy, "s");
+  if (!report.memory.empty()) {
+    AddPerRank(data.metrics, "peak_memory_bytes", PeakMemory(report.memory), "B");
+  }
+  return data;
+}
+
+std::string_view RunStatusOf(const CostsFromReport&) { return kRunOk; }
+
+nlohmann::ordered_json JsonOf(const CostsFromReport& report) {
+  const RecordedWork& w = report.plan.work;
+  nlohmann::ordered_json json;
+  json["engine"] = "sim";
+  json["costs_from"] = w.run_id;
+  json["schedule"] = w.schedule;
+  json["p"] = w.p;
+  json["v"] = w.v;
+  json["m"] = w.m;
+  json["dp"] = w.dp;
+  json["steps"] = w.traced_steps;
+  json["step_time_s"] = StepTimes(report.result);
+  json["measured_step_time_s"] = w.step_times;
+  json["bubble_ratio"] = report.result.bubble_ratio;
+  if (!report.memory.empty()) json["peak_memory_bytes"] = PeakMemory(report.memory);
+  json["prediction"] = ConfigOf(report.plan)["prediction"];
+  return json;
+}
+
+std::string TextOf(const CostsFromReport& report) {
+  const RecordedWork& w = report.plan.work;
+  const PredictionSettings& s = report.plan.settings;
+  std::string out = fmt::format(
+      "# pipette simulate --costs-from {}: {} run of {} p={} v={} m={} dp={}, {} traced steps\n"
+      "# {} cores shared by {} ranks; messages {:.3g} us + {:.3g} ns/KiB; {:.3g} us per "
+      "instruction; calibration {}\n",
+      w.run_id, w.engine, Printable(w.schedule), w.p, w.v, w.m, w.dp, w.traced_steps,
+      s.cores > 0 ? fmt::format("{}", s.cores) : "unshared", w.p * w.dp, s.latency * 1e6,
+      s.seconds_per_byte * 1024 * 1e9, s.instruction_overhead * 1e6,
+      s.calibration_id > 0 ? fmt::format("{}", s.calibration_id) : "none");
+  out += "#  step  predicted [ms]  measured [ms]   error\n";
+  const std::vector<double> steps = StepTimes(report.result);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const double measured = k < w.step_times.size() ? w.step_times[k] : 0;
+    out += fmt::format("{:7d} {:15.3f} {:14.3f} {:+7.1f}%\n", k + 1, steps[k] * 1e3,
+                       measured * 1e3,
+                       measured > 0 ? (steps[k] - measured) / measured * 100 : 0.0);
+  }
+  out += fmt::format("# bubble ratio {:.4f}", report.result.bubble_ratio);
+  if (!report.memory.empty()) {
+    out += "; peak memory per rank:";
+    for (const double b : PeakMemory(report.memory)) out += fmt::format(" {:.2f} MiB", b / (1 << 20));
+  }
+  return out + "\n";
+}
+
+}  // namespace pipette::cli

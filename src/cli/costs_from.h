@@ -1,0 +1,72 @@
+// `pipette simulate --costs-from RUN`: the prediction of a recorded real run. The run's own program
+// (its schedule, p, v, m and data-parallel replicas, rebuilt by the schedule layer) runs on the
+// SimGrid engine with every stage's F, I, W and B costs, each rank's parameter update and (without
+// a calibration) all-reduce taken from the run (medians over its traced steps without step 0,
+// store/recorded_work.h), the engine's step barrier, message sizes from its trace, the machine's
+// cores shared by the ranks (sim/simulator.h: SimulationCase::cores), and what a calibration
+// measured beyond compute (messages alpha + beta * bytes, the all-reduce fit, the engine's
+// per-instruction overhead). It simulates as many steps as the run traced, so `pipette compare`
+// can join the two row by row; memory over time is the run's engine's (its static and per-stage
+// bytes) applied to the simulated order.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/schedule/program.h"
+#include "pipette/schedule/schedule.h"
+#include "pipette/store/recorded_work.h"
+#include "pipette/store/run_data.h"
+#include "sim/simulator.h"
+
+namespace pipette::cli {
+
+// What the simulation adds to the run's measured compute.
+struct PredictionSettings {
+  int cores = 0;                    // cores the ranks share; 0: each rank its own
+  double latency = 0;               // seconds per message (alpha)
+  double seconds_per_byte = 0;      // beta
+  double instruction_overhead = 0;  // seconds per instruction
+  std::int64_t calibration_id = 0;  // 0: none applied
+  // The data-parallel all-reduce, alpha + beta * gradient bytes; without a fit (alpha < 0) each
+  // rank's measured median.
+  double allreduce_alpha = -1;
+  double allreduce_beta = 0;
+};
+
+struct CostsFromPlan {
+  RecordedWork work;
+  nlohmann::ordered_json measured_config;  // the run's own configuration
+  PredictionSettings settings;
+  Schedule schedule;
+  Program program;
+};
+
+struct CostsFromReport {
+  const CostsFromPlan& plan;
+  SimulationResult result;
+  std::vector<RankMemoryTimeline> memory;  // empty when the run recorded no memory model
+};
+
+// The usable cores of this machine (its CPU affinity mask).
+int UsableCores();
+
+// Reads `run` (InvalidArgument naming `option` when it cannot be predicted) and rebuilds its
+// program.
+Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
+                                    const PredictionSettings& settings);
+// The simulation case of `plan` (pointing into it).
+SimulationCase CaseOf(const CostsFromPlan& plan);
+
+nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan);
+RunData RunDataOf(const CostsFromReport& report);
+std::string_view RunStatusOf(const CostsFromReport& report);  // kRunOk
+nlohmann::ordered_json JsonOf(const CostsFromReport& report);
+std::string TextOf(const CostsFromReport& report);
+
+}  // namespace pipette::cli

@@ -1,0 +1,42 @@
+// RecordedWork: what a recorded real run (any engine's, from the experiment database) says its
+// program was and what each part of it cost, the input of a calibrated simulation
+// (`pipette simulate --costs-from RUN`): the schedule and sizes from the run's configuration, every
+// stage's F, I, W and B costs (medians over the traced steps, MeasureStageCosts), the message
+// sizes, each rank's all-reduce and parameter update (medians over the same steps) and the bytes
+// the engine holds (static per rank, per in-flight microbatch per stage). Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/engine/measured_costs.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette {
+
+struct RecordedWork {
+  std::int64_t run_id = 0;
+  std::string engine;
+  std::string schedule;  // a name or csv:FILE, as the run's config has it
+  int p = 0, v = 0, m = 0, dp = 1;
+  int traced_steps = 0;  // steps 0..traced_steps-1 have every instruction traced
+  std::vector<MeasuredStageCost> stages;          // per stage: medians (without step 0 if later)
+  std::vector<std::int64_t> stage_output_bytes;   // per stage: its forward message's bytes
+  std::vector<double> allreduce;                  // per rank: median seconds; empty with dp = 1
+  std::vector<std::int64_t> allreduce_bytes;      // per rank: gradient bytes it all-reduces
+  std::vector<double> optimizer;                  // per rank: median seconds; empty: none traced
+  std::vector<double> static_bytes;               // per rank; empty when not recorded
+  std::vector<StageMemory> stage_memory;          // per stage; empty when not recorded
+  std::vector<double> step_times;                 // per traced step, seconds (the run's metric)
+};
+
+// Reads `run`. InvalidArgument naming `option` (e.g. "--costs-from = 7") and the rule when the run
+// is not a finished real-engine run with a traced program: the simulator's own runs, runs not
+// `ok`, runs without instruction events, configs without schedule/p/v/m, a stage with no timed
+// forward or no timed backward.
+Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option);
+
+}  // namespace pipette

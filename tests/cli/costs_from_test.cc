@@ -1,0 +1,186 @@
+// `pipette simulate --costs-from RUN`, the calibration round trip: a synthetic engine whose costs
+// are known (the shared training loop on virtual clocks, with a barrier before every step like
+// the real engines', per-stage costs that differ, a fused B that is not I + W, a parameter update
+// per rank) records a "measured" run; its prediction must reproduce every event of every step
+// exactly. And what --costs-from refuses.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../engine/fake_runtime.h"
+#include "pipette/engine/step_loop.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/store/experiment_db.h"
+#include "pipette/store/trace_rows.h"
+#include "pipette_runner.h"
+
+namespace pipette {
+namespace {
+
+using testing::Pipette;
+using testing::ScratchDir;
+
+// A fake real engine: every step starts on every rank at the latest end of the previous step (the
+// barrier), and the update takes `update` seconds.
+struct StepClock {
+  explicit StepClock(int ranks) : sync(ranks) {}
+  std::barrier<> sync;
+  std::mutex mutex;
+  double latest = 0;
+};
+
+class SyntheticRuntime : public testing::FakeRuntime {
+ public:
+  SyntheticRuntime(testing::FakeNetwork& network, const Costs& costs, StepClock& clock,
+                   double update)
+      : FakeRuntime(network, costs), steps_(clock), update_(update) {}
+
+  Status BeginStep(int step) override {
+    {
+      std::lock_guard lock(steps_.mutex);
+      steps_.latest = std::max(steps_.latest, clock_);
+    }
+    steps_.sync.arrive_and_wait();
+    clock_ = steps_.latest;
+    steps_.sync.arrive_and_wait();  // nobody raises `latest` before everyone has read it
+    return FakeRuntime::BeginStep(step);
+  }
+  Status UpdateParameters(int) override {
+    clock_ += update_;
+    return Status::Ok();
+  }
+
+ private:
+  StepClock& steps_;
+  const double update_;
+};
+
+// Costs that differ by stage, in seconds, with a fused B cheaper than I + W.
+Costs SyntheticCosts(int stages) {
+  Costs costs;
+  for (int s = 0; s < stages; ++s) {
+    costs.stages.push_back({1e-3 * (1 + s), 1.5e-3 * (1 + s % 2), 0.5e-3 * (2 + s)});
+    costs.full_backward.push_back(0.9 * costs.stages.back().b());
+  }
+  return costs;
+}
+
+// Records the synthetic engine's run of `schedule` into `db_path` as a cpu run; returns its id.
+std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& schedule, int p,
+                                int m, int steps) {
+  const Schedule s = *MakeSchedule(schedule, {.p = p, .v = 0, .m = m});
+  const Program program = *Lower(s);
+  const Costs costs = SyntheticCosts(program.num_stages());
+  testing::FakeNetwork network(0);
+  StepClock clock(p);
+  std::vector<RankLog> logs(p);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < p; ++r) {
+    ranks.emplace_back([&, r] {
+      SyntheticRuntime runtime(network, costs, clock, 0.25e-3 * (r + 1));
+      StepLoopOptions options;
+      options.steps = steps;
+      EXPECT_TRUE(RunSteps(program, r, {}, options, runtime, logs[r]).ok());
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  std::vector<TraceEvent> trace;
+  std::vector<AllReduceEvent> updates;
+  for (const RankLog& log : logs) {
+    trace.insert(trace.end(), log.trace.begin(), log.trace.end());
+    updates.insert(updates.end(), log.updates.begin(), log.updates.end());
+  }
+  RunData data;
+  data.events = ToEventRows(program, trace, {}, updates);
+  for (int k = 0; k < steps; ++k) {
+    double start = 1e300, end = 0;
+    for (const RankLog& log : logs) {
+      start = std::min(start, log.steps[k].start);
+      end = std::max(end, log.steps[k].end);
+    }
+    data.metrics.push_back({"step_times_s[" + std::to_string(k) + "]", end - start, "s"});
+  }
+  RunRecord run;
+  run.engine = "cpu";
+  run.config = nlohmann::json{{"engine", "cpu"}, {"schedule", schedule}, {"p", p},
+                              {"v", s.v},        {"m", m},               {"dp", 1}}
+                   .dump();
+  auto db = ExperimentDb::Open(db_path);
+  EXPECT_TRUE(db.ok()) << db.status().message();
+  const std::int64_t id = *db->BeginRun(run);
+  EXPECT_TRUE(db->FinishRun(id, data, kRunOk).ok());
+  return id;
+}
+
+// Every event of `a` equals the event of `b` with the same (rank, step, instr_id, kind).
+void ExpectSameEvents(const RunData& a, const RunData& b) {
+  ASSERT_EQ(a.events.size(), b.events.size());
+  auto key = [](const EventRow& e) { return std::tuple(e.rank, e.step, e.kind, e.instr_id); };
+  std::map<decltype(key(a.events[0])), const EventRow*> index;
+  for (const EventRow& e : b.events) index[key(e)] = &e;
+  for (const EventRow& e : a.events) {
+    const auto it = index.find(key(e));
+    ASSERT_NE(it, index.end()) << "rank " << e.rank << " step " << e.step << " instr " << e.instr_id;
+    EXPECT_NEAR(e.start_s, it->second->start_s, 1e-12) << EventKindName(e.kind) << " " << e.instr_id;
+    EXPECT_NEAR(e.end_s, it->second->end_s, 1e-12) << EventKindName(e.kind) << " " << e.instr_id;
+  }
+}
+
+class CostsFromRoundTrip : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CostsFromRoundTrip, ThePredictionOfAKnownEngineIsExact) {
+  const std::string name = GetParam();
+  const std::string db = ScratchDir() + "/round-" + name + ".db";
+  const std::int64_t measured = RecordSyntheticRun(db, name, 4, 8, 3);
+  const auto run = Pipette("simulate --costs-from " + std::to_string(measured) + " --cores 0 --db " +
+                           db + " --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json json = nlohmann::json::parse(run.out);
+  auto store = ExperimentDb::OpenReadOnly(db);
+  ASSERT_TRUE(store.ok());
+  const RunData want = *store->LoadRun(measured);
+  const RunData got = *store->LoadRun(json["run_id"].get<std::int64_t>());
+  EXPECT_EQ(got.run.engine, "sim");
+  EXPECT_EQ(nlohmann::json::parse(got.run.config)["costs_from"], measured);
+  ExpectSameEvents(got, want);
+  for (int k = 0; k < 3; ++k) {
+    const std::string metric = "step_times_s[" + std::to_string(k) + "]";
+    EXPECT_NEAR(got.Metric(metric), want.Metric(metric), 1e-12) << metric;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, CostsFromRoundTrip,
+                         ::testing::Values("gpipe", "1f1b", "eager-1f1b", "zb-h1", "zb-h2",
+                                           "interleaved-1f1b", "interleaved-1f1b-plus-one",
+                                           "kimi-k2", "interleaved-gpipe", "interleaved-zb", "zbv",
+                                           "dualpipe", "dualpipe-v"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(CostsFrom, RefusesSimulatedUnknownAndContradictedRuns) {
+  const auto sim = Pipette("simulate --times F=1,I=1,W=1 --ideal-network --db refuse.db");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  auto run = Pipette("simulate --costs-from 1 --db refuse.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--costs-from = 1: run 1 is a simulation"), std::string::npos) << run.err;
+  run = Pipette("simulate --costs-from 99 --db refuse.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--costs-from = 99: no such run"), std::string::npos) << run.err;
+  run = Pipette("simulate --costs-from 1 --schedule gpipe --db refuse.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--schedule with --costs-from = 1"), std::string::npos) << run.err;
+  run = Pipette("simulate --cores 2 --db refuse.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--cores = 2: applies only with --costs-from"), std::string::npos)
+      << run.err;
+}
+
+}  // namespace
+}  // namespace pipette

@@ -1,6 +1,7 @@
 // `pipette compare` end to end: a recorded simulate run compared with itself joins every event
 // with no error at all, in text and JSON; runs of different programs, bad run ids, missing runs
-// and a negative --worst are refused with exit 2 and nothing printed on standard output.
+// and a negative --worst are refused with exit 2 and nothing printed on standard output; plot
+// --step is refused outside timelines and for a step the runs did not trace.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -57,8 +58,9 @@ TEST(CompareCli, ARunAgainstItselfHasNoErrorAnywhere) {
 
   const CommandResult text = Pipette("compare 1 1 --db self.db");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(Contains(text.out, "# pipette compare: run 1 (sim, predicted) against run 1 (sim, "
-                                 "measured)"))
+  EXPECT_TRUE(Contains(text.out,
+                       "# pipette compare: run 1 (sim, predicted) against run 1 (sim, "
+                       "measured)"))
       << text.out;
   EXPECT_TRUE(Contains(text.out, "error +0.00%")) << text.out;
   EXPECT_TRUE(Contains(text.out, "# the 10 worst events")) << text.out;
@@ -90,6 +92,23 @@ TEST(CompareCli, RefusesBadRunsAndOptions) {
   EXPECT_TRUE(Contains(missing.err, "run B = 9: no such run in 'bad.db'")) << missing.err;
   const CommandResult no_db = Pipette("compare 1 2 --db absent.db");
   EXPECT_EQ(no_db.exit_code, 2) << no_db.err;
+}
+
+// `plot --step` belongs to timelines and must name a traced step; both refusals exit 2 before
+// gnuplot runs.
+TEST(PlotCli, StepIsATracedStepOfATimeline) {
+  RecordTwoRuns("step.db");
+  const CommandResult memory = Pipette("plot memory --db step.db --run 1,2 --step 1 --out m.png");
+  EXPECT_EQ(memory.exit_code, 2) << memory.err;
+  EXPECT_TRUE(Contains(memory.err, "--step = 1: a timeline's step, >= 0 (timeline only)"))
+      << memory.err;
+  const CommandResult missing =
+      Pipette("plot timeline --db step.db --run 2,1 --step 2 --out t.png");
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_TRUE(Contains(missing.err,
+                       "--step = 2: run 2 has no events of that step (its last traced step is 1)"))
+      << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(testing::ScratchDir() + "/t.png"));
 }
 
 }  // namespace

@@ -31,9 +31,10 @@ Result<std::int64_t> ParseRunId(std::string_view name, const std::string& text) 
   const char* end = text.data() + text.size();
   const auto [ptr, error] = std::from_chars(text.data(), end, id);
   if (text.empty() || error != std::errc() || ptr != end || id < 1) {
-    return Status::InvalidArgument(fmt::format("run {} = '{}': must be a run id (a whole number "
-                                               ">= 1, as `pipette runs` lists them)",
-                                               name, Printable(text)));
+    return Status::InvalidArgument(
+        fmt::format("run {} = '{}': must be a run id (a whole number "
+                    ">= 1, as `pipette runs` lists them)",
+                    name, Printable(text)));
   }
   return id;
 }
@@ -43,9 +44,8 @@ Result<RunData> Load(ExperimentDb& db, std::string_view name, std::int64_t id,
                      const std::string& path) {
   Result<RunData> run = db.LoadRun(id);
   if (!run.ok() && run.status().code() == StatusCode::kNotFound) {
-    return Status::NotFound(
-        fmt::format("run {} = {}: no such run in '{}' (pipette runs lists them)", name, id,
-                    Printable(path)));
+    return Status::NotFound(fmt::format(
+        "run {} = {}: no such run in '{}' (pipette runs lists them)", name, id, Printable(path)));
   }
   return run;
 }
@@ -66,8 +66,7 @@ std::string ProgramSummary(const RunData& run) {
 
 void PrintHeader(const RunComparison& c, const RunData& predicted, const std::string& db) {
   fmt::print("# pipette compare: run {} ({}, predicted) against run {} ({}, measured) in {}\n",
-             c.predicted_run, c.predicted_engine, c.measured_run, c.measured_engine,
-             Printable(db));
+             c.predicted_run, c.predicted_engine, c.measured_run, c.measured_engine, Printable(db));
   fmt::print("# program:{}; {} events joined by (replica, rank, step, instr_id, kind), replica 0\n",
              ProgramSummary(predicted), c.pairs);
   fmt::print(
@@ -90,12 +89,11 @@ void PrintHeader(const RunComparison& c, const RunData& predicted, const std::st
 }
 
 void PrintKindRow(std::string_view name, const KindErrors& k) {
-  fmt::print("  {:<9}  {:>6}  {:>9.4f}  {:>9.4f}  {:>9.3f}  {:>9.3f}  {:>8.2f}  {:>8.2f}  {:>9}\n",
-             name, k.count, k.start_abs_s.median * 1e3, k.start_abs_s.p90 * 1e3,
-             100 * k.start_abs_frac.median, 100 * k.start_abs_frac.p90,
-             100 * k.duration_abs_rel.median, 100 * k.duration_abs_rel.p90,
-             k.duration_abs_rel.count == 0 ? std::string("-")
-                                           : Percent(k.duration_signed_median_rel));
+  fmt::print(
+      "  {:<9}  {:>6}  {:>9.4f}  {:>9.4f}  {:>9.3f}  {:>9.3f}  {:>8.2f}  {:>8.2f}  {:>9}\n", name,
+      k.count, k.start_abs_s.median * 1e3, k.start_abs_s.p90 * 1e3, 100 * k.start_abs_frac.median,
+      100 * k.start_abs_frac.p90, 100 * k.duration_abs_rel.median, 100 * k.duration_abs_rel.p90,
+      k.duration_abs_rel.count == 0 ? std::string("-") : Percent(k.duration_signed_median_rel));
 }
 
 void PrintKinds(const RunComparison& c) {
@@ -116,11 +114,13 @@ void PrintWorst(const RunComparison& c) {
       "\n# the {} worst events: largest max(|start error|, |end error|) first; times in ms from "
       "the step's origin\n",
       c.worst.size());
-  fmt::print("# {:>4}  {:>4}  {:>5}  {:<9}  {:>5}  {:>4}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n",
-             "rank", "step", "instr", "kind", "stage", "mb", "pred_start", "meas_start", "pred_dur",
-             "meas_dur", "start_err", "dur_err");
-  fmt::print("# {:>4}  {:>4}  {:>5}  {:<9}  {:>5}  {:>4}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n",
-             "", "", "", "", "", "", "[ms]", "[ms]", "[ms]", "[ms]", "[ms]", "[%]");
+  fmt::print(
+      "# {:>4}  {:>4}  {:>5}  {:<9}  {:>5}  {:>4}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n",
+      "rank", "step", "instr", "kind", "stage", "mb", "pred_start", "meas_start", "pred_dur",
+      "meas_dur", "start_err", "dur_err");
+  fmt::print(
+      "# {:>4}  {:>4}  {:>5}  {:<9}  {:>5}  {:>4}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}\n",
+      "", "", "", "", "", "", "[ms]", "[ms]", "[ms]", "[ms]", "[ms]", "[%]");
   for (const EventPair& p : c.worst) {
     fmt::print(
         "  {:>4}  {:>4}  {:>5}  {:<9}  {:>5}  {:>4}  {:>10.4f}  {:>10.4f}  {:>9.4f}  {:>9.4f}  "
@@ -160,23 +160,22 @@ nlohmann::ordered_json KindJson(const KindErrors& k) {
 }
 
 nlohmann::ordered_json PairJson(const EventPair& p) {
-  nlohmann::ordered_json j = {
-      {"replica", p.key.replica},
-      {"rank", p.key.rank},
-      {"step", p.key.step},
-      {"instr_id", p.key.instr_id},
-      {"kind", EventKindName(p.key.kind)},
-      {"stage", p.stage},
-      {"microbatch", p.microbatch},
-      {"predicted_start_s", p.predicted_start_s},
-      {"measured_start_s", p.measured_start_s},
-      {"predicted_duration_s", p.predicted_duration_s},
-      {"measured_duration_s", p.measured_duration_s},
-      {"start_error_s", p.start_error_s},
-      {"start_error_frac", p.start_error_frac},
-      {"duration_error_s", p.duration_error_s},
-      {"duration_error_rel", nullptr},
-      {"displacement_s", p.displacement_s()}};
+  nlohmann::ordered_json j = {{"replica", p.key.replica},
+                              {"rank", p.key.rank},
+                              {"step", p.key.step},
+                              {"instr_id", p.key.instr_id},
+                              {"kind", EventKindName(p.key.kind)},
+                              {"stage", p.stage},
+                              {"microbatch", p.microbatch},
+                              {"predicted_start_s", p.predicted_start_s},
+                              {"measured_start_s", p.measured_start_s},
+                              {"predicted_duration_s", p.predicted_duration_s},
+                              {"measured_duration_s", p.measured_duration_s},
+                              {"start_error_s", p.start_error_s},
+                              {"start_error_frac", p.start_error_frac},
+                              {"duration_error_s", p.duration_error_s},
+                              {"duration_error_rel", nullptr},
+                              {"displacement_s", p.displacement_s()}};
   if (p.duration_error_rel) j["duration_error_rel"] = *p.duration_error_rel;
   return j;
 }

@@ -33,17 +33,15 @@ Status CheckSameProgram(const RunData& a, const RunData& b) {
   for (const char* key : kProgramKeys) {
     const bool in_a = ca.contains(key), in_b = cb.contains(key);
     if (in_a == in_b && (!in_a || ca[key] == cb[key])) continue;
-    return Status::InvalidArgument(Mismatch(
-        a, b,
-        fmt::format("configuration key '{}' is {} in {} and {} in {}", key, ConfigValue(ca, key),
-                    RunName(a), ConfigValue(cb, key), RunName(b))));
+    return Status::InvalidArgument(
+        Mismatch(a, b,
+                 fmt::format("configuration key '{}' is {} in {} and {} in {}", key,
+                             ConfigValue(ca, key), RunName(a), ConfigValue(cb, key), RunName(b))));
   }
   return Status::Ok();
 }
 
-EventKey KeyOf(const EventRow& e) {
-  return EventKey{0, e.rank, e.step, e.instr_id, e.kind};
-}
+EventKey KeyOf(const EventRow& e) { return EventKey{0, e.rank, e.step, e.instr_id, e.kind}; }
 
 using KeyedEvents = std::vector<std::pair<EventKey, const EventRow*>>;
 
@@ -61,9 +59,9 @@ Result<KeyedEvents> SortedEvents(const RunData& run, const RunData& other) {
             [](const auto& x, const auto& y) { return x.first < y.first; });
   for (std::size_t k = 1; k < keyed.size(); ++k) {
     if (keyed[k].first == keyed[k - 1].first) {
-      return Status::InvalidArgument(
-          fmt::format("{} records {} twice: cannot join it with {}", RunName(run),
-                      DescribeKey(keyed[k].first), RunName(other)));
+      return Status::InvalidArgument(fmt::format("{} records {} twice: cannot join it with {}",
+                                                 RunName(run), DescribeKey(keyed[k].first),
+                                                 RunName(other)));
     }
   }
   return keyed;

@@ -63,9 +63,9 @@ struct EventPair {
   double measured_start_s = 0;   // from the step's origin in the measured run
   double predicted_duration_s = 0;
   double measured_duration_s = 0;
-  double start_error_s = 0;     // predicted - measured start
-  double start_error_frac = 0;  // start_error_s / the measured step span
-  double duration_error_s = 0;  // predicted - measured duration
+  double start_error_s = 0;                  // predicted - measured start
+  double start_error_frac = 0;               // start_error_s / the measured step span
+  double duration_error_s = 0;               // predicted - measured duration
   std::optional<double> duration_error_rel;  // duration_error_s / measured; none when that is 0
   // How far the predicted interval is from the measured one: max(|start error|, |end error|).
   double displacement_s() const;
@@ -87,11 +87,11 @@ struct ErrorStats {
 struct KindErrors {
   EventKind kind = EventKind::kF;
   int count = 0;
-  ErrorStats start_abs_s;            // |start error| in seconds
-  ErrorStats start_abs_frac;         // |start error| / measured step span
-  ErrorStats duration_abs_rel;       // |relative duration error|, measured duration > 0 only
+  ErrorStats start_abs_s;                 // |start error| in seconds
+  ErrorStats start_abs_frac;              // |start error| / measured step span
+  ErrorStats duration_abs_rel;            // |relative duration error|, measured duration > 0 only
   double duration_signed_median_rel = 0;  // the median of the signed relative duration error
-  ErrorStats duration_abs_s;         // |duration error| in seconds
+  ErrorStats duration_abs_s;              // |duration error| in seconds
 };
 
 // One traced step: its span (origin to latest end) in each run.
@@ -121,13 +121,13 @@ struct RunComparison {
   std::int64_t predicted_run = 0;
   std::int64_t measured_run = 0;
   std::string predicted_engine, measured_engine;
-  std::optional<StepTime> step_time;  // both runs have step_time_s
-  std::vector<StepSpan> steps;        // ascending step
-  std::vector<KindErrors> kinds;      // kinds present, in EventKind order
-  KindErrors all;                     // every event (kind is meaningless here)
-  std::vector<EventPair> worst;       // largest displacement_s first (ties: key order)
+  std::optional<StepTime> step_time;   // both runs have step_time_s
+  std::vector<StepSpan> steps;         // ascending step
+  std::vector<KindErrors> kinds;       // kinds present, in EventKind order
+  KindErrors all;                      // every event (kind is meaningless here)
+  std::vector<EventPair> worst;        // largest displacement_s first (ties: key order)
   std::vector<RankPeakMemory> memory;  // ranks with peak_memory_bytes[r] in both runs
-  std::size_t pairs = 0;              // joined events
+  std::size_t pairs = 0;               // joined events
 };
 
 // Which of `a` and `b` is the prediction: a "sim" run is always the prediction (so a measured A

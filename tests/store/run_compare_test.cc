@@ -188,6 +188,22 @@ TEST(CompareRuns, StepTimeAndPeakMemoryPerRank) {
   EXPECT_TRUE(none->memory.empty());
 }
 
+TEST(CompareRuns, AnOverlappedCellIsTwoEventsOfOneInstruction) {
+  RunData predicted = NewRun(1, "sim"), measured = NewRun(2, "cpu");
+  // Instruction 0 is an (F;B) cell: its F half and its B half share the id.
+  measured.events = {Event(0, 0, 0, EventKind::kF, 0, 1), Event(0, 0, 0, EventKind::kB, 1, 3)};
+  predicted.events = {Event(0, 0, 0, EventKind::kF, 0, 1), Event(0, 0, 0, EventKind::kB, 1, 4)};
+  const Result<RunComparison> c = CompareRuns(predicted, measured, 1);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->pairs, 2u);
+  ASSERT_EQ(c->kinds.size(), 2u);
+  EXPECT_NEAR(c->kinds[0].duration_abs_rel.median, 0, 1e-12);    // F
+  EXPECT_NEAR(c->kinds[1].duration_abs_rel.median, 0.5, 1e-12);  // B: 3 s against 2 s
+  ASSERT_EQ(c->worst.size(), 1u);
+  EXPECT_EQ(c->worst[0].key.kind, EventKind::kB);
+  EXPECT_NEAR(c->worst[0].displacement_s(), 1, 1e-12);
+}
+
 TEST(OrderForComparison, TheSimulatedRunIsAlwaysThePrediction) {
   const RunData sim = NewRun(1, "sim"), cpu = NewRun(2, "cpu"), cpu2 = NewRun(3, "cpu");
   EXPECT_EQ(OrderForComparison(cpu, sim).first, &sim);

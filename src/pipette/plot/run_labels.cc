@@ -10,7 +10,11 @@
 namespace pipette {
 namespace {
 
-bool Ignored(const std::string& key) { return key == "command" || key == "engine"; }
+// The keys that say how a run was made or recorded, not what ran.
+bool Ignored(const std::string& key) {
+  return key == "command" || key == "engine" || key == "trace" || key == "trace_steps" ||
+         key == "experiment" || key == "point_key";
+}
 
 nlohmann::ordered_json ConfigOf(const RunData& run) {
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.run.config, nullptr, false);

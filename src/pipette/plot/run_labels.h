@@ -18,13 +18,14 @@ namespace pipette {
 
 // One label per run: "KEY=VALUE" for every scalar configuration key that every run has and whose
 // value is not the same in all of them, preceded by the engine when the engines differ or
-// `always_engine`. Keys "command" and "engine" are not compared (the engine is the run's own).
+// `always_engine`. The engine and recording keys ("command", "engine", "trace", "trace_steps",
+// "experiment", "point_key") are not compared (the engine is the run's own).
 // When nothing differs (one run, or identical configurations) the label names the program
 // (schedule, pp, v, m, those present); labels that would still coincide get " (run ID)".
 std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine);
 
 // Whether `a` and `b` have the same configuration apart from engine and recording keys: every
-// key present in both configurations, but "command" and "engine", has equal values.
+// key present in both configurations, but those RunLabels ignores, has equal values.
 bool SameConfiguration(const RunData& a, const RunData& b);
 
 struct RunPair {

@@ -15,6 +15,8 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code);
 void RegisterSimulateCommand(CLI::App& app, int& exit_code);
 // `runs`, `export` and `plot`.
 void RegisterStoreCommands(CLI::App& app, int& exit_code);
+// `compare A B`: a predicted and a measured run of one program joined event by event.
+void RegisterCompareCommand(CLI::App& app, int& exit_code);
 // `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
 // against the swept command's options).
 void RegisterSweepCommand(CLI::App& app, int& exit_code);

@@ -34,6 +34,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterPartitionCommands(app, exit_code);
   pipette::cli::RegisterSimulateCommand(app, exit_code);
   pipette::cli::RegisterStoreCommands(app, exit_code);
+  pipette::cli::RegisterCompareCommand(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   app.add_subcommand("train",

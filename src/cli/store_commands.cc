@@ -3,7 +3,8 @@
 // `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
 // trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
 // `pipette plot timeline|bubble|memory|compare --db FILE --run ID[,ID...]|last|lastN
-// [--out FILE.png|.svg] [--size WxH] [--x KEY]`: a figure drawn with gnuplot from the database.
+// [--out FILE.png|.svg] [--size WxH] [--x KEY] [--step N]`: a figure drawn with gnuplot from the
+// database.
 #include <fmt/core.h>
 
 #include <cerrno>
@@ -160,6 +161,7 @@ struct PlotCommandOptions {
   std::string out;  // default: KIND.png
   std::string size = "1200x0";
   std::string x = "m";
+  int step = -1;
 };
 
 int RunPlot(const PlotCommandOptions& o) {
@@ -170,6 +172,12 @@ int RunPlot(const PlotCommandOptions& o) {
   if (Status s = CheckOutIsNotTheDatabase(options.out, o.db); !s.ok())
     return ReportError("plot", s);
   options.x_key = o.x;
+  if (o.step < -1 || (o.step >= 0 && *kind != PlotKind::kTimeline)) {
+    return ReportError(
+        "plot", Status::InvalidArgument(
+                    fmt::format("--step = {}: a timeline's step, >= 0 (timeline only)", o.step)));
+  }
+  options.step = o.step;
   Result<PlotSize> size = ParsePlotSize(o.size);
   if (!size.ok()) return ReportError("plot", size.status());
   const int width = size->width, height = size->height;
@@ -228,12 +236,15 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(DatabasePathValidator());
   cmd->add_option("--run", plot->run,
-                  "Run ids (comma-separated), last or lastN; compare: sim,measured pairs")
+                  "Run ids (comma-separated), last or lastN; compare: simulated and measured runs, "
+                  "paired by configuration")
       ->capture_default_str();
   cmd->add_option("--out", plot->out, "Output .png or .svg (default: KIND.png)");
   cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
       ->capture_default_str();
   cmd->add_option("--x", plot->x, "bubble: the configuration key on the x axis")
+      ->capture_default_str();
+  cmd->add_option("--step", plot->step, "timeline: draw only this step, from its start")
       ->capture_default_str();
   cmd->callback([plot, &exit_code] { exit_code = RunPlot(*plot); });
 }

@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "pipette/plot/palette.h"
+#include "pipette/plot/run_labels.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -21,7 +23,8 @@ namespace pipette {
 namespace {
 
 // A run of `name` timed by evaluate() (F = 1 ms, I = W = 1 ms), with its metrics.
-RunData EvaluatedRun(const std::string& name, ScheduleParams params, int id) {
+RunData EvaluatedRun(const std::string& name, ScheduleParams params, int id,
+                     const std::string& engine = "sim") {
   const Schedule schedule = *MakeSchedule(name, params);
   const Program program = *Lower(schedule);
   EvaluateOptions options;
@@ -42,7 +45,7 @@ RunData EvaluatedRun(const std::string& name, ScheduleParams params, int id) {
   }
   RunData run;
   run.run.id = id;
-  run.run.engine = "sim";
+  run.run.engine = engine;
   run.run.config = fmt::format(
       R"({{"schedule":"{}","pp":{},"v":{},"m":{},"ideal_network":true,"latency_us":0}})", name,
       schedule.p, schedule.v, schedule.m);
@@ -108,9 +111,17 @@ TEST(FigureScript, TimelineTintsLaterChunksAndStacksTwoRuns) {
   EXPECT_NE(script.find(" " + std::to_string(palette::Tint(palette::kForward)) + "\n"),
             std::string::npos);
   EXPECT_EQ(palette::Tint(palette::kForward), 0x80B9D9u);
-  EXPECT_NE(script.find("\"sim run 2 1f1b r1\" 4"), std::string::npos) << "run b below a gap";
+  // Each panel labelled on its header row by engine and what differs (schedule, v); run a's ranks
+  // on rows 1 and 2, run b's below its header (row 3) on rows 4 and 5.
+  EXPECT_NE(script.find("set ytics (\"r0\" 1, \"r1\" 2, \"r0\" 4, \"r1\" 5)"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("set label \"sim schedule=interleaved-1f1b v=2\" at graph 0, first 0 "),
+            std::string::npos);
+  EXPECT_NE(script.find("set label \"sim schedule=1f1b v=1\" at graph 0, first 3 "),
+            std::string::npos);
   EXPECT_NE(script.find("set terminal svg"), std::string::npos);
-  EXPECT_FALSE(FigureScript(PlotKind::kTimeline, {a, b, a}, options).ok());
+  const std::vector<RunData> nine(9, a);
+  EXPECT_FALSE(FigureScript(PlotKind::kTimeline, nine, options).ok());
   RunData empty = a;
   empty.events.clear();
   Result<std::string> none = FigureScript(PlotKind::kTimeline, {empty}, options);
@@ -118,7 +129,7 @@ TEST(FigureScript, TimelineTintsLaterChunksAndStacksTwoRuns) {
   EXPECT_NE(none.status().message().find("run 1 has no events"), std::string::npos);
 }
 
-TEST(FigureScript, BubbleHasOneLinePerScheduleAndTheAnalyticCurveDashed) {
+TEST(FigureScript, BubbleDrawsTheAnalyticCurveOnlyWhereTheDataDepartsFromIt) {
   std::vector<RunData> runs;
   int id = 1;
   for (int m : {4, 8, 16}) {
@@ -128,11 +139,18 @@ TEST(FigureScript, BubbleHasOneLinePerScheduleAndTheAnalyticCurveDashed) {
   PlotOptions options;
   options.out = "b.png";
   const std::string script = *FigureScript(PlotKind::kBubble, runs, options);
-  EXPECT_NE(script.find("title \"1f1b\""), std::string::npos);
+  // The 1f1b points lie on (p-1)/(vm+p-1): no dashed curve, the legend says so.
+  EXPECT_NE(script.find("title \"1f1b (= analytic (p-1)/(vm+p-1))\""), std::string::npos) << script;
+  EXPECT_EQ(script.find("with lines dt 2"), std::string::npos);
   EXPECT_NE(script.find("title \"zb-h1\""), std::string::npos);
-  EXPECT_NE(script.find("using 1:(4-1.0)/(1*$1+4-1.0) with lines dt 2"), std::string::npos)
-      << "1f1b analytic: (p-1)/(vm+p-1)";
   EXPECT_EQ(script.find("zb-h1 analytic"), std::string::npos);
+  // One 1f1b point off the closed form (3/7 at m = 4): the curve is drawn, dashed.
+  std::vector<RunData> off = runs;
+  off[0].metrics[0].value = 0.5;
+  const std::string departs = *FigureScript(PlotKind::kBubble, off, options);
+  EXPECT_NE(departs.find("using 1:(4-1.0)/(1*$1+4-1.0) with lines dt 2"), std::string::npos)
+      << "1f1b analytic: (p-1)/(vm+p-1)";
+  EXPECT_NE(departs.find("title \"1f1b\""), std::string::npos);
   EXPECT_NE(script.find("set ylabel \"bubble ratio [fraction]\""), std::string::npos);
   // The 1f1b points equal the analytic curve: 3/7 at m = 4.
   EXPECT_NE(script.find("4 0.428571429\n"), std::string::npos) << script;
@@ -155,6 +173,10 @@ TEST(FigureScript, MemoryDrawsEveryRankAndTheDeviceLimit) {
 
 TEST(FigureScript, CompareComputesMapeAndDrawsTheBand) {
   RunData sim1, meas1, sim2, meas2;
+  sim1.run.id = 1;
+  meas1.run.id = 2;
+  sim2.run.id = 3;
+  meas2.run.id = 4;
   sim1.metrics = {{"step_time_s", 0.090, "s"}};
   meas1.metrics = {{"step_time_s", 0.100, "s"}};  // 10% off
   sim2.metrics = {{"step_time_s", 0.220, "s"}};
@@ -167,6 +189,154 @@ TEST(FigureScript, CompareComputesMapeAndDrawsTheBand) {
   EXPECT_NE(script.find("x with lines"), std::string::npos);
   EXPECT_FALSE(FigureScript(PlotKind::kCompare, {sim1, meas1, sim2}, options).ok());
   EXPECT_DOUBLE_EQ(MeanAbsolutePercentageError({90, 220}, {100, 200}), 10.0);
+}
+
+// A run with config {"schedule":..,"pp":2,"v":1,"m":m} on `engine` and step time `step_s`.
+RunData StepRun(int id, const std::string& engine, int m, double step_s,
+                const std::string& schedule = "1f1b") {
+  RunData run;
+  run.run.id = id;
+  run.run.engine = engine;
+  run.run.config = fmt::format(R"({{"schedule":"{}","pp":2,"v":1,"m":{},"steps":2}})", schedule, m);
+  run.metrics = {{"step_time_s", step_s, "s"}};
+  return run;
+}
+
+// The inline data block `name` of a script.
+std::string Block(const std::string& script, const std::string& name) {
+  const std::size_t begin = script.find(name + " << EOD\n");
+  if (begin == std::string::npos) return "";
+  const std::size_t from = begin + name.size() + 8;
+  return script.substr(from, script.find("EOD\n", from) - from);
+}
+
+TEST(FigureScript, ComparePutsSimulatedOnXAndPairsByConfigurationInAnyOrder) {
+  const RunData sim4 = StepRun(1, "sim", 4, 0.090), cpu4 = StepRun(2, "cpu", 4, 0.100);
+  const RunData sim8 = StepRun(3, "sim", 8, 0.220), cpu8 = StepRun(4, "cpu", 8, 0.200);
+  PlotOptions options;
+  options.out = "c.png";
+  // Pairs follow the measured runs' order; each point is (simulated, measured) whatever the order.
+  const std::string script = *FigureScript(PlotKind::kCompare, {cpu8, sim4, cpu4, sim8}, options);
+  EXPECT_EQ(Block(script, "$p0"), "220 200\n") << script;
+  EXPECT_EQ(Block(script, "$p1"), "90 100\n") << script;
+  EXPECT_NE(script.find("set xlabel \"simulated step time [ms]\""), std::string::npos);
+  EXPECT_NE(script.find("set ylabel \"measured (cpu) step time [ms]\""), std::string::npos);
+  EXPECT_NE(script.find("(2 pairs), MAPE = 10.00%"), std::string::npos);
+  // The legend names what differs (m), not run ids.
+  EXPECT_NE(script.find("title \"m=8\""), std::string::npos) << script;
+  EXPECT_NE(script.find("title \"m=4\""), std::string::npos);
+  EXPECT_EQ(script.find("run 1"), std::string::npos);
+  EXPECT_EQ(*FigureScript(PlotKind::kCompare, {cpu4, sim4}, options),
+            *FigureScript(PlotKind::kCompare, {sim4, cpu4}, options));
+  EXPECT_NE(Block(*FigureScript(PlotKind::kCompare, {cpu4, sim4}, options), "$p0"), "100 90\n");
+}
+
+TEST(FigureScript, CompareRefusesRunsThatDoNotPair) {
+  const RunData sim4 = StepRun(1, "sim", 4, 0.09), cpu4 = StepRun(2, "cpu", 4, 0.1);
+  const RunData sim8 = StepRun(3, "sim", 8, 0.2), again4 = StepRun(5, "sim", 4, 0.1);
+  PlotOptions options;
+  options.out = "c.png";
+  const auto refusal = [&](const std::vector<RunData>& runs) {
+    const Result<std::string> script = FigureScript(PlotKind::kCompare, runs, options);
+    EXPECT_FALSE(script.ok());
+    return script.ok() ? std::string() : std::string(script.status().message());
+  };
+  EXPECT_EQ(refusal({sim8, cpu4}),
+            "--run: run 2 (cpu) has no simulated runs of its configuration among --run ('m' is 4 "
+            "in run 2 and 8 in run 3): each measured run pairs with exactly one");
+  EXPECT_EQ(refusal({sim4, again4, cpu4}),
+            "--run: run 2 (cpu) has several simulated runs of its configuration among --run (runs "
+            "1 and 5): each measured run pairs with exactly one");
+  EXPECT_EQ(refusal({sim4, cpu4, sim8}),
+            "--run: simulated run 3 pairs with no measured run of its configuration among --run");
+}
+
+TEST(RunLabels, NameTheEngineAndTheKeysThatDiffer) {
+  const RunData sim4 = StepRun(1, "sim", 4, 1), sim8 = StepRun(2, "sim", 8, 1);
+  const RunData cpu4 = StepRun(3, "cpu", 4, 1);
+  EXPECT_EQ(RunLabels({&sim4, &sim8, &cpu4}, false),
+            (std::vector<std::string>{"sim m=4", "sim m=8", "cpu m=4"}));
+  EXPECT_EQ(RunLabels({&sim4, &sim8}, false), (std::vector<std::string>{"m=4", "m=8"}));
+  EXPECT_EQ(RunLabels({&sim4, &sim8}, true), (std::vector<std::string>{"sim m=4", "sim m=8"}));
+  // Nothing differs: the program, told apart by run id.
+  const RunData again4 = StepRun(9, "sim", 4, 1);
+  EXPECT_EQ(RunLabels({&sim4, &again4}, false),
+            (std::vector<std::string>{"schedule=1f1b pp=2 v=1 m=4 (run 1)",
+                                      "schedule=1f1b pp=2 v=1 m=4 (run 9)"}));
+  EXPECT_EQ(RunLabels({&cpu4}, true), (std::vector<std::string>{"cpu schedule=1f1b pp=2 v=1 m=4"}));
+  EXPECT_TRUE(SameConfiguration(sim4, cpu4));
+  EXPECT_FALSE(SameConfiguration(sim4, sim8));
+}
+
+TEST(Palette, MoreThanEightSeriesKeepDistinctColourAndMarkerPairs) {
+  std::set<std::pair<std::uint32_t, int>> seen;
+  for (int k = 0; k < 96; ++k) {
+    const palette::SeriesStyle style = palette::Series(k);
+    EXPECT_TRUE(seen.insert({style.colour, style.point_type}).second) << k;
+  }
+  EXPECT_EQ(palette::Series(8).colour, palette::Series(0).colour);
+  EXPECT_NE(palette::Series(8).point_type, palette::Series(0).point_type);
+  // The memory figure of ten runs: series 0 and 8 share a colour, not a marker.
+  std::vector<RunData> runs;
+  for (int m = 1; m <= 10; ++m) runs.push_back(EvaluatedRun("1f1b", {2, 1, m, 0}, m));
+  PlotOptions options;
+  options.out = "m.png";
+  const std::string script = *FigureScript(PlotKind::kMemory, runs, options);
+  EXPECT_NE(script.find("$m0 using 1:2 with linespoints lw 2 pt 5 lc rgb \"#0072B2\" title "
+                        "\"m=1\""),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("$m8 using 1:2 with linespoints lw 2 pt 7 lc rgb \"#0072B2\" title "
+                        "\"m=9\""),
+            std::string::npos);
+}
+
+TEST(FigureScript, TimelineStepDrawsOneStepFromItsStartAndStacksManyRuns) {
+  RunData one = EvaluatedRun("1f1b", {2, 1, 2, 0}, 1);
+  RunData two = one;  // the same step again, 1 s later, as step 1
+  for (EventRow e : one.events) {
+    e.step = 1;
+    e.start_s += 1;
+    e.end_s += 1;
+    two.events.push_back(e);
+  }
+  PlotOptions options;
+  options.out = "t.png";
+  options.step = 1;
+  const std::string step1 = *FigureScript(PlotKind::kTimeline, {two}, options);
+  options.step = 0;
+  EXPECT_EQ(Block(step1, "$boxes"),
+            Block(*FigureScript(PlotKind::kTimeline, {one}, options), "$boxes"));
+  EXPECT_NE(step1.find("(step 1, from its start)"), std::string::npos);
+  EXPECT_NE(step1.find("set xlabel \"time from the step's start [ms]\""), std::string::npos);
+  options.step = 2;
+  const Result<std::string> missing = FigureScript(PlotKind::kTimeline, {two}, options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "--step = 2: run 1 has no events of that step (its last traced step is 1)");
+  // Three runs: three panels, two separators, every panel named by engine and what differs.
+  options.step = 0;
+  RunData cpu = one, m4 = EvaluatedRun("1f1b", {2, 1, 4, 0}, 3);
+  cpu.run.engine = "cpu";
+  cpu.run.id = 2;
+  const std::string three = *FigureScript(PlotKind::kTimeline, {one, cpu, m4}, options);
+  EXPECT_NE(three.find("\"r0\" 1, \"r1\" 2, \"r0\" 4, \"r1\" 5, \"r0\" 7, \"r1\" 8)"),
+            std::string::npos)
+      << three;
+  for (const char* label : {"\"sim m=2\" at graph 0, first 0 ", "\"cpu m=2\" at graph 0, first 3 ",
+                            "\"sim m=4\" at graph 0, first 6 "}) {
+    EXPECT_NE(three.find(std::string("set label ") + label), std::string::npos) << label;
+  }
+  // Rank 0's F of microbatch 1 in the cpu panel ([1, 2] ms) sits on row 4.
+  EXPECT_NE(Block(three, "$boxes").find("1.5 3.9 1 2 3.6 4.2 29362\n"), std::string::npos);
+  std::size_t arrows = 0;
+  for (std::size_t at = three.find("set arrow"); at != std::string::npos;
+       at = three.find("set arrow", at + 1)) {
+    ++arrows;
+  }
+  EXPECT_EQ(arrows, 2u);
+  EXPECT_NE(three.find("set title \"Pipeline timelines of 3 runs (step 0, from its start)\""),
+            std::string::npos);
 }
 
 TEST(FigureScript, RejectsBadOptions) {

@@ -13,6 +13,7 @@
 #include "pipette/common/printable.h"
 #include "pipette/common/subprocess.h"
 #include "pipette/plot/palette.h"
+#include "pipette/plot/run_labels.h"
 
 namespace pipette {
 namespace {
@@ -155,24 +156,87 @@ std::string TimelineLegend() {
   return entries;
 }
 
-Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotOptions& o) {
-  if (runs.size() > 2) {
-    return Status::InvalidArgument(
-        fmt::format("--run: a timeline shows one run or two stacked runs, not {}", runs.size()));
+// The most runs one timeline stacks.
+constexpr std::size_t kMaxTimelineRuns = 8;
+
+// The runs a timeline draws: with a --step, only that step's events, its times from the step's
+// origin (the earliest start of the step's events in that run), so every panel starts at 0.
+Result<std::vector<RunData>> TimelineRuns(const std::vector<RunData>& runs, int step) {
+  if (runs.size() > kMaxTimelineRuns) {
+    return Status::InvalidArgument(fmt::format("--run: a timeline stacks at most {} runs, not {}",
+                                               kMaxTimelineRuns, runs.size()));
   }
-  double span = 0;
-  int rows = 0;
-  std::vector<int> first_row;
+  std::vector<RunData> drawn;
   for (const RunData& run : runs) {
     if (run.events.empty()) {
       return Status::InvalidArgument(fmt::format(
           "run {} has no events (recorded with --trace none or summary): no timeline", run.run.id));
     }
-    for (const EventRow& e : run.events) span = std::max(span, e.end_s);
-    first_row.push_back(rows);
-    rows += run.NumRanks() + (runs.size() > 1 ? 1 : 0);
+    RunData copy;
+    copy.run = run.run;
+    copy.metrics = run.metrics;
+    if (step < 0) {
+      copy.events = run.events;
+    } else {
+      double origin = 0;
+      int last_step = 0;
+      for (const EventRow& e : run.events) {
+        last_step = std::max(last_step, e.step);
+        if (e.step != step) continue;
+        origin = copy.events.empty() ? e.start_s : std::min(origin, e.start_s);
+        copy.events.push_back(e);
+      }
+      if (copy.events.empty()) {
+        return Status::InvalidArgument(fmt::format(
+            "--step = {}: run {} has no events of that step (its last traced step is {})", step,
+            run.run.id, last_step));
+      }
+      for (EventRow& e : copy.events) {
+        e.start_s -= origin;
+        e.end_s -= origin;
+      }
+    }
+    drawn.push_back(std::move(copy));
   }
-  if (runs.size() > 1) --rows;  // no gap after the last run
+  return drawn;
+}
+
+// "set title" of a timeline.
+std::string TimelineTitle(const std::vector<RunData>& runs, int step) {
+  std::string title = runs.size() == 1 ? fmt::format("Pipeline timeline: {}", RunLabel(runs[0]))
+                                       : fmt::format("Pipeline timelines of {} runs", runs.size());
+  if (step >= 0) title += fmt::format(" (step {}, from its start)", step);
+  return fmt::format("set title {}\n", Quote(title));
+}
+
+// Stacked runs: each panel's label on a header row above its ranks, a dashed line between panels.
+std::string PanelLabels(const std::vector<std::string>& labels, const std::vector<int>& first_row) {
+  std::string script;
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    script += fmt::format("set label {} at graph 0, first {} offset character 0.5, 0 left front\n",
+                          Quote(labels[k]), first_row[k] - 1);
+    if (k == 0) continue;
+    script += fmt::format(
+        "set arrow from graph 0, first {0} to graph 1, first {0} nohead lc rgb \"#888888\" dt 2\n",
+        first_row[k] - 1.55);
+  }
+  return script;
+}
+
+Result<std::string> TimelineScript(const std::vector<RunData>& given, const PlotOptions& o) {
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<RunData> runs, TimelineRuns(given, o.step));
+  std::vector<const RunData*> pointers;
+  for (const RunData& run : runs) pointers.push_back(&run);
+  const bool stacked = runs.size() > 1;
+  double span = 0;
+  int rows = 0;
+  std::vector<int> first_row;
+  for (const RunData& run : runs) {
+    for (const EventRow& e : run.events) span = std::max(span, e.end_s);
+    rows += stacked ? 1 : 0;  // the panel's header row
+    first_row.push_back(rows);
+    rows += run.NumRanks();
+  }
   const bool ms = span < 10;
   const double scale = ms ? 1e3 : 1;
   PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, std::clamp(90 + 26 * rows, 240, 4000)));
@@ -181,29 +245,18 @@ Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotO
   std::string ytics;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     for (int r = 0; r < runs[k].NumRanks(); ++r) {
-      if (!ytics.empty()) ytics += ", ";
-      ytics += runs.size() > 1
-                   ? fmt::format("{} {}", Quote(fmt::format("{} r{}", RunLabel(runs[k]), r)),
-                                 first_row[k] + r)
-                   : fmt::format("\"{}\" {}", r, r);
+      ytics += fmt::format("{}\"{}{}\" {}", ytics.empty() ? "" : ", ", stacked ? "r" : "", r,
+                           first_row[k] + r);
     }
   }
-  script += fmt::format(
-      "set title {}\n",
-      Quote(runs.size() == 1 ? fmt::format("Pipeline timeline: {}", RunLabel(runs[0]))
-                             : fmt::format("Pipeline timelines: {} (top) and {} (bottom)",
-                                           RunLabel(runs[0]), RunLabel(runs[1]))));
-  script += fmt::format("set xlabel \"time [{}]\"\nset ylabel {}\n", ms ? "ms" : "s",
-                        Quote(runs.size() > 1 ? "run, rank" : "rank"));
+  script += TimelineTitle(runs, o.step);
+  script += fmt::format("set xlabel \"time{} [{}]\"\nset ylabel \"rank\"\n",
+                        o.step >= 0 ? " from the step's start" : "", ms ? "ms" : "s");
   script += fmt::format("set yrange [{}:-0.6]\nset ytics ({})\nset xrange [0:{:.9g}]\n", rows - 0.4,
                         ytics, span * scale);
   script += "set grid xtics lc rgb \"#DDDDDD\"\nset style fill solid 1.0 noborder\n";
   script += "set key outside right top vertical\n";
-  if (runs.size() > 1) {
-    script += fmt::format(
-        "set arrow from graph 0, first {0} to graph 1, first {0} nohead lc rgb \"#888888\" dt 2\n",
-        first_row[1] - 1);
-  }
+  if (stacked) script += PanelLabels(RunLabels(pointers, /*always_engine=*/true), first_row);
   script += "$boxes << EOD\n" + drawn.boxes + "EOD\n";
   script += "$labels << EOD\n" + (drawn.labels.empty() ? std::string("0 0 \"\"\n") : drawn.labels) +
             "EOD\n";
@@ -215,6 +268,11 @@ Result<std::string> TimelineScript(const std::vector<RunData>& runs, const PlotO
 
 // Analytic bubble ratio (idle over total) where it is exact: (p-1)/(v m + p - 1) for GPipe,
 // 1F1B, eager 1F1B (zero latency) and the interleaved schedules with equal chunk costs.
+double AnalyticBubble(int p, int v, double m) { return (p - 1.0) / (v * m + p - 1.0); }
+
+// How close (absolute, in bubble ratio) the data must be to the closed form to count as on it.
+constexpr double kAnalyticTolerance = 1e-6;
+
 bool HasAnalyticBubble(const std::string& schedule) {
   return schedule == "gpipe" || schedule == "1f1b" || schedule == "eager-1f1b" ||
          schedule == "interleaved-1f1b" || schedule == "interleaved-gpipe";
@@ -258,24 +316,31 @@ Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOpt
   int index = 0;
   for (auto& [key, s] : series) {
     std::sort(s.points.begin(), s.points.end());
-    const std::uint32_t colour = palette::kSeries[index % palette::kSeries.size()];
-    const std::string name =
-        pps.size() > 1 ? fmt::format("{} p={}", key.first, key.second) : key.first;
+    const palette::SeriesStyle style = palette::Series(index);
+    std::string name = pps.size() > 1 ? fmt::format("{} p={}", key.first, key.second) : key.first;
     data += fmt::format("$s{} << EOD\n", index);
     for (const auto& [x, y] : s.points) data += fmt::format("{:.9g} {:.9g}\n", x, y);
     data += "EOD\n";
-    plot += fmt::format("{}$s{} using 1:2 with linespoints lw 2 pt {} lc rgb {} title {}",
-                        plot.empty() ? "plot " : ", \\\n  ", index, 5 + index % 8, Rgb(colour),
-                        Quote(name));
     // The interleaved closed form holds for m >= p only (interleaved GPipe departs below).
     const bool interleaved = key.first.rfind("interleaved", 0) == 0;
     const bool small_m = std::any_of(s.points.begin(), s.points.end(),
                                      [&](const auto& point) { return point.first < s.pp; });
-    if (o.x_key == "m" && s.analytic && HasAnalyticBubble(key.first) && !(interleaved && small_m)) {
+    const bool analytic =
+        o.x_key == "m" && s.analytic && HasAnalyticBubble(key.first) && !(interleaved && small_m);
+    // The closed form is drawn only where it differs from the data; else the legend says so.
+    const bool matches =
+        analytic && std::all_of(s.points.begin(), s.points.end(), [&](auto& pt) {
+          return std::abs(pt.second - AnalyticBubble(s.pp, s.v, pt.first)) <= kAnalyticTolerance;
+        });
+    if (matches) name += " (= analytic (p-1)/(vm+p-1))";
+    plot += fmt::format("{}$s{} using 1:2 with linespoints lw 2 pt {} lc rgb {} title {}",
+                        plot.empty() ? "plot " : ", \\\n  ", index, style.point_type,
+                        Rgb(style.colour), Quote(name));
+    if (analytic && !matches) {
       plot += fmt::format(
           ", \\\n  $s{0} using 1:({1}-1.0)/({2}*$1+{1}-1.0) with lines dt 2 lw 1.5 lc rgb {3} "
           "title {4}",
-          index, s.pp, s.v, Rgb(colour), Quote(name + " analytic (p-1)/(vm+p-1)"));
+          index, s.pp, s.v, Rgb(style.colour), Quote(name + " analytic (p-1)/(vm+p-1)"));
     }
     ++index;
   }
@@ -290,6 +355,9 @@ Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOpt
   std::string data, plot;
   double device = 0;
   int max_rank = 0;
+  std::vector<const RunData*> pointers;
+  for (const RunData& run : runs) pointers.push_back(&run);
+  const std::vector<std::string> labels = RunLabels(pointers, /*always_engine=*/false);
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const RunData& run = runs[k];
     data += fmt::format("$m{} << EOD\n", k);
@@ -313,12 +381,10 @@ Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOpt
     data += "EOD\n";
     max_rank = std::max(max_rank, ranks - 1);
     device = std::max(device, run.Metric("device_memory_bytes", 0));
-    const nlohmann::json config = Config(run);
-    std::string name = RunLabel(run);
-    if (config.contains("m")) name += fmt::format(" m={}", config["m"].dump());
+    const palette::SeriesStyle style = palette::Series(static_cast<int>(k));
     plot += fmt::format("{}$m{} using 1:2 with linespoints lw 2 pt {} lc rgb {} title {}",
-                        plot.empty() ? "plot " : ", \\\n  ", k, 5 + k % 8,
-                        Rgb(palette::kSeries[k % palette::kSeries.size()]), Quote(name));
+                        plot.empty() ? "plot " : ", \\\n  ", k, style.point_type, Rgb(style.colour),
+                        Quote(labels[k]));
   }
   script += fmt::format("set xrange [-0.5:{}]\nset xtics 1\n", max_rank + 0.5);
   if (device > 0) {
@@ -329,40 +395,54 @@ Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOpt
   return script + data + plot + "\n";
 }
 
-Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOptions& o) {
-  if (runs.size() % 2 != 0) {
-    return Status::InvalidArgument(
-        fmt::format("--run: compare takes pairs (simulated, measured, simulated, ...), got {} runs",
-                    runs.size()));
+// The axis titles of a compare figure: the simulated runs' on x, the measured engine's on y.
+std::pair<std::string, std::string> CompareAxes(const std::vector<RunPair>& pairs) {
+  std::string measured = pairs.front().measured->run.engine;
+  for (const RunPair& pair : pairs) {
+    if (pair.measured->run.engine != measured) measured = "measured";
   }
+  if (pairs.front().predicted->run.engine != "sim") {  // one engine: as given, A against B
+    return {"predicted (first of each pair) step time [ms]",
+            "measured (second of each pair) step time [ms]"};
+  }
+  return {"simulated step time [ms]", fmt::format("measured ({}) step time [ms]", measured)};
+}
+
+Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOptions& o) {
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<RunPair> pairs, PairRuns(runs));
+  std::vector<const RunData*> measured_runs;
+  for (const RunPair& pair : pairs) measured_runs.push_back(pair.measured);
+  const std::vector<std::string> labels = RunLabels(measured_runs, /*always_engine=*/false);
   std::vector<double> sim, measured;
-  std::string data = "$pairs << EOD\n";
+  std::string data, points;
   double hi = 0;
-  for (std::size_t k = 0; k < runs.size(); k += 2) {
-    PIPETTE_ASSIGN_OR_RETURN(double s, NeedMetric(runs[k], "step_time_s"));
-    PIPETTE_ASSIGN_OR_RETURN(double m, NeedMetric(runs[k + 1], "step_time_s"));
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    PIPETTE_ASSIGN_OR_RETURN(double s, NeedMetric(*pairs[k].predicted, "step_time_s"));
+    PIPETTE_ASSIGN_OR_RETURN(double m, NeedMetric(*pairs[k].measured, "step_time_s"));
     sim.push_back(s * 1e3);
     measured.push_back(m * 1e3);
     hi = std::max({hi, s * 1e3, m * 1e3});
-    data += fmt::format("{:.9g} {:.9g}\n", s * 1e3, m * 1e3);
+    data += fmt::format("$p{} << EOD\n{:.9g} {:.9g}\nEOD\n", k, s * 1e3, m * 1e3);
+    const palette::SeriesStyle style = palette::Series(static_cast<int>(k));
+    points += fmt::format(", \\\n  $p{} using 1:2 with points pt {} ps 1.5 lc rgb {} title {}", k,
+                          style.point_type, Rgb(style.colour), Quote(labels[k]));
   }
-  data += "EOD\n";
   const double mape = MeanAbsolutePercentageError(sim, measured);
   PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 800));
   hi *= 1.15;
+  const auto [x_label, y_label] = CompareAxes(pairs);
   script += fmt::format(
       "set title \"Simulated against measured step time ({} pair{}), MAPE = {:.2f}%\"\n",
       sim.size(), sim.size() == 1 ? "" : "s", mape);
-  script += "set xlabel \"simulated step time [ms]\"\nset ylabel \"measured step time [ms]\"\n";
+  script += fmt::format("set xlabel {}\nset ylabel {}\n", Quote(x_label), Quote(y_label));
   script += fmt::format("set xrange [0:{0:.9g}]\nset yrange [0:{0:.9g}]\nset size ratio -1\n", hi);
-  script += "set grid\nset key top left\nset samples 200\n";
+  script += "set grid\nset key outside right top vertical\nset samples 200\n";
   script += data;
   script += fmt::format(
       "plot '+' using 1:(0.9*$1):(1.1*$1) with filledcurves fc rgb {} fs transparent solid 0.3 "
       "title \"+-10%\", \\\n"
-      "  x with lines lw 1.5 lc rgb {} title \"y = x\", \\\n"
-      "  $pairs using 1:2 with points pt 7 ps 1.5 lc rgb {} title \"runs\"\n",
-      Rgb(palette::kSkyBlue), Rgb(palette::kBlack), Rgb(palette::kVermillion));
+      "  x with lines lw 1.5 lc rgb {} title \"y = x\"{}\n",
+      Rgb(palette::kSkyBlue), Rgb(palette::kBlack), points);
   return script;
 }
 

@@ -3,15 +3,21 @@
 // (plot/palette.h); every figure has a legend and axis units.
 //
 //   timeline  one row per rank (rank 0 on top), each instruction a box coloured by kind (F; I and
-//   B;
-//             W; all-reduce; optimizer), receives as thin communication bars under the compute,
-//             later chunks in a lighter tint, microbatch labels where they fit, idle white. Two
-//             runs are stacked on a shared time axis (e.g. simulated over measured).
+//             B; W; all-reduce; optimizer), receives as thin communication bars under the
+//             compute, later chunks in a lighter tint, microbatch labels where they fit, idle
+//             white. Up to eight runs are stacked as panels on one shared time axis (e.g.
+//             simulated over measured), each labelled by its engine and the configuration keys
+//             that differ between the runs (plot/run_labels.h). `step` >= 0 draws that one step
+//             of every run, its times from the step's start (its earliest event).
 //   bubble    bubble ratio against microbatches (or another configuration key, `x_key`), one line
-//             per (schedule, pp), with the analytic curve dashed where one is exact.
-//   memory    peak memory per rank, one line per run, the device's memory as a line.
-//   compare   simulated against measured step time for pairs of runs (sim, measured, sim, ...),
+//             per (schedule, pp); where a closed form is exact it is drawn dashed only where the
+//             data departs from it (else the series' legend says "= analytic").
+//   memory    peak memory per rank, one line per run named by what differs between the runs, the
+//             device's memory as a line.
+//   compare   simulated against measured step time, one point per pair of runs: simulated runs on
+//             x, measured runs on y whatever the --run order, paired by configuration (PairRuns);
 //             with y = x, a +-10% band and the mean absolute percentage error in the title.
+// Series beyond eight keep distinct (colour, marker) pairs (palette::Series).
 //
 // Pure functions apart from DrawFigure, which runs `gnuplot` as a child process
 // (common/subprocess.h: no shell, the script on its standard input, data inline) and writes only
@@ -50,11 +56,13 @@ struct PlotOptions {
   int width = 1200;                // pixels
   int height = 0;                  // 0: the kind's default
   std::string x_key = "m";         // bubble: the configuration key on the x axis
+  int step = -1;                   // timeline: draw only this step (-1: every step)
 };
 
 // The gnuplot script of the figure (data inline). Errors (InvalidArgument) name the run and the
 // missing metric or configuration key, an unsupported --out extension, a size out of [100, 10000],
-// no runs, more than two runs for a timeline, or an odd number of runs for compare.
+// no runs, more than eight runs or a --step a run did not trace for a timeline, runs that do not
+// pair for compare (PairRuns).
 Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs,
                                  const PlotOptions& options);
 

@@ -21,6 +21,25 @@ inline constexpr std::uint32_t kBlack = 0x000000;
 inline constexpr std::array<std::uint32_t, 8> kSeries = {
     kBlue, kOrange, kBluishGreen, kVermillion, kReddishPurple, kSkyBlue, kYellow, kBlack};
 
+// gnuplot point types that read apart at a glance: filled square, circle, triangle, down triangle,
+// diamond and pentagon, then the same shapes open.
+inline constexpr std::array<int, 12> kMarkers = {5, 7, 9, 11, 13, 15, 4, 6, 8, 10, 12, 14};
+
+struct SeriesStyle {
+  std::uint32_t colour = kBlue;
+  int point_type = 5;
+};
+
+// The style of series `index` (>= 0): colour index % 8 and a marker that advances with the colour
+// and once more per round of eight, so the first 8 x 12 = 96 series all differ in their (colour,
+// marker) pair.
+constexpr SeriesStyle Series(int index) {
+  const int n = static_cast<int>(kSeries.size());
+  return {kSeries[static_cast<std::size_t>(index % n)],
+          kMarkers[static_cast<std::size_t>((index % n + index / n) %
+                                            static_cast<int>(kMarkers.size()))]};
+}
+
 // Timeline roles.
 inline constexpr std::uint32_t kForward = kBlue;
 inline constexpr std::uint32_t kBackward = kOrange;  // I and B

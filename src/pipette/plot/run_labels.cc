@@ -1,0 +1,152 @@
+#include "pipette/plot/run_labels.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace pipette {
+namespace {
+
+// The keys that say how a run was made or recorded, not what ran.
+bool Ignored(const std::string& key) {
+  return key == "command" || key == "engine" || key == "trace" || key == "trace_steps" ||
+         key == "experiment" || key == "point_key";
+}
+
+nlohmann::ordered_json ConfigOf(const RunData& run) {
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.run.config, nullptr, false);
+  return config.is_object() ? config : nlohmann::ordered_json::object();
+}
+
+std::string ValueText(const nlohmann::ordered_json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// The scalar keys every configuration has, in the first one's order.
+std::vector<std::string> SharedScalarKeys(const std::vector<nlohmann::ordered_json>& configs) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : configs.front().items()) {
+    if (Ignored(key) || value.is_structured()) continue;
+    const bool everywhere = std::all_of(configs.begin(), configs.end(), [&](const auto& c) {
+      return c.contains(key) && !c[key].is_structured();
+    });
+    if (everywhere) keys.push_back(key);
+  }
+  return keys;
+}
+
+std::string ProgramLabel(const nlohmann::ordered_json& config) {
+  std::string label;
+  for (const char* key : {"schedule", "pp", "v", "m"}) {
+    if (!config.contains(key) || config[key].is_structured()) continue;
+    label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, ValueText(config[key]));
+  }
+  return label;
+}
+
+}  // namespace
+
+std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine) {
+  if (runs.empty()) return {};
+  std::vector<nlohmann::ordered_json> configs;
+  for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
+  std::vector<std::string> differing;
+  for (const std::string& key : SharedScalarKeys(configs)) {
+    const bool differs = std::any_of(configs.begin(), configs.end(),
+                                     [&](const auto& c) { return c[key] != configs[0][key]; });
+    if (differs) differing.push_back(key);
+  }
+  const bool engines_differ = std::any_of(runs.begin(), runs.end(), [&](const RunData* r) {
+    return r->run.engine != runs[0]->run.engine;
+  });
+  std::vector<std::string> labels;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    std::string label = always_engine || engines_differ ? runs[k]->run.engine : "";
+    for (const std::string& key : differing) {
+      label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, ValueText(configs[k][key]));
+    }
+    if (differing.empty()) {
+      const std::string program = ProgramLabel(configs[k]);
+      label += (label.empty() || program.empty() ? "" : " ") + program;
+    }
+    labels.push_back(label.empty() ? fmt::format("run {}", runs[k]->run.id) : label);
+  }
+  std::map<std::string, int> uses;
+  for (const std::string& label : labels) ++uses[label];
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (uses[labels[k]] > 1) labels[k] += fmt::format(" (run {})", runs[k]->run.id);
+  }
+  return labels;
+}
+
+namespace {
+
+// The first key (in `a`'s order) both configurations have with different values, if any.
+std::optional<std::string> FirstDifference(const RunData& a, const RunData& b) {
+  const nlohmann::ordered_json ca = ConfigOf(a), cb = ConfigOf(b);
+  for (const auto& [key, value] : ca.items()) {
+    if (!Ignored(key) && cb.contains(key) && cb[key] != value) {
+      return fmt::format("'{}' is {} in run {} and {} in run {}", key, value.dump(), a.run.id,
+                         cb[key].dump(), b.run.id);
+    }
+  }
+  return std::nullopt;
+}
+
+// Why measured run `m` pairs with none of `sims`: the first difference from the first of them.
+std::string NoMatchReason(const RunData& m, const std::vector<const RunData*>& sims) {
+  for (const RunData* s : sims) {
+    if (std::optional<std::string> why = FirstDifference(m, *s)) return " (" + *why + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool SameConfiguration(const RunData& a, const RunData& b) { return !FirstDifference(a, b); }
+
+Result<std::vector<RunPair>> PairRuns(const std::vector<RunData>& runs) {
+  std::vector<const RunData*> sims, measured;
+  for (const RunData& run : runs) (run.run.engine == "sim" ? sims : measured).push_back(&run);
+  std::vector<RunPair> pairs;
+  if (sims.empty() || measured.empty()) {
+    if (runs.size() % 2 != 0) {
+      return Status::InvalidArgument(fmt::format(
+          "--run: runs of one engine pair as (predicted, measured, predicted, ...), got {} runs",
+          runs.size()));
+    }
+    for (std::size_t k = 0; k < runs.size(); k += 2) pairs.push_back({&runs[k], &runs[k + 1]});
+    return pairs;
+  }
+  std::vector<bool> used(sims.size(), false);
+  for (const RunData* m : measured) {
+    std::vector<std::size_t> matches;
+    for (std::size_t s = 0; s < sims.size(); ++s) {
+      if (!used[s] && SameConfiguration(*sims[s], *m)) matches.push_back(s);
+    }
+    if (matches.size() != 1) {
+      return Status::InvalidArgument(fmt::format(
+          "--run: run {} ({}) has {} simulated runs of its configuration among --run{}: each "
+          "measured run pairs with exactly one",
+          m->run.id, m->run.engine, matches.empty() ? "no" : "several",
+          matches.empty() ? NoMatchReason(*m, sims)
+                          : fmt::format(" (runs {} and {})", sims[matches[0]]->run.id,
+                                        sims[matches[1]]->run.id)));
+    }
+    used[matches[0]] = true;
+    pairs.push_back({sims[matches[0]], m});
+  }
+  for (std::size_t s = 0; s < sims.size(); ++s) {
+    if (!used[s]) {
+      return Status::InvalidArgument(fmt::format(
+          "--run: simulated run {} pairs with no measured run of its configuration among --run",
+          sims[s]->run.id));
+    }
+  }
+  return pairs;
+}
+
+}  // namespace pipette

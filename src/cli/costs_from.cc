@@ -81,9 +81,9 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
   plan.schedule = std::move(*schedule);
   PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
   if (plan.program.num_stages() != static_cast<int>(w.stages.size())) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: run {} timed {} stages, but its schedule {} has {}", option, w.run_id,
-        w.stages.size(), Printable(w.schedule), plan.program.num_stages()));
+    return Status::InvalidArgument(
+        fmt::format("{}: run {} timed {} stages, but its schedule {} has {}", option, w.run_id,
+                    w.stages.size(), Printable(w.schedule), plan.program.num_stages()));
   }
   return plan;
 }
@@ -183,14 +183,14 @@ std::string TextOf(const CostsFromReport& report) {
   const std::vector<double> steps = StepTimes(report.result);
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const double measured = k < w.step_times.size() ? w.step_times[k] : 0;
-    out += fmt::format("{:7d} {:15.3f} {:14.3f} {:+7.1f}%\n", k + 1, steps[k] * 1e3,
-                       measured * 1e3,
+    out += fmt::format("{:7d} {:15.3f} {:14.3f} {:+7.1f}%\n", k + 1, steps[k] * 1e3, measured * 1e3,
                        measured > 0 ? (steps[k] - measured) / measured * 100 : 0.0);
   }
   out += fmt::format("# bubble ratio {:.4f}", report.result.bubble_ratio);
   if (!report.memory.empty()) {
     out += "; peak memory per rank:";
-    for (const double b : PeakMemory(report.memory)) out += fmt::format(" {:.2f} MiB", b / (1 << 20));
+    for (const double b : PeakMemory(report.memory))
+      out += fmt::format(" {:.2f} MiB", b / (1 << 20));
   }
   return out + "\n";
 }

@@ -106,9 +106,10 @@ std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& s
   }
   RunRecord run;
   run.engine = "cpu";
-  run.config = nlohmann::json{{"engine", "cpu"}, {"schedule", schedule}, {"p", p},
-                              {"v", s.v},        {"m", m},               {"dp", 1}}
-                   .dump();
+  run.config =
+      nlohmann::json{{"engine", "cpu"}, {"schedule", schedule}, {"p", p}, {"v", s.v}, {"m", m},
+                     {"dp", 1}}
+          .dump();
   auto db = ExperimentDb::Open(db_path);
   EXPECT_TRUE(db.ok()) << db.status().message();
   const std::int64_t id = *db->BeginRun(run);
@@ -124,8 +125,10 @@ void ExpectSameEvents(const RunData& a, const RunData& b) {
   for (const EventRow& e : b.events) index[key(e)] = &e;
   for (const EventRow& e : a.events) {
     const auto it = index.find(key(e));
-    ASSERT_NE(it, index.end()) << "rank " << e.rank << " step " << e.step << " instr " << e.instr_id;
-    EXPECT_NEAR(e.start_s, it->second->start_s, 1e-12) << EventKindName(e.kind) << " " << e.instr_id;
+    ASSERT_NE(it, index.end()) << "rank " << e.rank << " step " << e.step << " instr "
+                               << e.instr_id;
+    EXPECT_NEAR(e.start_s, it->second->start_s, 1e-12)
+        << EventKindName(e.kind) << " " << e.instr_id;
     EXPECT_NEAR(e.end_s, it->second->end_s, 1e-12) << EventKindName(e.kind) << " " << e.instr_id;
   }
 }
@@ -136,8 +139,8 @@ TEST_P(CostsFromRoundTrip, ThePredictionOfAKnownEngineIsExact) {
   const std::string name = GetParam();
   const std::string db = ScratchDir() + "/round-" + name + ".db";
   const std::int64_t measured = RecordSyntheticRun(db, name, 4, 8, 3);
-  const auto run = Pipette("simulate --costs-from " + std::to_string(measured) + " --cores 0 --db " +
-                           db + " --format json");
+  const auto run = Pipette("simulate --costs-from " + std::to_string(measured) +
+                           " --cores 0 --db " + db + " --format json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json json = nlohmann::json::parse(run.out);
   auto store = ExperimentDb::OpenReadOnly(db);

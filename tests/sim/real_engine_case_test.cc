@@ -69,8 +69,7 @@ TEST(RealEngineCase, SharedCoresOverheadAndAMeasuredFullBackward) {
   overhead.instruction_overhead = 0.25;  // F and B: two instructions
   SimulationCase fused = two_cores;
   fused.costs.full_backward = {5};
-  Result<std::vector<SimulationResult>> results =
-      Simulate({one_core, two_cores, overhead, fused});
+  Result<std::vector<SimulationResult>> results = Simulate({one_core, two_cores, overhead, fused});
   ASSERT_TRUE(results.ok()) << results.status().message();
   EXPECT_DOUBLE_EQ((*results)[0].makespan, 6) << "two ranks on one core: each at half speed";
   EXPECT_DOUBLE_EQ((*results)[1].makespan, 3);
@@ -85,8 +84,7 @@ TEST(RealEngineCase, RefusesNegativeOverheadsAndOptimizerTimesOfTheWrongShape) {
   c.costs = Costs::Uniform(2, {1, 1, 1});
   SimulationCase bad = c;
   bad.optimizer = {1};
-  EXPECT_EQ(Simulate({bad}).status().message(),
-            "simulation case 0: 1 optimizer times for 2 ranks");
+  EXPECT_EQ(Simulate({bad}).status().message(), "simulation case 0: 1 optimizer times for 2 ranks");
   bad = c;
   bad.seconds_per_byte = -1;
   EXPECT_EQ(Simulate({bad}).status().message(),

@@ -16,9 +16,8 @@ namespace {
 Result<int> ConfigInt(const nlohmann::json& config, const char* key, const std::string& option) {
   const auto it = config.find(key);
   if (it == config.end() || !it->is_number_integer()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: the run's configuration has no integer '{}' (not a run of a program)",
-                    option, key));
+    return Status::InvalidArgument(fmt::format(
+        "{}: the run's configuration has no integer '{}' (not a run of a program)", option, key));
   }
   return it->get<int>();
 }
@@ -143,9 +142,9 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
   PIPETTE_RETURN_IF_ERROR(ReadConfig(run.run, option, work));
   const std::vector<TraceEvent> trace = PlainInstructions(run.events);
   if (trace.empty()) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: run {} has no traced instructions (recorded with --trace-steps 0?)", option,
-        run.run.id));
+    return Status::InvalidArgument(
+        fmt::format("{}: run {} has no traced instructions (recorded with --trace-steps 0?)",
+                    option, run.run.id));
   }
   int stages = 0;
   for (const TraceEvent& e : trace) {

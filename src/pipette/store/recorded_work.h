@@ -22,15 +22,15 @@ struct RecordedWork {
   std::string engine;
   std::string schedule;  // a name or csv:FILE, as the run's config has it
   int p = 0, v = 0, m = 0, dp = 1;
-  int traced_steps = 0;  // steps 0..traced_steps-1 have every instruction traced
-  std::vector<MeasuredStageCost> stages;          // per stage: medians (without step 0 if later)
-  std::vector<std::int64_t> stage_output_bytes;   // per stage: its forward message's bytes
-  std::vector<double> allreduce;                  // per rank: median seconds; empty with dp = 1
-  std::vector<std::int64_t> allreduce_bytes;      // per rank: gradient bytes it all-reduces
-  std::vector<double> optimizer;                  // per rank: median seconds; empty: none traced
-  std::vector<double> static_bytes;               // per rank; empty when not recorded
-  std::vector<StageMemory> stage_memory;          // per stage; empty when not recorded
-  std::vector<double> step_times;                 // per traced step, seconds (the run's metric)
+  int traced_steps = 0;                   // steps 0..traced_steps-1 have every instruction traced
+  std::vector<MeasuredStageCost> stages;  // per stage: medians (without step 0 if later)
+  std::vector<std::int64_t> stage_output_bytes;  // per stage: its forward message's bytes
+  std::vector<double> allreduce;                 // per rank: median seconds; empty with dp = 1
+  std::vector<std::int64_t> allreduce_bytes;     // per rank: gradient bytes it all-reduces
+  std::vector<double> optimizer;                 // per rank: median seconds; empty: none traced
+  std::vector<double> static_bytes;              // per rank; empty when not recorded
+  std::vector<StageMemory> stage_memory;         // per stage; empty when not recorded
+  std::vector<double> step_times;                // per traced step, seconds (the run's metric)
 };
 
 // Reads `run`. InvalidArgument naming `option` (e.g. "--costs-from = 7") and the rule when the run

@@ -272,11 +272,13 @@ std::vector<std::string> ZeroBubbleNotes() {
       "Table 5, bubble rates at the profiled times of Table 9 (experiments/papers/"
       "zero_bubble_*.csv).",
       "Definition (the paper's Section 5.3): bubble rate = (cost - m(T_F+T_B+T_W)) / cost, cost "
-      "= the largest execution time of all stages; pipette's 1 - busy/(p*makespan) differs for "
-      "ZB-H2 only.",
+      "= the largest execution time of all stages.",
       "pipette: --times F=T_F,I=T_B,W=T_W (the paper's B is pipette's I) and --latency T_comm; "
       "cost = makespan from the common start (1F1B, 1F1B-I, ZB-H1) or, for ZB-H2 as in the "
-      "authors' efficiency.py, the largest per-rank span from first start to last end.",
+      "authors' efficiency.py, the largest per-rank span from first start to last end. The "
+      "makespan adds the ramp of the first forwards, so pipette's own bubble_ratio, 1 - "
+      "busy/(p*makespan), gives 1F1B, 1F1B-I and ZB-H1 but misses 9 of the 12 ZB-H2 cells "
+      "(all but 1.5B; e.g. 6.2B m=24: 0.1003 against 0.0698).",
       "1F1B-I: interleaved-1f1b with v = the authors' layer slots / p (3, 4, 3, 2), per-chunk "
       "costs T/v.",
       "ZB-1p and ZB-2p are the authors' automatic (heuristic-search) schedules: typed in, not "

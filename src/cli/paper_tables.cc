@@ -102,6 +102,12 @@ Result<int> ParseCount(const DataFile& file, std::size_t row, std::size_t column
   return static_cast<int>(value);
 }
 
+// The match column: "yes", "no (a)" for a documented deviation, "NO" otherwise.
+std::string MatchCell(const ComparisonRow& row) {
+  if (row.match) return "yes";
+  return row.deviation.empty() ? "NO" : "no " + row.deviation;
+}
+
 std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
 
 // A number as the tables print it: integers without a fraction, else up to six digits.
@@ -305,8 +311,7 @@ Result<ComparisonRow> ZeroBubbleRow(const ZeroBubbleSetting& s, std::size_t colu
   const int digits = static_cast<int>(paper.size() - paper.find('.') - 1);
   row.match = Fixed(rate, digits) == paper;
   if (!row.match && name == "1F1B-I") row.deviation = "(a)";
-  row.cells.insert(row.cells.end(), {Fixed(rate, digits), Fixed(rate, 6),
-                                     row.match ? "yes" : "no " + row.deviation});
+  row.cells.insert(row.cells.end(), {Fixed(rate, digits), Fixed(rate, 6), MatchCell(row)});
   return row;
 }
 
@@ -367,9 +372,8 @@ Result<ComparisonTable> MegatronComparison(const std::string& dir) {
         const double formula = static_cast<double>(p - 1) / (v * m);
         ComparisonRow row;
         row.match = std::fabs(measured - formula) <= 1e-12 * formula;
-        row.cells = {std::to_string(p),       std::to_string(v),  std::to_string(m),
-                     Fixed(formula, 6),       Fixed(measured, 6), Number(e.makespan),
-                     row.match ? "yes" : "NO"};
+        row.cells = {std::to_string(p),  std::to_string(v),  std::to_string(m), Fixed(formula, 6),
+                     Fixed(measured, 6), Number(e.makespan), MatchCell(row)};
         table.rows.push_back(std::move(row));
       }
     }
@@ -453,7 +457,7 @@ Result<ComparisonRow> DualPipeRow(const DualPipeMethod& d, int p, int m, StageCo
                std::to_string(got.activations),
                std::to_string(devices),
                std::to_string(got.devices),
-               row.match ? "yes" : (row.deviation.empty() ? "NO" : "no " + row.deviation)};
+               MatchCell(row)};
   return row;
 }
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "pipette_runner.h"
+
 namespace pipette::cli {
 namespace {
 
@@ -256,6 +258,41 @@ TEST_F(PaperDataDir, MissingFileAndUnknownTableAreNotFound) {
   std::filesystem::remove(dir_ / "megatron_interleaved.csv");
   EXPECT_EQ(BuildComparison("megatron", dir_.string()).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(BuildComparison("gpipe", dir_.string()).status().code(), StatusCode::kNotFound);
+}
+
+// The command end to end: the table on stdout, --check, and bad input with exit code 2.
+TEST_F(PaperDataDir, CommandPrintsTheTableAndCheckRefusesAnUndocumentedMismatch) {
+  using testing::Pipette;
+  testing::CommandResult ok =
+      Pipette("papers megatron --format csv --check --data " + dir_.string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\np,v,m,formula,pipette,makespan,match\n2,1,2,0.500000,0.500000,9,yes\n"),
+            std::string::npos)
+      << ok.out;
+  // A published ZB-H1 value typed wrong (0.1585 -> 0.1586) is a mismatch --check refuses...
+  std::string rates = testing::ReadFile((dir_ / "zero_bubble_bubble_rates.csv").string());
+  const std::size_t at = rates.find("0.2431,0.1055,0.1585");
+  ASSERT_NE(at, std::string::npos);
+  rates.replace(at, 20, "0.2431,0.1055,0.1586");
+  Write("zero_bubble_bubble_rates.csv", rates);
+  testing::CommandResult bad = Pipette("papers zero-bubble --check --data " + dir_.string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("| 1.5B | 8 | 24 | ZB-H1 | 0.1586 | 0.1585 | 0.158520 | NO |"),
+            std::string::npos);
+  EXPECT_NE(bad.err.find("zero-bubble: 1 of 48 compared cells differ from the published values "
+                         "without a documented reason"),
+            std::string::npos)
+      << bad.err;
+  // ...and without --check the table is still printed, exit 0.
+  EXPECT_EQ(Pipette("papers zero-bubble --data " + dir_.string()).exit_code, 0);
+  testing::CommandResult unknown = Pipette("papers gpipe");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("gpipe not in {zero-bubble,megatron,dualpipe}"), std::string::npos)
+      << unknown.err;
+  testing::CommandResult missing = Pipette("papers dualpipe --data " + dir_.string() + "/none");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("dualpipe_comparison.csv': no such file"), std::string::npos)
+      << missing.err;
 }
 
 TEST(PaperTables, CsvQuotesCellsWithCommasAndMarkdownEscapesBars) {

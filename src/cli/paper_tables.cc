@@ -308,7 +308,8 @@ Result<ComparisonRow> ZeroBubbleRow(const ZeroBubbleSetting& s, std::size_t colu
   }
   PIPETTE_ASSIGN_OR_RETURN(double cost, ZeroBubbleCost(s, name));
   const double rate = ZeroBubbleRate(s, cost);
-  const int digits = static_cast<int>(paper.size() - paper.find('.') - 1);
+  const std::size_t dot = paper.find('.');  // the printed precision: digits after the point
+  const int digits = dot == std::string::npos ? 0 : static_cast<int>(paper.size() - dot - 1);
   row.match = Fixed(rate, digits) == paper;
   if (!row.match && name == "1F1B-I") row.deviation = "(a)";
   row.cells.insert(row.cells.end(), {Fixed(rate, digits), Fixed(rate, 6), MatchCell(row)});

@@ -20,6 +20,8 @@ void RegisterCompareCommand(CLI::App& app, int& exit_code);
 // `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
 // against the swept command's options).
 void RegisterSweepCommand(CLI::App& app, int& exit_code);
+// `papers`: a published table reproduced, cell by cell (cli/paper_tables.h).
+void RegisterPapersCommand(CLI::App& app, int& exit_code);
 // `pipette train ARGS`: replaces this process with `pipette-train ARGS` from pipette's own
 // directory (the real engines live in their own binary: SimGrid exports MPI symbols of its own).
 // Returns only on failure, with the exit code.

@@ -36,6 +36,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterStoreCommands(app, exit_code);
   pipette::cli::RegisterCompareCommand(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
+  pipette::cli::RegisterPapersCommand(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   app.add_subcommand("train",
                      "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... "

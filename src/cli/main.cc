@@ -35,6 +35,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterSimulateCommand(app, exit_code);
   pipette::cli::RegisterStoreCommands(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
+  pipette::cli::RegisterCalibrationCommands(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   app.add_subcommand("train",
                      "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... "
@@ -59,8 +60,10 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string_view(argv[1]) == "train") {
-    return pipette::cli::ExecTrain(argc, argv);
+  for (const char* command : pipette::cli::kSiblingCommands) {
+    if (argc >= 2 && std::string_view(argv[1]) == command) {
+      return pipette::cli::ExecSibling(argc, argv);
+    }
   }
   try {
     return Run(argc, argv);

@@ -47,14 +47,14 @@ struct Calibration {
   AlphaBeta p2p;           // one message between two ranks
   AlphaBeta allreduce;     // MPI_Allreduce (the engine's gradient reduction) over `ranks`
   double instruction_overhead_s = 0;  // engine time per program instruction beyond its work
-  double gemm_flops = 0;  // FLOP/s of one core (fp32 sgemm, OpenBLAS 1 thread, the engine's
-                          // shapes) while every rank runs one (the contended rate)
-  double gemm_flops_alone = 0;           // the same with one rank running
+  double gemm_flops = 0;        // FLOP/s of one core (fp32 sgemm, OpenBLAS 1 thread, the engine's
+                                // shapes) while every rank runs one (the contended rate)
+  double gemm_flops_alone = 0;  // the same with one rank running
   std::vector<CalibrationPoint> points;  // the raw measurements
   // Beyond the interface the simulator reads:
-  std::string version;            // the pipette that measured it
-  double memory_bytes = 0;        // the machine's RAM (MemTotal)
-  double memory_bandwidth = 0;    // bytes/s one rank copies (memcpy of 64 MiB, read + write)
+  std::string version;          // the pipette that measured it
+  double memory_bytes = 0;      // the machine's RAM (MemTotal)
+  double memory_bandwidth = 0;  // bytes/s one rank copies (memcpy of 64 MiB, read + write)
 };
 
 // The alpha-beta line through `points` (seconds against bytes) that minimises the sum of squared

@@ -99,9 +99,7 @@ class OverheadRuntime final : public RankRuntime {
   double TakeWaited() { return std::exchange(waited_, 0.0); }
 
  private:
-  int Tag(const Instruction& ins) const {
-    return static_cast<int>(MessageOf(ins.action).slot(m_));
-  }
+  int Tag(const Instruction& ins) const { return static_cast<int>(MessageOf(ins.action).slot(m_)); }
 
   MPI_Comm comm_;
   int m_;
@@ -145,8 +143,8 @@ double RunGemms(const std::vector<GemmShape>& shapes, double seconds) {
   do {
     for (const GemmShape& s : shapes) {
       const int lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
-      Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
-           c.data(), s.n);
+      Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(),
+           s.n);
       flops += 2.0 * s.m * s.n * s.k;
     }
     elapsed = MPI_Wtime() - start;
@@ -172,7 +170,8 @@ std::vector<TimedSize> MeasureP2p(const std::vector<std::int64_t>& sizes, int re
       std::vector<float> send(std::max(count, 1), 1.0f), recv(std::max(count, 1));
       std::vector<double> times;
       (void)RoundTrip(rank, count, send, recv, comm);  // warm-up: connections, first touch
-      for (int r = 0; r < repeats; ++r) times.push_back(RoundTrip(rank, count, send, recv, comm) / 2);
+      for (int r = 0; r < repeats; ++r)
+        times.push_back(RoundTrip(rank, count, send, recv, comm) / 2);
       if (rank == 0) out.push_back({bytes, MedianOf(times)});
     }
     SleepyBarrier(comm);

@@ -63,9 +63,8 @@ Status CheckOptions(const CalibrateOptions& o) {
         o.ranks));
   }
   if (o.repeats < 1 || o.repeats > 10000) {
-    return Status::InvalidArgument(
-        fmt::format("--repeats = {}: must be in [1, 10000] (the median of the repeats is kept)",
-                    o.repeats));
+    return Status::InvalidArgument(fmt::format(
+        "--repeats = {}: must be in [1, 10000] (the median of the repeats is kept)", o.repeats));
   }
   if (o.max_bytes < 4 || o.max_bytes > kLargestMaxBytes) {
     return Status::InvalidArgument(fmt::format(
@@ -110,9 +109,9 @@ int Launch(const CalibrateOptions& o, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (o.cores_option->count() == 0) args.push_back(fmt::format("--cores={}", cores));
   if (o.ranks_option->count() == 0) args.push_back(fmt::format("--ranks={}", np));
-  return ExecProgram("calibrate", MpirunProgram(),
-                     MpirunArguments(np, cores, geteuid() == 0, SiblingBinary("pipette-calibrate"),
-                                     args));
+  return ExecProgram(
+      "calibrate", MpirunProgram(),
+      MpirunArguments(np, cores, geteuid() == 0, SiblingBinary("pipette-calibrate"), args));
 }
 
 // MemTotal of /proc/meminfo in bytes (0 when unreadable).
@@ -128,7 +127,8 @@ double MemTotalBytes() {
 
 void AddPoints(Calibration& c, std::string_view what, int ranks,
                const std::vector<cpu::TimedSize>& timed) {
-  for (const cpu::TimedSize& t : timed) c.points.push_back({std::string(what), ranks, t.bytes, t.seconds});
+  for (const cpu::TimedSize& t : timed)
+    c.points.push_back({std::string(what), ranks, t.bytes, t.seconds});
 }
 
 // Every rank measures; rank 0's Calibration holds the answers (not yet recorded).
@@ -212,8 +212,8 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
   app.add_option("--engine", o.engine, "Engine to calibrate")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu"}));
-  o.ranks_option = app.add_option("--ranks", o.ranks,
-                                  "MPI processes (default: the usable cores, at least 2)");
+  o.ranks_option =
+      app.add_option("--ranks", o.ranks, "MPI processes (default: the usable cores, at least 2)");
   app.add_option("--db", o.db, "Experiment database (SQLite) the calibration is recorded in")
       ->capture_default_str()
       ->check(DatabasePathValidator());
@@ -230,8 +230,9 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   app.add_flag("--list", o.list, "List the calibrations in --db instead (as pipette calibrations)");
-  o.cores_option = app.add_option(
-      "--cores", o.cores, "Usable cores of the machine (default: sched_getaffinity of this process)");
+  o.cores_option =
+      app.add_option("--cores", o.cores,
+                     "Usable cores of the machine (default: sched_getaffinity of this process)");
 }
 
 }  // namespace

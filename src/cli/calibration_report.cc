@@ -69,9 +69,10 @@ nlohmann::ordered_json CalibrationJson(const Calibration& c) {
 }
 
 void PrintCalibration(const Calibration& c) {
-  fmt::print("# pipette {} calibrate --engine {}: calibration {} of {} ({} ranks, {} usable cores), "
-             "{}\n",
-             c.version, c.engine, c.id, Printable(c.host), c.ranks, c.cores, c.created_at);
+  fmt::print(
+      "# pipette {} calibrate --engine {}: calibration {} of {} ({} ranks, {} usable cores), "
+      "{}\n",
+      c.version, c.engine, c.id, Printable(c.host), c.ranks, c.cores, c.created_at);
   fmt::print("# fits: seconds = alpha + beta * bytes, least squares on relative error\n");
   fmt::print("#   p2p        alpha {:8.3f} us   beta {:.4g} s/B ({})\n", c.p2p.alpha * 1e6,
              c.p2p.beta, Bandwidth(c.p2p));
@@ -99,11 +100,12 @@ void PrintCalibrationList(const std::vector<Calibration>& calibrations) {
       "#  id  engine  host                  created                    ranks  cores  p2p alpha "
       "[us]  p2p [GB/s]  allreduce alpha [us]  overhead [us]  sgemm [GFLOP/s]\n");
   for (const Calibration& c : calibrations) {
-    fmt::print("{:>5}  {:<6}  {:<20}  {:<25}  {:>5}  {:>5}  {:>14.3f}  {:>10.3f}  {:>20.3f}  {:>13.3f}  "
-               "{:>15.2f}\n",
-               c.id, c.engine, Printable(c.host), c.created_at, c.ranks, c.cores, c.p2p.alpha * 1e6,
-               c.p2p.beta > 0 ? 1e-9 / c.p2p.beta : 0.0, c.allreduce.alpha * 1e6,
-               c.instruction_overhead_s * 1e6, c.gemm_flops * 1e-9);
+    fmt::print(
+        "{:>5}  {:<6}  {:<20}  {:<25}  {:>5}  {:>5}  {:>14.3f}  {:>10.3f}  {:>20.3f}  {:>13.3f}  "
+        "{:>15.2f}\n",
+        c.id, c.engine, Printable(c.host), c.created_at, c.ranks, c.cores, c.p2p.alpha * 1e6,
+        c.p2p.beta > 0 ? 1e-9 / c.p2p.beta : 0.0, c.allreduce.alpha * 1e6,
+        c.instruction_overhead_s * 1e6, c.gemm_flops * 1e-9);
   }
 }
 

@@ -50,9 +50,8 @@ TEST(CalibrateCli, MeasuresRecordsAndWritesAClusterFile) {
   const std::string db = FreshDb("calibrate");
   const std::string toml = testing::ScratchDir() + "/host.toml";
   std::filesystem::remove(toml);
-  const CommandResult run =
-      Pipette("calibrate --ranks 2 --repeats 3 --max-bytes 65536 --db " + db +
-              " --cluster-out " + toml + " --format json");
+  const CommandResult run = Pipette("calibrate --ranks 2 --repeats 3 --max-bytes 65536 --db " + db +
+                                    " --cluster-out " + toml + " --format json");
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const nlohmann::json json = LastJsonLine(run.out);
   const std::int64_t id = json["calibration_id"].get<std::int64_t>();
@@ -132,10 +131,10 @@ TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {
 // Started by hand under mpirun with another process count than --ranks: every rank refuses.
 TEST(CalibrateCli, AnMpirunOfTheWrongSizeIsRefused) {
   const std::string db = FreshDb("wrong_size");
-  const CommandResult run = testing::Shell(
-      std::string(PIPETTE_MPIEXEC) + " --oversubscribe" +
-      (geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 3 " + PIPETTE_BINARY +
-      " calibrate --ranks 2 --repeats 1 --max-bytes 4 --db " + db);
+  const CommandResult run =
+      testing::Shell(std::string(PIPETTE_MPIEXEC) + " --oversubscribe" +
+                     (geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 3 " + PIPETTE_BINARY +
+                     " calibrate --ranks 2 --repeats 1 --max-bytes 4 --db " + db);
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("mpirun started 3 processes but calibrate needs 2"), std::string::npos)
       << run.err;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_checks.h"
+#include "cli/train_options.h"
 #include "pipette/common/build_info.h"
 
 namespace {
@@ -37,9 +38,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterSweepCommand(app, exit_code);
   pipette::cli::RegisterCalibrationCommands(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
-  app.add_subcommand("train",
-                     "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... "
-                     "(pipette train --help lists its options)");
+  pipette::cli::AddTrainSubcommand(app);
 
   try {
     app.parse(argc, argv);

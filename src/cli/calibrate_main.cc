@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -98,8 +99,21 @@ int List(const CalibrateOptions& o) {
   return kExitOk;
 }
 
+// InvalidArgument unless --cluster-out's directory exists (checked before anything is measured or
+// recorded; the file itself is written at the end).
+Status CheckClusterOutDirectory(const std::string& out) {
+  if (out.empty()) return Status::Ok();
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code error;
+  if (parent.empty() || std::filesystem::is_directory(parent, error)) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("--cluster-out = '{}': the directory '{}' does not exist", Printable(out),
+                  Printable(parent.string())));
+}
+
 // Outside mpirun: check what can be checked once, then become `mpirun -np N pipette-calibrate`.
 int Launch(const CalibrateOptions& o, int argc, char** argv) {
+  if (Status checked = CheckClusterOutDirectory(o.cluster_out); !checked.ok()) return Fail(checked);
   const int cores = o.cores > 0 ? o.cores : UsableCores();
   const int np = o.ranks > 0 ? o.ranks : std::max(2, cores);
   if (!o.no_db) {

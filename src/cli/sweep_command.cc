@@ -1,5 +1,6 @@
 // `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run]`: runs every point of a study
-// (docs/experiments.md) as a `pipette simulate` child process recording into the experiment
+// (docs/experiments.md) as a `pipette simulate` child process (or, for `command = "train"`, an
+// `mpirun -np P*DP pipette-train` child: measured runs) recording into the experiment
 // database under the spec's experiment, -j at a time; points that already have a finished run are
 // skipped, so a sweep resumes where it stopped. Each child claims its point in the database before
 // it runs (ExperimentDb::ClaimPoint): a point whose run is finished or still running in a live

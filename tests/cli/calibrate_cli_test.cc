@@ -117,6 +117,8 @@ TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {
       {"--format xml", "--format"},
       {"--cores 0", "--cores = 0: must be at least 1"},
       {"--ranks two", "--ranks"},
+      {"--cluster-out no/such/dir/host.toml",
+       "--cluster-out = 'no/such/dir/host.toml': the directory 'no/such/dir' does not exist"},
   };
   for (const auto& [args, message] : cases) {
     const CommandResult run = Pipette("calibrate " + args + " --db " + db);

@@ -38,6 +38,7 @@ namespace {
 constexpr std::int64_t kDefaultMaxBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kLargestMaxBytes = std::int64_t{1} << 30;
 constexpr double kGemmSeconds = 0.5;
+constexpr int kMaxRanks = 4096;
 
 struct CalibrateOptions {
   std::string engine = "cpu";
@@ -58,10 +59,11 @@ int Fail(const Status& status) { return ReportError("calibrate", status); }
 
 // The checks CLI11 does not make: InvalidArgument naming the option, the value and the rule.
 Status CheckOptions(const CalibrateOptions& o) {
-  if (o.ranks_option->count() > 0 && o.ranks < 2) {
-    return Status::InvalidArgument(fmt::format(
-        "--ranks = {}: needs at least 2 processes (the p2p ping-pong runs between ranks 0 and 1)",
-        o.ranks));
+  if (o.ranks_option->count() > 0 && (o.ranks < 2 || o.ranks > kMaxRanks)) {
+    return Status::InvalidArgument(
+        fmt::format("--ranks = {}: needs at least 2 processes (the p2p ping-pong runs between "
+                    "ranks 0 and 1) and at most {} (all on this machine)",
+                    o.ranks, kMaxRanks));
   }
   if (o.repeats < 1 || o.repeats > 10000) {
     return Status::InvalidArgument(fmt::format(

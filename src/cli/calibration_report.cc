@@ -125,16 +125,16 @@ std::string HostClusterToml(const Calibration& c) {
   toml += fmt::format(
       "[gpu]\n"
       "name = \"cpu-core\"\n"
-      "memory_gb = {:.6g}          # RAM / cores\n"
-      "hbm_tb_per_s = {:.6g}       # one rank's memcpy rate\n"
-      "tflops = {{ fp32 = {:.6g} }}  # one core's sgemm rate with every rank running\n\n",
+      "memory_gb = {:.9g}          # RAM / cores\n"
+      "hbm_tb_per_s = {:.9g}       # one rank's memcpy rate\n"
+      "tflops = {{ fp32 = {:.9g} }}  # one core's sgemm rate with every rank running\n\n",
       c.memory_bytes / std::max(c.cores, 1) * 1e-9, std::max(c.memory_bandwidth * 1e-12, 1e-6),
       std::max(c.gemm_flops * 1e-12, 0.001));
   for (const char* link : {"intra_node", "inter_node"}) {
     toml += fmt::format(
         "[{}]               # the p2p fit: 1/beta, alpha\n"
-        "bandwidth_gb_per_s = {:.6g}\n"
-        "latency_us = {:.6g}\n\n",
+        "bandwidth_gb_per_s = {:.9g}\n"
+        "latency_us = {:.9g}\n\n",
         link, std::max(bandwidth_gb, 0.001), latency_us);
   }
   return toml;

@@ -109,6 +109,9 @@ TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {
   const std::string db = FreshDb("refused");
   const std::pair<std::string, std::string> cases[] = {
       {"--ranks 1", "--ranks = 1: needs at least 2 processes"},
+      {"--ranks 100000",
+       "--ranks = 100000: needs at least 2 processes (the p2p ping-pong runs "
+       "between ranks 0 and 1) and at most 4096"},
       {"--repeats 0", "--repeats = 0: must be in [1, 10000]"},
       {"--max-bytes 2", "--max-bytes = 2: must be in [4, 1073741824]"},
       {"--max-bytes 4294967296", "--max-bytes = 4294967296"},

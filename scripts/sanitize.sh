@@ -3,8 +3,9 @@
 # build-asan and runs the tests of the default suite under them: any memory error, leak or
 # undefined behaviour fails its test. The selection is scripts/test.sh's default one (every test
 # but the labels slow, mpi, gpu and fuzz) less the lint tests (they read sources, run nothing).
-# The pipette-train binary (the only one that starts MPI) skips the leak check at exit, because
-# OpenMPI 4.1 leaves its own allocations (hwloc, MCA components) behind (train_main.cc); the rest
+# The pipette-train and pipette-calibrate binaries (the only ones that start MPI) skip the leak
+# check at exit, because OpenMPI 4.1 leaves its own allocations (hwloc, MCA components) behind
+# (train_main.cc); the rest
 # of ASan and UBSan stays on. Pass ctest arguments to choose others, e.g.
 # `scripts/sanitize.sh -R Csv`.
 set -euo pipefail

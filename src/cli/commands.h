@@ -22,9 +22,13 @@ void RegisterCompareCommand(CLI::App& app, int& exit_code);
 void RegisterSweepCommand(CLI::App& app, int& exit_code);
 // `papers`: a published table reproduced, cell by cell (cli/paper_tables.h).
 void RegisterPapersCommand(CLI::App& app, int& exit_code);
-// `pipette train ARGS`: replaces this process with `pipette-train ARGS` from pipette's own
-// directory (the real engines live in their own binary: SimGrid exports MPI symbols of its own).
-// Returns only on failure, with the exit code.
-int ExecTrain(int argc, char** argv);
+// `calibrations`: lists the calibrations `pipette calibrate` stored (calibration_commands.cc); also
+// lists `calibrate` for --help.
+void RegisterCalibrationCommands(CLI::App& app, int& exit_code);
+// The commands that live in a binary of their own (MPI: SimGrid exports MPI symbols of its own).
+inline constexpr const char* kSiblingCommands[] = {"train", "calibrate"};
+// `pipette COMMAND ARGS` for COMMAND = argv[1] in kSiblingCommands: replaces this process with
+// `pipette-COMMAND ARGS` from pipette's own directory. Returns only on failure, with the exit code.
+int ExecSibling(int argc, char** argv);
 
 }  // namespace pipette::cli

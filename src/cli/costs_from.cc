@@ -116,7 +116,7 @@ SimulationCase CaseOf(const CostsFromPlan& plan) {
 nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {
   nlohmann::ordered_json config = plan.measured_config;  // the same program and model
   config["engine"] = "sim";
-  config["steps"] = plan.work.traced_steps;
+  config["simulated_steps"] = plan.work.traced_steps;  // the run's traced steps, for the join
   config["costs_from"] = plan.work.run_id;
   const PredictionSettings& s = plan.settings;
   config["prediction"] = {{"costs_from_engine", plan.work.engine},

@@ -1,30 +1,17 @@
-#include <fmt/core.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/mpi_launcher.h"
 
 namespace pipette::cli {
 
-int ExecTrain(int argc, char** argv) {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::string binary =
-      (error ? std::filesystem::path(argv[0]).parent_path() : self.parent_path()) / "pipette-train";
-  std::vector<char*> args;
-  std::string name = "pipette-train";
-  args.push_back(name.data());
-  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
-  args.push_back(nullptr);
-  execv(binary.c_str(), args.data());
-  fmt::print(stderr, "pipette train: cannot run {}: {} (it is built next to pipette)\n", binary,
-             std::strerror(errno));
-  return kExitFailure;
+int ExecSibling(int argc, char** argv) {
+  const std::string command = argv[1];
+  const std::string name = "pipette-" + command;
+  std::vector<std::string> args = {name};
+  for (int i = 2; i < argc; ++i) args.emplace_back(argv[i]);
+  return ExecProgram(command, SiblingBinary(name), args);
 }
 
 }  // namespace pipette::cli

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_checks.h"
+#include "cli/train_options.h"
 #include "pipette/common/build_info.h"
 
 namespace {
@@ -37,10 +38,9 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterCompareCommand(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
   pipette::cli::RegisterPapersCommand(app, exit_code);
+  pipette::cli::RegisterCalibrationCommands(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
-  app.add_subcommand("train",
-                     "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... "
-                     "(pipette train --help lists its options)");
+  pipette::cli::AddTrainSubcommand(app);
 
   try {
     app.parse(argc, argv);
@@ -61,8 +61,10 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string_view(argv[1]) == "train") {
-    return pipette::cli::ExecTrain(argc, argv);
+  for (const char* command : pipette::cli::kSiblingCommands) {
+    if (argc >= 2 && std::string_view(argv[1]) == command) {
+      return pipette::cli::ExecSibling(argc, argv);
+    }
   }
   try {
     return Run(argc, argv);

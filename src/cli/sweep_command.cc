@@ -1,5 +1,6 @@
 // `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run]`: runs every point of a study
-// (docs/experiments.md) as a `pipette simulate` child process recording into the experiment
+// (docs/experiments.md) as a `pipette simulate` child process (or, for `command = "train"`, an
+// `mpirun -np P*DP pipette-train` child: measured runs) recording into the experiment
 // database under the spec's experiment, -j at a time; points that already have a finished run are
 // skipped, so a sweep resumes where it stopped. Each child claims its point in the database before
 // it runs (ExperimentDb::ClaimPoint): a point whose run is finished or still running in a live
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/mpi_launcher.h"
 #include "cli/run_store.h"
 #include "cli/store_options.h"
 #include "cli/sweep_spec.h"
@@ -184,16 +186,27 @@ class Progress {
   std::size_t finished_ = 0, skipped_ = 0, failed_ = 0;
 };
 
-// The argument vector of point `point`'s child.
-std::vector<std::string> ChildArguments(const SweepSpec& spec, const SweepOptions& o,
-                                        const SweepPoint& point) {
-  std::vector<std::string> args = {"pipette", spec.command};
-  for (std::string& a : PointArguments(point)) args.push_back(std::move(a));
+// What a point's child runs: `program` with the argument vector `argv`.
+struct ChildCommand {
+  std::string program;
+  std::vector<std::string> argv;
+};
+
+// Point `point`'s child: `pipette simulate ARGS` (this binary), or for `train` points
+// `mpirun -np P*DP [--oversubscribe] [--allow-run-as-root] pipette-train ARGS` (cli/mpi_launcher.h,
+// as `pipette calibrate` launches itself).
+ChildCommand ChildOf(const SweepSpec& spec, const SweepOptions& o, const SweepPoint& point) {
+  std::vector<std::string> args = PointArguments(point);
   for (const char* a : {"--db", o.db.c_str(), "--experiment", spec.name.c_str(), "--point-key",
                         point.key.c_str(), "--format", "json"}) {
     args.emplace_back(a);
   }
-  return args;
+  if (spec.command == "train") {
+    return {MpirunProgram(), MpirunArguments(TrainProcesses(point), UsableCores(), geteuid() == 0,
+                                             SiblingBinary("pipette-train"), args)};
+  }
+  args.insert(args.begin(), {"pipette", spec.command});
+  return {kSelf, std::move(args)};
 }
 
 // Runs the points `todo` (indices into `points`), o.jobs at a time; returns each one's result.
@@ -214,7 +227,8 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
     while (running.size() < static_cast<std::size_t>(o.jobs) && next < todo.size()) {
       const std::size_t slot = next++;
       const SweepPoint& point = points[todo[slot]];
-      Result<Subprocess> child = Subprocess::Start(kSelf, ChildArguments(spec, o, point));
+      const ChildCommand command = ChildOf(spec, o, point);
+      Result<Subprocess> child = Subprocess::Start(command.program, command.argv);
       if (!child.ok()) {
         results[slot].message = child.status().message();
         progress.Finished(point, results[slot]);
@@ -331,9 +345,9 @@ int DryRun(const SweepSpec& spec, const SweepOptions& o, const std::vector<Sweep
   fmt::print("# sweep {} ({}): {} points, {} done, {} to run; db {}\n", spec.name, spec.path,
              points.size(), finished, points.size() - finished, o.db);
   fmt::print(
-      "# each point runs: pipette {} <point's settings> --db {} --experiment {} "
+      "# each point runs: {}pipette {} <point's settings> --db {} --experiment {} "
       "--point-key KEY --format json\n",
-      spec.command, o.db, spec.name);
+      spec.command == "train" ? "mpirun -np P*DP " : "", spec.command, o.db, spec.name);
   fmt::print("#  point  status      point key\n");
   for (std::size_t k = 0; k < points.size(); ++k) {
     const std::string status = done[k] ? fmt::format("done {}", *done[k]) : "to run";
@@ -347,6 +361,36 @@ int DryRun(const SweepSpec& spec, const SweepOptions& o, const std::vector<Sweep
                selected == 1 ? "" : "s");
   }
   return kExitOk;
+}
+
+// A measured point (command = "train") whose run succeeded.
+struct MeasuredRun {
+  const SweepPoint* point = nullptr;
+  std::int64_t run_id = 0;  // its run in the sweep's database
+};
+
+// The measured runs among `results` (of the points `todo` indexes), in point order.
+std::vector<MeasuredRun> MeasuredRuns(const SweepSpec& spec, const std::vector<SweepPoint>& points,
+                                      const std::vector<std::size_t>& todo,
+                                      const std::vector<PointResult>& results) {
+  std::vector<MeasuredRun> measured;
+  if (spec.command != "train") return measured;
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (results[k].outcome == PointResult::Outcome::kRan && results[k].status == kRunOk) {
+      measured.push_back({&points[todo[k]], results[k].run_id});
+    }
+  }
+  return measured;
+}
+
+// The hook of fidelity studies (issue 13): after a measured point succeeds, its prediction is a
+// `pipette simulate --costs-from RUN_ID [--calibration ID]` child under the same experiment (the
+// point key plus ";predicted"), so one spec records both. That child is added here once simulate
+// has --costs-from; until then the measured runs are listed, each with the id a prediction takes.
+void PredictMeasuredRuns(const std::vector<MeasuredRun>& measured) {
+  for (const MeasuredRun& m : measured) {
+    fmt::print("measured      run {:<6} {}\n", m.run_id, m.point->key);
+  }
 }
 
 int Run(const CLI::App& app, const SweepOptions& o) {
@@ -394,6 +438,7 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   }
   const FigureCounts figures =
       DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points);
+  const std::vector<MeasuredRun> measured = MeasuredRuns(*spec, points, todo, results);
 
   fmt::print("# pipette sweep {}: experiment '{}' in {}\n", Printable(spec->path), spec->name,
              Printable(o.db));
@@ -408,6 +453,7 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   fmt::print("figures       {:>6}   drawn ({} not drawn, {} failed)\n", figures.drawn,
              figures.skipped, figures.failed);
   fmt::print("wall_time     {:>6.1f} s\n", SecondsSince(start));
+  PredictMeasuredRuns(measured);
   return failed > 0 || figures.failed > 0 ? kExitFailure : kExitOk;
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <optional>
 
@@ -233,11 +235,11 @@ Status ReadHeader(const TomlTableReader& root, SweepSpec& spec) {
       root.FindString("description", Presence::kOptional, EmptyString::kAllowed));
   spec.description = description.value_or("");
   PIPETTE_ASSIGN_OR_RETURN(spec.command, root.String("command", spec.command));
-  if (spec.command != "simulate") {
+  if (!Contains(kSweepCommands, spec.command)) {
     return root.Error(root.Get("command"),
-                      fmt::format("command = \"{}\": a sweep runs simulate (the only command "
-                                  "sweeps support so far)",
-                                  spec.command));
+                      fmt::format("command = \"{}\": a sweep runs {} (simulated points, or "
+                                  "measured ones on a real engine under mpirun)",
+                                  spec.command, JoinChoices(kSweepCommands)));
   }
   return Status::Ok();
 }
@@ -449,6 +451,20 @@ std::vector<SweepPoint> ExpandPoints(const SweepSpec& spec) {
     if (a == 0) break;
   }
   return points;
+}
+
+int TrainProcesses(const SweepPoint& point) {
+  constexpr std::int64_t kMaxCount = std::int64_t{1} << 20;
+  auto count = [&](std::initializer_list<std::string_view> keys) -> std::int64_t {
+    for (const SweepSetting& s : point.settings) {
+      if (!Contains(keys, s.key) || s.value.kind != SweepValue::Kind::kInteger) continue;
+      const std::int64_t n = std::strtoll(s.value.text.c_str(), nullptr, 10);
+      return n >= 1 && n <= kMaxCount ? n : 1;
+    }
+    return 1;
+  };
+  const std::int64_t processes = count({"pp", "p"}) * count({"dp"});
+  return processes <= kMaxCount ? static_cast<int>(processes) : 1;
 }
 
 std::string PointKey(std::vector<SweepSetting> settings) {

@@ -56,12 +56,12 @@ struct SweepFigure {
 };
 
 struct SweepSpec {
-  std::string path;         // the file (messages name it)
-  std::string name;         // the experiment; default: the file's stem
-  std::string description;  // optional
-  std::string command = "simulate";
-  std::vector<SweepSetting> fixed;  // in file order
-  std::vector<SweepAxis> axes;      // in file order
+  std::string path;                  // the file (messages name it)
+  std::string name;                  // the experiment; default: the file's stem
+  std::string description;           // optional
+  std::string command = "simulate";  // or "train": each point runs under mpirun (p * dp ranks)
+  std::vector<SweepSetting> fixed;   // in file order
+  std::vector<SweepAxis> axes;       // in file order
   std::vector<SweepFigure> figures;
   std::string text;  // the file itself, stored as the experiment's spec
 };
@@ -78,7 +78,9 @@ struct SweepOption {
   bool is_flag = false;            // takes no value (true/false in a spec)
 };
 
-// The top-level keys, figure kinds and command-line options the sweep itself sets on each child.
+// The commands a sweep runs, the figure kinds and the command-line options the sweep itself sets
+// on each child.
+inline constexpr std::string_view kSweepCommands[] = {"simulate", "train"};
 inline constexpr std::string_view kSweepFigureKinds[] = {"timeline", "bubble", "memory", "compare"};
 inline constexpr std::string_view kSweepReservedOptions[] = {"db", "no-db", "experiment",
                                                              "point-key", "format"};
@@ -102,6 +104,11 @@ Status CheckSweepOptions(const SweepSpec& spec, const std::vector<SweepOption>& 
 // The points: the cartesian product of the axes in file order, the first axis varying slowest
 // (nested loops as written). A spec without axes has one point (its fixed settings).
 std::vector<SweepPoint> ExpandPoints(const SweepSpec& spec);
+
+// The MPI processes a `train` point needs: its pipeline ranks (key `pp` or `p`) times its
+// data-parallel replicas (`dp`), each 1 when the point does not set it (train's defaults). A value
+// that is not a whole number in [1, 2^20] counts as 1: the child then refuses the point itself.
+int TrainProcesses(const SweepPoint& point);
 
 // The canonical key of a point: "key=value" for each setting, sorted by key, joined by ';'
 // ("ideal-network=true;m=8;pp=8;schedule=1f1b;times=F=1,I=1,W=1").

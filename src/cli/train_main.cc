@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
+#include "cli/train_options.h"
 #include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
 #include "pipette/common/build_info.h"
@@ -30,16 +31,6 @@
 
 namespace pipette::cli {
 namespace {
-
-struct TrainCommandOptions {
-  std::string engine = "cpu";
-  cpu::TrainOptions train;
-  std::string format = "text";
-  double tolerance = 1e-5;
-  RecordOptions record;
-  CLI::Option* p_option = nullptr;
-  CLI::Option* m_option = nullptr;
-};
 
 nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
   const cpu::TrainOptions& t = o.train;
@@ -289,19 +280,22 @@ Result<cpu::TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog&
   return plan;
 }
 
+// What BeginRecording returns when another run holds the sweep point (--point-key): no rank
+// trains, and rank 0 says which run holds it (ReportPointHeld), as `pipette simulate` does.
+constexpr int kPointHeld = -1;
+
 // Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`) and
-// tells every rank how that went. Returns the exit code every rank ends with if it failed.
+// tells every rank how that went. Returns the exit code every rank ends with if it failed, or
+// kPointHeld.
 int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int rank,
                    cpu::Watchdog& dog, std::optional<RunRecorder>& recorder) {
   Status begun;
+  bool held = false;
   if (rank == 0) {
     Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, plan));
     begun = r.status();
-    if (r.ok() && r->held()) {
-      begun = Status::FailedPrecondition(fmt::format("--point-key = '{}': held by run {} ({})",
-                                                     o.record.point_key, r->held()->run_id,
-                                                     r->held()->holder));
-    } else if (r.ok()) {
+    if (r.ok()) {
+      held = r->held().has_value();
       recorder = std::move(*r);
     }
     if (recorder && recorder->enabled()) {
@@ -313,7 +307,7 @@ int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int
       });
     }
   }
-  int code = ExitCodeOf(begun);
+  int code = held ? kPointHeld : ExitCodeOf(begun);
   cpu::Watched(dog, "rank 0 to open the database",
                [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
   if (rank == 0 && !begun.ok()) (void)ReportError("train", begun);
@@ -358,7 +352,10 @@ int RunTrain(const TrainCommandOptions& o) {
     return finish(ExitCodeOf(plan.status()));
   }
   std::optional<RunRecorder> recorder;
-  if (const int code = BeginRecording(o, *plan, rank, dog, recorder); code != kExitOk) {
+  if (const int code = BeginRecording(o, *plan, rank, dog, recorder); code == kPointHeld) {
+    return finish(rank == 0 ? ReportPointHeld("train", o.record, *recorder, o.format == "json")
+                            : kExitOk);
+  } else if (code != kExitOk) {
     return finish(code);
   }
 
@@ -376,56 +373,6 @@ int RunTrain(const TrainCommandOptions& o) {
     return finish(ExitCodeOf(report.status()));
   }
   return finish(rank == 0 ? Report(o, *plan, *report, *recorder) : kExitOk);
-}
-
-void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& o) {
-  cmd->add_option("--engine", o->engine, "Execution engine")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu"}));
-  cpu::TrainOptions& t = o->train;
-  cmd->add_option("--model", t.model,
-                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
-                  "(.toml) that is a GPT-style decoder chain")
-      ->capture_default_str()
-      ->check(NonEmpty());
-  cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
-      ->capture_default_str()
-      ->check(NonEmpty());
-  o->p_option = cmd->add_option("-p,--pp", t.p, "Pipeline ranks (csv:FILE: the file's)")
-                    ->capture_default_str();
-  cmd->add_option("-v", t.v, "Stages per rank (0: the schedule's default)")->capture_default_str();
-  cmd->add_option("--dp", t.dp, "Data-parallel replicas")->capture_default_str();
-  o->m_option = cmd->add_option("-m,--microbatches", t.m,
-                                "Microbatches per step (csv:FILE: the "
-                                "file's)")
-                    ->capture_default_str();
-  cmd->add_option("--steps", t.steps, "Training steps")->capture_default_str();
-  cmd->add_option("--micro-batch-size", t.micro_batch_size, "Sequences per microbatch")
-      ->capture_default_str();
-  cmd->add_option("--seq-len", t.seq_len, "Tokens per sequence (0: the model's context)")
-      ->capture_default_str();
-  cmd->add_option("--seed", t.seed, "Seed of the initial weights")
-      ->capture_default_str()
-      ->check(UnsignedDecimal());
-  cmd->add_option("--lr", t.lr, "AdamW learning rate")->capture_default_str();
-  cmd->add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (matrices)")
-      ->capture_default_str();
-  cmd->add_flag("--verify", t.verify,
-                "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
-                "and parameters (end); exit 1 beyond --tolerance");
-  cmd->add_option("--tolerance", o->tolerance, "Relative error --verify accepts")
-      ->capture_default_str();
-  cmd->add_option("--trace-steps", t.trace_steps,
-                  "Steps whose every instruction is recorded (the first ones; losses and step "
-                  "times cover all steps)")
-      ->capture_default_str();
-  cmd->add_option("--peer-timeout", t.peer_timeout_s,
-                  "Seconds a rank waits on a peer before it ends the run")
-      ->capture_default_str();
-  cmd->add_option("--format", o->format, "Output format")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"text", "json"}));
-  AddRecordOptions(cmd, o->record);
 }
 
 }  // namespace

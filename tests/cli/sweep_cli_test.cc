@@ -341,3 +341,91 @@ out = "fig.png"
 }
 
 }  // namespace
+
+// ---- measured points: command = "train" (label mpi: SweepTrainCli.*) ----
+
+// Two tiny CPU training points, each `mpirun -np 2 pipette-train ...` started by the sweep.
+constexpr const char* kTrain = R"(name = "measured"
+command = "train"
+[fixed]
+engine = "cpu"
+model = "tiny"
+steps = 2
+pp = 2
+m = 4
+[axes]
+schedule = ["1f1b", "zb-h1"]
+)";
+
+constexpr const char* kTrainKey = "engine=cpu;m=4;model=tiny;pp=2;schedule=1f1b;steps=2";
+
+TEST(SweepTrainCli, RunsTwoCpuPointsUnderMpirunOnceAndResumes) {
+  WriteSpec("measured.toml", kTrain);
+  std::filesystem::remove(ScratchDir() + "/measured.db");
+  CommandResult first = Pipette("sweep measured.toml --db measured.db");
+  ASSERT_EQ(first.exit_code, 0) << first.err << first.out;
+  EXPECT_TRUE(Contains(first.out, "ran                2   (ok 2, oom 0)")) << first.out;
+  nlohmann::json runs = Runs("measured.db", "measured");
+  ASSERT_EQ(runs.size(), 2u) << runs.dump();
+  std::set<std::string> schedules;
+  for (const auto& r : runs) {
+    EXPECT_EQ(r["engine"], "cpu");
+    EXPECT_EQ(r["status"], "ok");
+    EXPECT_EQ(r["config"]["pp"], 2);
+    EXPECT_EQ(r["config"]["steps"], 2);
+    EXPECT_EQ(r["config"]["model"], "tiny");
+    schedules.insert(r["config"]["schedule"].get<std::string>());
+  }
+  EXPECT_EQ(schedules, (std::set<std::string>{"1f1b", "zb-h1"}));
+  // The hook for predictions sees each measured run with its point.
+  EXPECT_TRUE(Contains(first.out, "measured      run " + std::to_string(runs[0]["id"].get<int>()) +
+                                      "      " + kTrainKey))
+      << first.out;
+  CommandResult again = Pipette("sweep measured.toml --db measured.db");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(Contains(again.err, "measured: 2 points, 2 already done, running 0")) << again.err;
+  EXPECT_EQ(Runs("measured.db", "measured").size(), 2u);
+}
+
+// A train point held by a live process is reported held by the pipette-train child (exit 0, JSON
+// naming the holder), as a simulate point is, and is not run.
+TEST(SweepTrainCli, AHeldTrainPointIsNotRunAgain) {
+  WriteSpec("measured.toml", kTrain);
+  const std::string db = ScratchDir() + "/held_train.db";
+  std::filesystem::remove(db);
+  std::int64_t held = 0;
+  {
+    pipette::Result<pipette::ExperimentDb> store = pipette::ExperimentDb::Open(db);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    pipette::RunRecord run;
+    run.experiment_id = *store->EnsureExperiment("measured", "", "");
+    run.engine = "cpu";
+    run.config = "{}";
+    run.pid = getpid();  // alive: this test
+    held = *store->BeginRun(run, kTrainKey);
+  }
+  CommandResult run = Pipette("sweep measured.toml --db held_train.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(Contains(run.out, "ran                1")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "held               1")) << run.out;
+  EXPECT_TRUE(Contains(run.err, "held     run " + std::to_string(held))) << run.err;
+  EXPECT_EQ(Runs("held_train.db", "measured").size(), 2u);
+}
+
+// Keys are checked against train's options before anything runs; a point train refuses is
+// invalid (exit 2 of its child), not failed.
+TEST(SweepTrainCli, KeysAreTrainsOptionsAndARefusedPointIsInvalid) {
+  WriteSpec("badkey.toml", "command = \"train\"\n[fixed]\ntimes = \"F=1\"\n");
+  CommandResult bad = Pipette("sweep badkey.toml --db badkey.db");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(Contains(bad.err, "[fixed] times: train has no option --times")) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/badkey.db"));
+  // zb-h2 needs m >= 2p: with pp = 2, m = 2 the child refuses the point.
+  WriteSpec("invalid.toml",
+            "command = \"train\"\n[fixed]\nmodel = \"tiny\"\nsteps = 1\npp = 2\nm = 2\n"
+            "[axes]\nschedule = [\"zb-h2\"]\n");
+  std::filesystem::remove(ScratchDir() + "/invalid.db");
+  CommandResult invalid = Pipette("sweep invalid.toml --db invalid.db");
+  EXPECT_EQ(invalid.exit_code, 0) << invalid.err;
+  EXPECT_TRUE(Contains(invalid.out, "invalid            1")) << invalid.out;
+}

@@ -227,8 +227,8 @@ TEST(SweepSpec, FixedValuesAreScalars) {
 
 TEST(SweepSpec, UnknownCommandAndFigureKindAreRejected) {
   EXPECT_EQ(ParseError("command = \"schedule\"\n"),
-            "experiments/bad.toml:1: command = \"schedule\": a sweep runs simulate (the only "
-            "command sweeps support so far)");
+            "experiments/bad.toml:1: command = \"schedule\": a sweep runs simulate or train "
+            "(simulated points, or measured ones on a real engine under mpirun)");
   EXPECT_EQ(ParseError("[[figures]]\nkind = \"pie\"\n"),
             "experiments/bad.toml:2: figures[0].kind = \"pie\": unknown figure kind (pipette plot "
             "draws timeline, bubble, memory or compare)");
@@ -282,6 +282,23 @@ TEST(SweepSpec, OptionsMustExistOnceWithTheRightKindOfValue) {
             "s.toml: [axes] pp = true: --pp takes a value, not true/false");
   EXPECT_EQ(error("[fixed]\nm = 8\n[axes]\nmicrobatches = [8]\n"),
             "s.toml: [axes] microbatches: names the same option as 'm'; set it once");
+}
+
+// A train point runs on pp (or p) times dp processes; what it does not set is train's default 1,
+// and a value that is no whole number in [1, 2^20] counts as 1 (the child refuses the point).
+TEST(SweepSpec, TrainProcessesArePipelineRanksTimesReplicas) {
+  auto processes = [](const std::string& text) {
+    return TrainProcesses(ExpandPoints(Parse("command = \"train\"\n" + text)).front());
+  };
+  EXPECT_EQ(processes(""), 1);
+  EXPECT_EQ(processes("[fixed]\npp = 4\n"), 4);
+  EXPECT_EQ(processes("[fixed]\np = 2\ndp = 3\n"), 6);
+  EXPECT_EQ(processes("[fixed]\ndp = 2\n"), 2);
+  EXPECT_EQ(processes("[fixed]\npp = 0\ndp = 2\n"), 2);
+  EXPECT_EQ(processes("[fixed]\npp = \"two\"\ndp = 2\n"), 2);
+  EXPECT_EQ(processes("[fixed]\npp = 2097152\n"), 1);
+  EXPECT_EQ(processes("[fixed]\npp = 1024\ndp = 2048\n"), 1);  // 2^21 in all
+  EXPECT_EQ(Parse("command = \"train\"\n").command, "train");
 }
 
 }  // namespace

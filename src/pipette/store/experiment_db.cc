@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "pipette/common/build_info.h"
 #include "pipette/store/process_owner.h"
 
 namespace pipette {
@@ -89,6 +90,35 @@ CREATE INDEX runs_by_point ON runs(experiment_id, point_key);
     // taken for the run's process.
     R"sql(
 ALTER TABLE runs ADD COLUMN owner_start TEXT NOT NULL DEFAULT '';
+)sql",
+    // 4: calibrations of a machine (`pipette calibrate`, store/calibration.h) and their raw points.
+    R"sql(
+CREATE TABLE calibrations(
+  id INTEGER PRIMARY KEY,
+  engine TEXT NOT NULL CHECK (engine IN ('sim', 'cpu', 'cuda')),
+  host TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  version TEXT NOT NULL,
+  ranks INTEGER NOT NULL CHECK (ranks >= 1),
+  cores INTEGER NOT NULL CHECK (cores >= 1),
+  p2p_alpha_s REAL NOT NULL,
+  p2p_beta_s_per_byte REAL NOT NULL,
+  allreduce_alpha_s REAL NOT NULL,
+  allreduce_beta_s_per_byte REAL NOT NULL,
+  instruction_overhead_s REAL NOT NULL,
+  gemm_flops REAL NOT NULL,
+  gemm_flops_alone REAL NOT NULL,
+  memory_bytes REAL NOT NULL,
+  memory_bandwidth REAL NOT NULL
+) STRICT;
+CREATE TABLE calibration_points(
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  what TEXT NOT NULL CHECK (what = 'p2p' OR what = 'allreduce'),
+  ranks INTEGER NOT NULL,
+  bytes INTEGER NOT NULL CHECK (bytes >= 0),
+  seconds REAL NOT NULL
+) STRICT;
+CREATE INDEX calibration_points_by_calibration ON calibration_points(calibration_id);
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
@@ -788,6 +818,113 @@ Result<int> ExperimentDb::RepairStale(bool all_hosts) {
     ++repaired;
   }
   return repaired;
+}
+
+// ---- calibrations ----
+
+namespace {
+
+constexpr const char* kCalibrationColumns =
+    "id, engine, host, created_at, version, ranks, cores, p2p_alpha_s, p2p_beta_s_per_byte, "
+    "allreduce_alpha_s, allreduce_beta_s_per_byte, instruction_overhead_s, gemm_flops, "
+    "gemm_flops_alone, memory_bytes, memory_bandwidth";
+
+Calibration ReadCalibration(const Statement& s) {
+  Calibration c;
+  c.id = s.Int(0);
+  c.engine = s.Text(1);
+  c.host = s.Text(2);
+  c.created_at = s.Text(3);
+  c.version = s.Text(4);
+  c.ranks = static_cast<int>(s.Int(5));
+  c.cores = static_cast<int>(s.Int(6));
+  c.p2p = {s.Real(7), s.Real(8)};
+  c.allreduce = {s.Real(9), s.Real(10)};
+  c.instruction_overhead_s = s.Real(11);
+  c.gemm_flops = s.Real(12);
+  c.gemm_flops_alone = s.Real(13);
+  c.memory_bytes = s.Real(14);
+  c.memory_bandwidth = s.Real(15);
+  return c;
+}
+
+}  // namespace
+
+Result<std::int64_t> ExperimentDb::RecordCalibration(const Calibration& c) {
+  Transaction tx(db_);
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  Statement s(db_, fmt::format("INSERT INTO calibrations({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, "
+                               "?, ?, ?, ?, ?, ?, ?)",
+                               kCalibrationColumns)
+                       .c_str());
+  PIPETTE_RETURN_IF_ERROR(s.status("insert calibration"));
+  s.Bind(1, c.engine).Bind(2, c.host.empty() ? HostName() : c.host);
+  s.Bind(3, c.created_at.empty() ? UtcNow() : c.created_at);
+  s.Bind(4, c.version.empty() ? std::string(Version()) : c.version);
+  s.Bind(5, c.ranks).Bind(6, c.cores).Bind(7, c.p2p.alpha).Bind(8, c.p2p.beta);
+  s.Bind(9, c.allreduce.alpha).Bind(10, c.allreduce.beta).Bind(11, c.instruction_overhead_s);
+  s.Bind(12, c.gemm_flops).Bind(13, c.gemm_flops_alone).Bind(14, c.memory_bytes);
+  s.Bind(15, c.memory_bandwidth);
+  PIPETTE_RETURN_IF_ERROR(s.Run("insert calibration"));
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  Statement point(db_,
+                  "INSERT INTO calibration_points(calibration_id, what, ranks, bytes, seconds) "
+                  "VALUES (?, ?, ?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(point.status("insert calibration point"));
+  for (const CalibrationPoint& p : c.points) {
+    point.Bind(1, id).Bind(2, p.what).Bind(3, p.ranks).Bind(4, p.bytes).Bind(5, p.seconds);
+    PIPETTE_RETURN_IF_ERROR(point.Run(fmt::format("calibration point {} {} B", p.what, p.bytes)));
+  }
+  PIPETTE_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
+  if (schema_version() < 4) {
+    return Status::NotFound(
+        fmt::format("--calibration = {}: this database has no calibrations (schema {}; run "
+                    "`pipette calibrate --db FILE` to make one)",
+                    id, schema_version()));
+  }
+  Calibration c;
+  {
+    Statement s(
+        db_, fmt::format("SELECT {} FROM calibrations WHERE id = ?", kCalibrationColumns).c_str());
+    PIPETTE_RETURN_IF_ERROR(s.status("load calibration"));
+    s.Bind(1, id);
+    const int rc = s.Step();
+    if (rc != SQLITE_ROW) {
+      PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load calibration"));
+      return Status::NotFound(fmt::format(
+          "--calibration = {}: no such calibration in this database (pipette calibrations lists "
+          "them)",
+          id));
+    }
+    c = ReadCalibration(s);
+  }
+  Statement s(db_,
+              "SELECT what, ranks, bytes, seconds FROM calibration_points WHERE calibration_id = ? "
+              "ORDER BY rowid");
+  PIPETTE_RETURN_IF_ERROR(s.status("load calibration points"));
+  s.Bind(1, id);
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    c.points.push_back({s.Text(0), static_cast<int>(s.Int(1)), s.Int(2), s.Real(3)});
+  }
+  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load calibration points"));
+  return c;
+}
+
+Result<std::vector<Calibration>> ExperimentDb::ListCalibrations() {
+  std::vector<Calibration> out;
+  if (schema_version() < 4) return out;  // read-only reads of an older database: none yet
+  Statement s(db_,
+              fmt::format("SELECT {} FROM calibrations ORDER BY id", kCalibrationColumns).c_str());
+  PIPETTE_RETURN_IF_ERROR(s.status("list calibrations"));
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadCalibration(s));
+  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "list calibrations"));
+  return out;
 }
 
 }  // namespace pipette

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/store/calibration.h"
 #include "pipette/store/process_owner.h"
 #include "pipette/store/run_data.h"
 
@@ -35,7 +36,7 @@ struct sqlite3;
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
 inline constexpr int kOldestReadableSchema = 2;
 
@@ -129,6 +130,15 @@ class ExperimentDb {
   // reused by a process that started later; process_owner.h); returns how many. Runs of other hosts
   // are left alone unless `all_hosts`.
   Result<int> RepairStale(bool all_hosts = false);
+
+  // Stores `calibration` and its points in one transaction; returns its id. Empty host, version
+  // and created_at are filled in (this machine, this pipette, now).
+  Result<std::int64_t> RecordCalibration(const Calibration& calibration);
+  // The calibration `id` with its points. NotFound naming `--calibration = ID` for an unknown id
+  // (and in a database older than schema 4, which has none).
+  Result<Calibration> LoadCalibration(std::int64_t id);
+  // Every calibration, oldest first, without their points.
+  Result<std::vector<Calibration>> ListCalibrations();
 
  private:
   explicit ExperimentDb(sqlite3* db) : db_(db) {}

@@ -1,0 +1,56 @@
+// The measurements behind `pipette calibrate --engine cpu`: what the CPU engine's real runs cost
+// beyond their compute, taken with the engine's own MPI calls on the transport mpirun chose.
+//
+//   MeasureP2p            ping-pong between ranks 0 and 1: MPI_Isend / MPI_Irecv of MPI_FLOAT on
+//                         the world communicator, completed by MPI_Wait, as CpuRankRuntime sends
+//                         and receives activations; one-way time = half the round trip.
+//   MeasureAllReduce      MPI_Allreduce(MPI_IN_PLACE, float, MPI_SUM) over every rank, as
+//                         AllReduceGrads (param_sync.h) reduces gradients; the slowest rank's time.
+//   MeasureInstructionOverhead
+//                         RunRank (engine/rank_interpreter.h) over a lowered 1f1b program on every
+//                         rank, with a runtime whose compute is empty and whose messages are real
+//                         0-byte MPI messages: per instruction, the time RunRank spends outside
+//                         the waits for a peer's data (the interpreter, trace events, posting and
+//                         completing the MPI requests). The waits themselves are message latency,
+//                         which MeasureP2p covers.
+//   MeasureGemmFlops      one core's fp32 sgemm rate (OpenBLAS, one thread) over the GEMMs of the
+//                         engine's default model (tiny, micro-batch 4: each linear layer's F, I and
+//                         W products), on rank 0 alone or on every rank at once.
+//   MeasureCopyBandwidth  one rank's memcpy rate of a 64 MiB buffer (bytes read + written).
+//
+// Every function is a collective over `comm` (all its ranks call it) and returns its answer on
+// rank 0 (other ranks get zeros or empty vectors). Ranks that wait for others sleep in a
+// non-blocking barrier instead of spinning, so they do not take cores from the ranks measuring.
+// Call from the rank's MPI thread.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipette::cpu {
+
+// One size's median time over the repeats.
+struct TimedSize {
+  std::int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// 0 and every power of two from 4 bytes (one float) up to `max_bytes`.
+std::vector<std::int64_t> CalibrationSizes(std::int64_t max_bytes);
+
+// REQUIRES: comm has at least 2 ranks; every size a multiple of 4.
+std::vector<TimedSize> MeasureP2p(const std::vector<std::int64_t>& sizes, int repeats,
+                                  MPI_Comm comm);
+std::vector<TimedSize> MeasureAllReduce(const std::vector<std::int64_t>& sizes, int repeats,
+                                        MPI_Comm comm);
+// Seconds per instruction: the median over `repeats` steps of the largest per-rank mean.
+double MeasureInstructionOverhead(int repeats, MPI_Comm comm);
+// FLOP/s of one core: rank 0's alone (`all_ranks` false) or the mean over the ranks running at
+// once (`all_ranks` true). Each rank runs the GEMMs for at least `seconds`.
+double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm);
+// Bytes per second rank 0 copies (read + write), the median of `repeats` copies.
+double MeasureCopyBandwidth(int repeats, MPI_Comm comm);
+
+}  // namespace pipette::cpu

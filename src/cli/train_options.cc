@@ -1,0 +1,67 @@
+#include "cli/train_options.h"
+
+#include "cli/option_checks.h"
+
+namespace pipette::cli {
+
+void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& o) {
+  cmd->add_option("--engine", o->engine, "Execution engine")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu"}));
+  cpu::TrainOptions& t = o->train;
+  cmd->add_option("--model", t.model,
+                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
+                  "(.toml) that is a GPT-style decoder chain")
+      ->capture_default_str()
+      ->check(NonEmpty());
+  cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
+      ->capture_default_str()
+      ->check(NonEmpty());
+  o->p_option = cmd->add_option("-p,--pp", t.p, "Pipeline ranks (csv:FILE: the file's)")
+                    ->capture_default_str();
+  cmd->add_option("-v", t.v, "Stages per rank (0: the schedule's default)")->capture_default_str();
+  cmd->add_option("--dp", t.dp, "Data-parallel replicas")->capture_default_str();
+  o->m_option = cmd->add_option("-m,--microbatches", t.m,
+                                "Microbatches per step (csv:FILE: the "
+                                "file's)")
+                    ->capture_default_str();
+  cmd->add_option("--steps", t.steps, "Training steps")->capture_default_str();
+  cmd->add_option("--micro-batch-size", t.micro_batch_size, "Sequences per microbatch")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", t.seq_len, "Tokens per sequence (0: the model's context)")
+      ->capture_default_str();
+  cmd->add_option("--seed", t.seed, "Seed of the initial weights")
+      ->capture_default_str()
+      ->check(UnsignedDecimal());
+  cmd->add_option("--lr", t.lr, "AdamW learning rate")->capture_default_str();
+  cmd->add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (matrices)")
+      ->capture_default_str();
+  cmd->add_flag("--verify", t.verify,
+                "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
+                "and parameters (end); exit 1 beyond --tolerance");
+  cmd->add_option("--tolerance", o->tolerance, "Relative error --verify accepts")
+      ->capture_default_str();
+  cmd->add_option("--trace-steps", t.trace_steps,
+                  "Steps whose every instruction is recorded (the first ones; losses and step "
+                  "times cover all steps)")
+      ->capture_default_str();
+  cmd->add_option("--peer-timeout", t.peer_timeout_s,
+                  "Seconds a rank waits on a peer before it ends the run")
+      ->capture_default_str();
+  cmd->add_option("--format", o->format, "Output format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  AddRecordOptions(cmd, o->record);
+}
+
+void AddTrainSubcommand(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train for real, one MPI process per rank: mpirun -np P*D pipette train ... (pipette train "
+      "--help lists its options)");
+  // The options' values outlive the parse: CLI11 binds them by reference.
+  static const auto unused = std::make_shared<TrainCommandOptions>();
+  AddTrainOptions(cmd, unused);
+}
+
+}  // namespace pipette::cli

@@ -1,0 +1,62 @@
+#include "pipette/store/calibration.h"
+
+#include <algorithm>
+
+namespace pipette {
+namespace {
+
+// Sums of the weighted normal equations, weight 1/t^2 per point.
+struct WeightedSums {
+  double w = 0, wx = 0, wy = 0, wxx = 0, wxy = 0;
+  int n = 0;
+};
+
+WeightedSums SumsOf(const std::vector<CalibrationPoint>& points) {
+  WeightedSums s;
+  for (const CalibrationPoint& p : points) {
+    if (!(p.seconds > 0)) continue;
+    const double x = static_cast<double>(p.bytes), y = p.seconds, w = 1 / (y * y);
+    s.w += w;
+    s.wx += w * x;
+    s.wy += w * y;
+    s.wxx += w * x * x;
+    s.wxy += w * x * y;
+    ++s.n;
+  }
+  return s;
+}
+
+}  // namespace
+
+AlphaBeta FitAlphaBeta(const std::vector<CalibrationPoint>& points) {
+  const WeightedSums s = SumsOf(points);
+  if (s.n == 0) return {};
+  const double determinant = s.w * s.wxx - s.wx * s.wx;
+  // One size only (or one point): no slope to fit.
+  if (s.n < 2 || !(determinant > 1e-12 * s.w * s.wxx)) return {s.wy / s.w, 0};
+  AlphaBeta fit;
+  fit.alpha = (s.wxx * s.wy - s.wx * s.wxy) / determinant;
+  fit.beta = (s.w * s.wxy - s.wx * s.wy) / determinant;
+  if (fit.alpha < 0) {  // through the origin: minimise sum w (beta x - y)^2
+    fit = {0, s.wxx > 0 ? s.wxy / s.wxx : 0};
+  }
+  if (fit.beta < 0) fit = {s.wy / s.w, 0};  // a constant: the weighted mean
+  return fit;
+}
+
+std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::string_view what) {
+  std::vector<CalibrationPoint> out;
+  for (const CalibrationPoint& p : calibration.points) {
+    if (p.what == what) out.push_back(p);
+  }
+  return out;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace pipette

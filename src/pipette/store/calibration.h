@@ -1,0 +1,75 @@
+// Calibration: what `pipette calibrate --engine cpu` measured on a machine beyond compute, for the
+// simulator to predict that machine's real runs (`simulate --calibration ID`): the one-way time of
+// a point-to-point message against its size, the data-parallel all-reduce time against its size,
+// the engine's own cost per program instruction, and one core's fp32 GEMM rate, alone and with
+// every rank running at once. The raw points are kept beside the fits. Stored in the experiment
+// database (ExperimentDb::RecordCalibration, tables `calibrations` and `calibration_points`,
+// docs/trace_schema.md). Plain values; FitAlphaBeta is a pure function.
+//
+// Example:
+//   Calibration c;
+//   c.p2p = FitAlphaBeta(p2p_points);            // seconds = alpha + beta * bytes
+//   double t = c.p2p.Of(1 << 20);                // one 1 MiB message
+//   PIPETTE_ASSIGN_OR_RETURN(std::int64_t id, db.RecordCalibration(c));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipette {
+
+struct CalibrationPoint {
+  std::string what;  // "p2p" (one-way time of a message between two ranks) or "allreduce"
+  int ranks = 2;     // processes taking part
+  std::int64_t bytes = 0;
+  double seconds = 0;  // the median over repeats
+};
+
+// The kinds of points a calibration holds.
+inline constexpr std::string_view kCalibrationP2p = "p2p";
+inline constexpr std::string_view kCalibrationAllReduce = "allreduce";
+
+struct AlphaBeta {   // seconds = alpha + beta * bytes, least squares over the points
+  double alpha = 0;  // seconds
+  double beta = 0;   // seconds per byte
+  double Of(std::int64_t bytes) const { return alpha + beta * static_cast<double>(bytes); }
+};
+
+struct Calibration {
+  std::int64_t id = 0;     // set by the database
+  std::string engine;      // "cpu"
+  std::string host;        // hostname
+  std::string created_at;  // ISO 8601 UTC
+  int ranks = 0;           // processes it was measured with
+  int cores = 0;           // usable cores of the machine (sched_getaffinity)
+  AlphaBeta p2p;           // one message between two ranks
+  AlphaBeta allreduce;     // MPI_Allreduce (the engine's gradient reduction) over `ranks`
+  double instruction_overhead_s = 0;  // engine time per program instruction beyond its work
+  double gemm_flops = 0;        // FLOP/s of one core (fp32 sgemm, OpenBLAS 1 thread, the engine's
+                                // shapes) while every rank runs one (the contended rate)
+  double gemm_flops_alone = 0;  // the same with one rank running
+  std::vector<CalibrationPoint> points;  // the raw measurements
+  // Beyond the interface the simulator reads:
+  std::string version;          // the pipette that measured it
+  double memory_bytes = 0;      // the machine's RAM (MemTotal)
+  double memory_bandwidth = 0;  // bytes/s one rank copies (memcpy of 64 MiB, read + write)
+};
+
+// The alpha-beta line through `points` (seconds against bytes) that minimises the sum of squared
+// RELATIVE errors, sum(((alpha + beta * b_i) - t_i) / t_i)^2: a weighted least-squares fit with
+// weights 1/t_i^2, so a 0-byte message counts as much as a 64 MiB one (an unweighted fit would
+// spend its freedom on the largest sizes and leave alpha meaningless). Points whose time is not
+// positive are skipped. A negative intercept is refitted through the origin (alpha = 0) and a
+// negative slope with beta = 0: a simulator takes neither. Exact on points that lie on a line.
+// Fewer than two usable points (or one size only): alpha is their weighted mean, beta 0.
+AlphaBeta FitAlphaBeta(const std::vector<CalibrationPoint>& points);
+
+// The points of `calibration` of kind `what`, in their stored order.
+std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::string_view what);
+
+// The median of `values` (the mean of the middle two for an even count); 0 for none.
+double Median(std::vector<double> values);
+
+}  // namespace pipette

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "gpt.h"
+#include "pipette/engine/measured_costs.h"
 #include "pipette/engine/rank_interpreter.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/message.h"
@@ -36,13 +37,6 @@ void SleepyBarrier(MPI_Comm comm) {
   int done = 0;
   const timespec pause{0, 100'000};
   while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) nanosleep(&pause, nullptr);
-}
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // One round trip of `count` floats between ranks 0 and 1, as the engine moves a message: the
@@ -172,7 +166,7 @@ std::vector<TimedSize> MeasureP2p(const std::vector<std::int64_t>& sizes, int re
       (void)RoundTrip(rank, count, send, recv, comm);  // warm-up: connections, first touch
       for (int r = 0; r < repeats; ++r)
         times.push_back(RoundTrip(rank, count, send, recv, comm) / 2);
-      if (rank == 0) out.push_back({bytes, MedianOf(times)});
+      if (rank == 0) out.push_back({bytes, Median(times)});
     }
     SleepyBarrier(comm);
   }
@@ -196,7 +190,7 @@ std::vector<TimedSize> MeasureAllReduce(const std::vector<std::int64_t>& sizes, 
       MPI_Reduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
       if (r >= 0) slowest.push_back(max);
     }
-    if (rank == 0) out.push_back({bytes, MedianOf(slowest)});
+    if (rank == 0) out.push_back({bytes, Median(slowest)});
   }
   return out;
 }
@@ -220,7 +214,7 @@ double MeasureInstructionOverhead(int repeats, MPI_Comm comm) {
     MPI_Reduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     if (r >= 0) per_instruction.push_back(max);
   }
-  return rank == 0 ? MedianOf(per_instruction) : 0;
+  return rank == 0 ? Median(per_instruction) : 0;
 }
 
 double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm) {
@@ -252,7 +246,7 @@ double MeasureCopyBandwidth(int repeats, MPI_Comm comm) {
       if (r >= 0) times.push_back(MPI_Wtime() - start);
       from[static_cast<std::size_t>(r + 1) % kBytes] = to[kBytes - 1];  // the copy is used
     }
-    rate = 2.0 * static_cast<double>(kBytes) / MedianOf(times);
+    rate = 2.0 * static_cast<double>(kBytes) / Median(times);
   }
   SleepyBarrier(comm);
   return rate;

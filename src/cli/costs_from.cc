@@ -1,7 +1,6 @@
 #include "cli/costs_from.h"
 
 #include <fmt/core.h>
-#include <sched.h>
 
 #include <algorithm>
 
@@ -58,13 +57,6 @@ std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory) {
 }
 
 }  // namespace
-
-int UsableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
 
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
                                     const PredictionSettings& settings) {

@@ -53,9 +53,6 @@ struct CostsFromReport {
   std::vector<RankMemoryTimeline> memory;  // empty when the run recorded no memory model
 };
 
-// The usable cores of this machine (its CPU affinity mask).
-int UsableCores();
-
 // Reads `run` (InvalidArgument naming `option` when it cannot be predicted) and rebuilds its
 // program.
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,

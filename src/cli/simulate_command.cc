@@ -21,6 +21,7 @@
 
 #include "cli/commands.h"
 #include "cli/costs_from.h"
+#include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_report.h"

@@ -49,6 +49,7 @@ TEST(Median, OddAndEvenCountsInAnyOrder) {
   EXPECT_EQ(Median({9, 1, 5}), 5.0);
   EXPECT_EQ(Median({10, 1, 4, 2}), 3.0);
   EXPECT_EQ(Median({1e12, -3, 2, 2, 0}), 2.0);
+  EXPECT_EQ(Median({}), 0.0);
 }
 
 }  // namespace

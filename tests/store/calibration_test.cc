@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "pipette/engine/measured_costs.h"
 #include "pipette/store/experiment_db.h"
 
 namespace pipette {
@@ -71,12 +72,6 @@ TEST(FitAlphaBeta, ANegativeSlopeOrOneSizeGivesAConstant) {
   EXPECT_EQ(one.beta, 0);
   EXPECT_EQ(FitAlphaBeta({}).alpha, 0);
   EXPECT_EQ(FitAlphaBeta({{"p2p", 2, 0, 0}}).alpha, 0);  // no positive time: nothing to fit
-}
-
-TEST(Median, OddAndEvenCounts) {
-  EXPECT_EQ(Median({3, 1, 2}), 2);
-  EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
-  EXPECT_EQ(Median({}), 0);
 }
 
 std::string FreshPath(const std::string& name) {

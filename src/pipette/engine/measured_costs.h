@@ -24,7 +24,8 @@ struct MeasuredStageCost {
   std::optional<double>& Of(ActionKind kind);
 };
 
-// The median of `values` (the mean of the two middle ones for an even count). REQUIRES: not empty.
+// The median of `values` (the mean of the two middle ones for an even count); 0 for none. The one
+// median every measurement uses (stage costs, calibrations, recorded runs).
 double Median(std::vector<double> values);
 
 // One entry per stage 0..stages-1. REQUIRES: every event's stage is below `stages`.

@@ -52,11 +52,4 @@ std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::stri
   return out;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 }  // namespace pipette

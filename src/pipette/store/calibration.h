@@ -69,7 +69,4 @@ AlphaBeta FitAlphaBeta(const std::vector<CalibrationPoint>& points);
 // The points of `calibration` of kind `what`, in their stored order.
 std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::string_view what);
 
-// The median of `values` (the mean of the middle two for an even count); 0 for none.
-double Median(std::vector<double> values);
-
 }  // namespace pipette

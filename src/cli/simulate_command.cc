@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -31,6 +32,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/store/calibration.h"
 #include "pipette/store/experiment_db.h"
 #include "sim/model_simulation.h"
 #include "sim/simulation_size.h"
@@ -66,9 +68,11 @@ struct SimulateOptions {
   CLI::Option* latency_option = nullptr;
   // --costs-from: predict a recorded real run.
   std::int64_t costs_from = 0;
-  int cores = -1;  // -1: this machine's usable cores
+  int cores = -1;           // -1: the calibration's cores, else this machine's usable cores
+  std::string calibration;  // an id or "latest"; empty: none
   CLI::Option* costs_from_option = nullptr;
   CLI::Option* cores_option = nullptr;
+  CLI::Option* calibration_option = nullptr;
   const CLI::App* command = nullptr;
 };
 
@@ -186,6 +190,12 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
           "--cores = {}: applies only with --costs-from (the cores a CPU run's ranks share)",
           o.cores));
     }
+    if (o.calibration_option->count() > 0) {
+      return Status::InvalidArgument(
+          fmt::format("--calibration = {}: applies only with --costs-from (pipette calibrate "
+                      "measures a real engine's messages and overheads)",
+                      Printable(o.calibration)));
+    }
     return Status::Ok();
   }
   for (const char* taken : {"--times", "--schedule", "--pp", "--chunks", "--microbatches", "--dp",
@@ -203,11 +213,57 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
   return Status::Ok();
 }
 
+// The calibration --calibration names: an id, or "latest" (this host's most recent one).
+Result<Calibration> FindCalibration(ExperimentDb& db, const std::string& which) {
+  const std::string option = fmt::format("--calibration = {}", Printable(which));
+  if (which == "latest") {
+    PIPETTE_ASSIGN_OR_RETURN(std::vector<Calibration> all, db.ListCalibrations());
+    const std::string host = HostName();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      if (it->host == host) return db.LoadCalibration(it->id);
+    }
+    return Status::InvalidArgument(fmt::format(
+        "{}: the database has no calibration of this host ({}); run pipette calibrate first",
+        option, Printable(host)));
+  }
+  std::int64_t id = 0;
+  const auto [end, error] = std::from_chars(which.data(), which.data() + which.size(), id);
+  if (error != std::errc() || end != which.data() + which.size() || id < 1) {
+    return Status::InvalidArgument(
+        fmt::format("{}: must be a calibration id (pipette calibrations) or 'latest'", option));
+  }
+  Result<Calibration> found = db.LoadCalibration(id);
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+    return Status::InvalidArgument(found.status().message());
+  }
+  return found;
+}
+
+// What --calibration (or its absence) and --cores add to the run's measured compute.
+Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& db) {
+  PredictionSettings settings;
+  settings.cores = UsableCores();
+  if (!o.calibration.empty()) {
+    PIPETTE_ASSIGN_OR_RETURN(const Calibration c, FindCalibration(db, o.calibration));
+    settings.calibration_id = c.id;
+    settings.cores = c.cores;
+    settings.latency = c.p2p.alpha;
+    settings.seconds_per_byte = c.p2p.beta;
+    settings.instruction_overhead = c.instruction_overhead_s;
+    settings.allreduce_alpha = c.allreduce.alpha;
+    settings.allreduce_beta = c.allreduce.beta;
+  }
+  if (o.cores >= 0) settings.cores = o.cores;
+  return settings;
+}
+
 // --costs-from RUN: the recorded real run's program with its measured costs (cli/costs_from.h).
 int RunCostsFrom(const SimulateOptions& o) {
   const std::string option = fmt::format("--costs-from = {}", o.costs_from);
+  PredictionSettings settings;
   Result<RunData> run = [&]() -> Result<RunData> {
     PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::OpenReadOnly(o.record.db));
+    PIPETTE_ASSIGN_OR_RETURN(settings, PredictionOf(o, db));
     Result<RunData> loaded = db.LoadRun(o.costs_from);
     if (!loaded.ok() && loaded.status().code() == StatusCode::kNotFound) {
       return Status::InvalidArgument(
@@ -216,8 +272,6 @@ int RunCostsFrom(const SimulateOptions& o) {
     return loaded;
   }();
   if (!run.ok()) return Fail(run.status());
-  PredictionSettings settings;
-  settings.cores = o.cores >= 0 ? o.cores : UsableCores();
   Result<CostsFromPlan> plan = PlanCostsFrom(*run, option, settings);
   if (!plan.ok()) return Fail(plan.status());
   return RecordAndPrint<CostsFromReport>(o, ConfigOf(*plan), [&]() -> Result<CostsFromReport> {
@@ -336,7 +390,11 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
                       "Predict recorded real run RUN (in --db): its program and measured costs");
   o->cores_option = cmd->add_option(
       "--cores", o->cores,
-      "With --costs-from: cores the ranks share (default: this machine's; 0: one per rank)");
+      "With --costs-from: cores the ranks share (default: the calibration's, else this "
+      "machine's; 0: one per rank)");
+  o->calibration_option = cmd->add_option(
+      "--calibration", o->calibration,
+      "With --costs-from: apply calibration ID (pipette calibrations) or 'latest' of this host");
   cmd->add_option("--format", o->format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

@@ -14,6 +14,7 @@
 #include "pipette/engine/step_loop.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/store/calibration.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/trace_rows.h"
 #include "pipette_runner.h"
@@ -71,11 +72,11 @@ Costs SyntheticCosts(int stages) {
 
 // Records the synthetic engine's run of `schedule` into `db_path` as a cpu run; returns its id.
 std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& schedule, int p,
-                                int m, int steps) {
+                                int m, int steps, double latency = 0) {
   const Schedule s = *MakeSchedule(schedule, {.p = p, .v = 0, .m = m});
   const Program program = *Lower(s);
   const Costs costs = SyntheticCosts(program.num_stages());
-  testing::FakeNetwork network(0);
+  testing::FakeNetwork network(latency);
   StepClock clock(p);
   std::vector<RankLog> logs(p);
   std::vector<std::thread> ranks;
@@ -166,6 +167,44 @@ INSTANTIATE_TEST_SUITE_P(Schedules, CostsFromRoundTrip,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// A calibration's message time applies to every message: the synthetic engine's messages take
+// 0.4 ms, and a calibration that measured alpha = 0.4 ms (beta 0, no overhead) predicts it exactly.
+TEST(CostsFrom, ACalibrationsMessageTimeReproducesTheEnginesLatency) {
+  const std::string db = ScratchDir() + "/calibrated.db";
+  const std::int64_t measured = RecordSyntheticRun(db, "interleaved-1f1b", 4, 8, 2, 0.4e-3);
+  Calibration c;
+  c.engine = "cpu";
+  c.host = HostName();
+  c.created_at = UtcNow();
+  c.ranks = 4;
+  c.cores = 4;
+  c.p2p = {0.4e-3, 0};
+  c.points = {{"p2p", 2, 0, 0.4e-3}, {"p2p", 2, 1024, 0.4e-3}};
+  std::int64_t calibration = 0;
+  {
+    auto store = ExperimentDb::Open(db);
+    ASSERT_TRUE(store.ok());
+    calibration = *store->RecordCalibration(c);
+  }
+  const auto run =
+      Pipette("simulate --costs-from " + std::to_string(measured) + " --calibration " +
+              std::to_string(calibration) + " --cores 0 --db " + db + " --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["prediction"]["calibration"], calibration);
+  auto store = ExperimentDb::OpenReadOnly(db);
+  ASSERT_TRUE(store.ok());
+  ExpectSameEvents(*store->LoadRun(json["run_id"].get<std::int64_t>()), *store->LoadRun(measured));
+  const auto latest = Pipette("simulate --costs-from " + std::to_string(measured) +
+                              " --calibration latest --cores 0 --db " + db + " --format json");
+  ASSERT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_EQ(nlohmann::json::parse(latest.out)["prediction"]["calibration"], calibration);
+  const auto bad =
+      Pipette("simulate --costs-from " + std::to_string(measured) + " --calibration 99 --db " + db);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--calibration = 99"), std::string::npos) << bad.err;
+}
 
 TEST(CostsFrom, RefusesSimulatedUnknownAndContradictedRuns) {
   const auto sim = Pipette("simulate --times F=1,I=1,W=1 --ideal-network --db refuse.db");

@@ -302,6 +302,9 @@ FigureCounts DrawFigures(const SweepSpec& spec, const SweepOptions& o, bool have
       Result<std::optional<std::int64_t>> run = db.FindFinishedRun(experiment_id, point.key);
       if (!run.ok() || !*run) continue;
       ids += (ids.empty() ? "" : ",") + std::to_string(**run);
+      if (!spec.predict) continue;
+      run = db.FindFinishedRun(experiment_id, point.key + std::string(kPredictedKeySuffix));
+      if (run.ok() && *run) ids += "," + std::to_string(**run);
     }
     if (ids.empty()) {
       fmt::print(stderr, "pipette sweep: warning: {} figure {} not drawn: no finished run\n",
@@ -363,34 +366,44 @@ int DryRun(const SweepSpec& spec, const SweepOptions& o, const std::vector<Sweep
   return kExitOk;
 }
 
-// A measured point (command = "train") whose run succeeded.
-struct MeasuredRun {
-  const SweepPoint* point = nullptr;
-  std::int64_t run_id = 0;  // its run in the sweep's database
+struct PredictionCounts {
+  int ran = 0, already = 0, failed = 0;
 };
 
-// The measured runs among `results` (of the points `todo` indexes), in point order.
-std::vector<MeasuredRun> MeasuredRuns(const SweepSpec& spec, const std::vector<SweepPoint>& points,
-                                      const std::vector<std::size_t>& todo,
-                                      const std::vector<PointResult>& results) {
-  std::vector<MeasuredRun> measured;
-  if (spec.command != "train") return measured;
-  for (std::size_t k = 0; k < results.size(); ++k) {
-    if (results[k].outcome == PointResult::Outcome::kRan && results[k].status == kRunOk) {
-      measured.push_back({&points[todo[k]], results[k].run_id});
+// Fidelity studies (predict = true): every measured point with a finished run gets its prediction,
+// `pipette simulate --costs-from RUN [--calibration C]`, recorded in the experiment at the point's
+// key plus kPredictedKeySuffix (one per point: an existing finished one is kept).
+PredictionCounts PredictMeasuredPoints(const SweepSpec& spec, const SweepOptions& o,
+                                       ExperimentDb& db, std::int64_t experiment_id,
+                                       const std::vector<SweepPoint>& points) {
+  PredictionCounts counts;
+  if (!spec.predict) return counts;
+  for (const SweepPoint& point : points) {
+    Result<std::optional<std::int64_t>> measured = db.FindFinishedRun(experiment_id, point.key);
+    if (!measured.ok() || !*measured) continue;
+    const std::string key = point.key + std::string(kPredictedKeySuffix);
+    Result<std::optional<std::int64_t>> predicted = db.FindFinishedRun(experiment_id, key);
+    if (predicted.ok() && *predicted) {
+      ++counts.already;
+      continue;
     }
+    std::vector<std::string> args{
+        "pipette",     "simulate", "--costs-from", std::to_string(**measured),
+        "--db",        o.db,       "--experiment", spec.name,
+        "--point-key", key,        "--format",     "json"};
+    if (!spec.calibration.empty()) args.insert(args.end(), {"--calibration", spec.calibration});
+    Result<Subprocess> child = Subprocess::Run(kSelf, args);
+    if (child.ok() && child->Wait().code == kExitOk) {
+      ++counts.ran;
+      continue;
+    }
+    ++counts.failed;
+    const std::string why = child.ok() ? child->Wait().Describe() + ": " + LastLine(child->err())
+                                       : child.status().message();
+    fmt::print(stderr, "pipette sweep: warning: the prediction of run {} ({}) failed: {}\n",
+               **measured, Printable(point.key), why);
   }
-  return measured;
-}
-
-// The hook of fidelity studies (issue 13): after a measured point succeeds, its prediction is a
-// `pipette simulate --costs-from RUN_ID [--calibration ID]` child under the same experiment (the
-// point key plus ";predicted"), so one spec records both. That child is added here once simulate
-// has --costs-from; until then the measured runs are listed, each with the id a prediction takes.
-void PredictMeasuredRuns(const std::vector<MeasuredRun>& measured) {
-  for (const MeasuredRun& m : measured) {
-    fmt::print("measured      run {:<6} {}\n", m.run_id, m.point->key);
-  }
+  return counts;
 }
 
 int Run(const CLI::App& app, const SweepOptions& o) {
@@ -436,9 +449,9 @@ int Run(const CLI::App& app, const SweepOptions& o) {
         break;
     }
   }
+  const PredictionCounts predicted = PredictMeasuredPoints(*spec, o, *db, *experiment, points);
   const FigureCounts figures =
       DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points);
-  const std::vector<MeasuredRun> measured = MeasuredRuns(*spec, points, todo, results);
 
   fmt::print("# pipette sweep {}: experiment '{}' in {}\n", Printable(spec->path), spec->name,
              Printable(o.db));
@@ -450,11 +463,15 @@ int Run(const CLI::App& app, const SweepOptions& o) {
              held);
   fmt::print("invalid       {:>6}   (the command rejected the point's settings)\n", invalid);
   fmt::print("failed        {:>6}\n", failed);
+  if (spec->predict) {
+    fmt::print(
+        "predicted     {:>6}   (already {}, failed {}; simulate --costs-from each measured run)\n",
+        predicted.ran, predicted.already, predicted.failed);
+  }
   fmt::print("figures       {:>6}   drawn ({} not drawn, {} failed)\n", figures.drawn,
              figures.skipped, figures.failed);
   fmt::print("wall_time     {:>6.1f} s\n", SecondsSince(start));
-  PredictMeasuredRuns(measured);
-  return failed > 0 || figures.failed > 0 ? kExitFailure : kExitOk;
+  return failed > 0 || figures.failed > 0 || predicted.failed > 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace

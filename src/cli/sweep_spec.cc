@@ -21,8 +21,8 @@ namespace {
 constexpr std::size_t kMaxPoints = 100000;
 constexpr std::uintmax_t kMaxSpecBytes = std::uintmax_t{1} << 20;
 
-constexpr std::string_view kTopLevelKeys[] = {"name",  "description", "command",
-                                              "fixed", "axes",        "figures"};
+constexpr std::string_view kTopLevelKeys[] = {"name",        "description", "command", "predict",
+                                              "calibration", "fixed",       "axes",    "figures"};
 constexpr std::string_view kFigureKeys[] = {"kind", "out", "where", "x"};
 
 template <typename Range>
@@ -241,6 +241,25 @@ Status ReadHeader(const TomlTableReader& root, SweepSpec& spec) {
                                   "measured ones on a real engine under mpirun)",
                                   spec.command, JoinChoices(kSweepCommands)));
   }
+  PIPETTE_ASSIGN_OR_RETURN(spec.predict, root.Bool("predict", false));
+  if (spec.predict && spec.command != "train") {
+    return root.Error(root.Get("predict"),
+                      fmt::format("predict = true: only measured points (command = \"train\") "
+                                  "have a prediction; this spec's command is \"{}\"",
+                                  spec.command));
+  }
+  PIPETTE_ASSIGN_OR_RETURN(
+      std::optional<std::string> calibration,
+      root.FindString("calibration", Presence::kOptional, EmptyString::kRejected));
+  spec.calibration = calibration.value_or("");
+  if (!spec.calibration.empty() && !spec.predict) {
+    return root.Error(root.Get("calibration"),
+                      fmt::format("calibration = \"{}\": applies to predictions; set predict = "
+                                  "true",
+                                  Printable(spec.calibration)));
+  }
+  PIPETTE_RETURN_IF_ERROR(
+      RejectControlBytes(root.origin(), root.Get("calibration"), "calibration", spec.calibration));
   return Status::Ok();
 }
 

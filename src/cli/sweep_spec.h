@@ -60,11 +60,18 @@ struct SweepSpec {
   std::string name;                  // the experiment; default: the file's stem
   std::string description;           // optional
   std::string command = "simulate";  // or "train": each point runs under mpirun (p * dp ranks)
-  std::vector<SweepSetting> fixed;   // in file order
-  std::vector<SweepAxis> axes;       // in file order
+  // train only: after each measured point, its prediction `pipette simulate --costs-from RUN
+  // [--calibration C]` is recorded at the point key plus PredictedKeySuffix.
+  bool predict = false;
+  std::string calibration;          // an id or "latest"; empty: none
+  std::vector<SweepSetting> fixed;  // in file order
+  std::vector<SweepAxis> axes;      // in file order
   std::vector<SweepFigure> figures;
   std::string text;  // the file itself, stored as the experiment's spec
 };
+
+// The point key of a measured point's prediction is the point's key plus this.
+inline constexpr std::string_view kPredictedKeySuffix = ";predicted";
 
 // One point of the sweep: the fixed settings and one value of each axis.
 struct SweepPoint {

@@ -377,14 +377,45 @@ TEST(SweepTrainCli, RunsTwoCpuPointsUnderMpirunOnceAndResumes) {
     schedules.insert(r["config"]["schedule"].get<std::string>());
   }
   EXPECT_EQ(schedules, (std::set<std::string>{"1f1b", "zb-h1"}));
-  // The hook for predictions sees each measured run with its point.
-  EXPECT_TRUE(Contains(first.out, "measured      run " + std::to_string(runs[0]["id"].get<int>()) +
-                                      "      " + kTrainKey))
-      << first.out;
   CommandResult again = Pipette("sweep measured.toml --db measured.db");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(Contains(again.err, "measured: 2 points, 2 already done, running 0")) << again.err;
   EXPECT_EQ(Runs("measured.db", "measured").size(), 2u);
+}
+
+// predict = true: each measured point gets one prediction (simulate --costs-from its run) at its
+// key plus ";predicted", kept on a rerun; pipette compare --experiment pairs them all.
+TEST(SweepTrainCli, PredictsEachMeasuredPointOnceAndComparesThem) {
+  std::string spec = kTrain;
+  spec.replace(spec.find("command = \"train\"\n"), 18, "command = \"train\"\npredict = true\n");
+  WriteSpec("predicted.toml", spec);
+  std::filesystem::remove(ScratchDir() + "/predicted.db");
+  CommandResult first = Pipette("sweep predicted.toml --db predicted.db");
+  ASSERT_EQ(first.exit_code, 0) << first.err << first.out;
+  EXPECT_TRUE(Contains(first.out, "predicted          2   (already 0, failed 0;")) << first.out;
+  nlohmann::json runs = Runs("predicted.db", "measured");
+  ASSERT_EQ(runs.size(), 4u) << runs.dump();
+  int predictions = 0;
+  for (const auto& r : runs) {
+    if (r["engine"] != "sim") continue;
+    ++predictions;
+    EXPECT_EQ(r["status"], "ok");
+    const std::int64_t measured = r["config"]["costs_from"].get<std::int64_t>();
+    bool found = false;
+    for (const auto& m : runs) found = found || (m["id"] == measured && m["engine"] == "cpu");
+    EXPECT_TRUE(found) << r.dump();
+  }
+  EXPECT_EQ(predictions, 2);
+  CommandResult again = Pipette("sweep predicted.toml --db predicted.db");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(Contains(again.out, "predicted          0   (already 2, failed 0;")) << again.out;
+  CommandResult summary = Pipette("compare --experiment measured --db predicted.db --format json");
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  const nlohmann::json json = nlohmann::json::parse(summary.out);
+  ASSERT_EQ(json["pairs"].size(), 2u);
+  EXPECT_GT(json["pairs"][0]["measured_step_s"].get<double>(), 0);
+  EXPECT_GT(json["pairs"][0]["predicted_step_s"].get<double>(), 0);
+  EXPECT_GE(json["step_mape"].get<double>(), 0);
 }
 
 // A train point held by a live process is reported held by the pipette-train child (exit 0, JSON

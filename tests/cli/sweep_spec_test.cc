@@ -176,7 +176,21 @@ TEST(SweepSpec, WhereSelectsPointsBySettings) {
 TEST(SweepSpec, UnknownTopLevelKeyNamesFileLineKeyAndTheKeysAllowed) {
   EXPECT_EQ(ParseError("name = \"x\"\nsteps = 3\n"),
             "experiments/bad.toml:2: unknown key 'steps' (a sweep spec has name, description, "
-            "command, fixed, axes or figures)");
+            "command, predict, calibration, fixed, axes or figures)");
+}
+
+TEST(SweepSpec, PredictionsBelongToMeasuredPoints) {
+  EXPECT_EQ(ParseError("predict = true\n"),
+            "experiments/bad.toml:1: predict = true: only measured points (command = \"train\") "
+            "have a prediction; this spec's command is \"simulate\"");
+  EXPECT_EQ(ParseError("command = \"train\"\ncalibration = \"latest\"\n"),
+            "experiments/bad.toml:2: calibration = \"latest\": applies to predictions; set "
+            "predict = true");
+  const SweepSpec spec = *ParseSweepSpec(
+      "command = \"train\"\npredict = true\ncalibration = \"3\"\n[fixed]\nmodel = \"tiny\"\n",
+      "experiments/fidelity.toml");
+  EXPECT_TRUE(spec.predict);
+  EXPECT_EQ(spec.calibration, "3");
 }
 
 TEST(SweepSpec, AxisMustBeANonEmptyListOfScalars) {

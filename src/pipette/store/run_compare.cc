@@ -200,13 +200,18 @@ void AddRunLevel(const RunData& predicted, const RunData& measured, RunCompariso
 
 void AddStatistics(std::vector<EventPair> pairs, int worst, RunComparison& c) {
   std::map<EventKind, std::vector<const EventPair*>> by_kind;
-  std::vector<const EventPair*> every;
+  std::vector<const EventPair*> every, compute;
   for (const EventPair& p : pairs) {
     by_kind[p.key.kind].push_back(&p);
     every.push_back(&p);
+    const EventKind k = p.key.kind;
+    if (k == EventKind::kF || k == EventKind::kI || k == EventKind::kW || k == EventKind::kB) {
+      compute.push_back(&p);
+    }
   }
   for (const auto& [kind, list] : by_kind) c.kinds.push_back(ErrorsOf(kind, list));
   c.all = ErrorsOf(EventKind::kF, every);
+  c.compute = ErrorsOf(EventKind::kF, compute);
   c.pairs = pairs.size();
   const auto worse = [](const EventPair& x, const EventPair& y) {
     const double dx = x.displacement_s(), dy = y.displacement_s();

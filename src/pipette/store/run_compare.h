@@ -125,6 +125,7 @@ struct RunComparison {
   std::vector<StepSpan> steps;         // ascending step
   std::vector<KindErrors> kinds;       // kinds present, in EventKind order
   KindErrors all;                      // every event (kind is meaningless here)
+  KindErrors compute;                  // the F, I, W and B events together (kind meaningless)
   std::vector<EventPair> worst;        // largest displacement_s first (ties: key order)
   std::vector<RankPeakMemory> memory;  // ranks with peak_memory_bytes[r] in both runs
   std::size_t pairs = 0;               // joined events

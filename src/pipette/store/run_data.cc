@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 namespace pipette {
 namespace {
@@ -32,6 +33,20 @@ double RunData::Metric(std::string_view name, double fallback) const {
     if (m.name == name) return m.value;
   }
   return fallback;
+}
+
+double RunData::SteadyStepTime() const {
+  std::vector<double> steps;
+  for (int k = 0;; ++k) {
+    const double t = Metric(fmt::format("step_times_s[{}]", k), -1);
+    if (t < 0) break;
+    steps.push_back(t);
+  }
+  if (steps.empty()) return Metric("step_time_s");
+  if (steps.size() > 1) steps.erase(steps.begin());
+  double sum = 0;
+  for (const double t : steps) sum += t;
+  return sum / static_cast<double>(steps.size());
 }
 
 int RunData::NumRanks() const {

@@ -1,0 +1,76 @@
+#include "pipette/store/fidelity_summary.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pipette/engine/measured_costs.h"
+#include "pipette/store/run_compare.h"
+
+namespace pipette {
+namespace {
+
+Result<FidelityPair> PairOf(ExperimentDb& db, const RunData& predicted, std::int64_t measured_id) {
+  Result<RunData> measured = db.LoadRun(measured_id);
+  if (!measured.ok()) {
+    return Status::InvalidArgument(fmt::format("run {} predicts run {}, which cannot be read: {}",
+                                               predicted.run.id, measured_id,
+                                               measured.status().message()));
+  }
+  PIPETTE_ASSIGN_OR_RETURN(const RunComparison c, CompareRuns(predicted, *measured, 0));
+  FidelityPair pair;
+  pair.predicted_run = predicted.run.id;
+  pair.measured_run = measured_id;
+  const nlohmann::json config = nlohmann::json::parse(measured->run.config, nullptr, false);
+  const nlohmann::json prediction = nlohmann::json::parse(predicted.run.config, nullptr, false);
+  pair.schedule = config.value("schedule", "");
+  pair.model = config.value("model", "");
+  pair.p = config.value("p", 0);
+  pair.v = config.value("v", 0);
+  pair.m = config.value("m", 0);
+  pair.dp = config.value("dp", 1);
+  if (prediction.contains("prediction")) pair.cores = prediction["prediction"].value("cores", 0);
+  pair.predicted_step_s = predicted.SteadyStepTime();
+  pair.measured_step_s = measured->SteadyStepTime();
+  pair.step_error_rel = pair.measured_step_s > 0
+                            ? (pair.predicted_step_s - pair.measured_step_s) / pair.measured_step_s
+                            : 0;
+  pair.instruction_error_median = c.compute.duration_abs_rel.median;
+  pair.instruction_error_p90 = c.compute.duration_abs_rel.p90;
+  return pair;
+}
+
+}  // namespace
+
+Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experiment_id) {
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
+                           db.ListRuns({.experiment_id = experiment_id, .status = "ok"}));
+  FidelitySummary summary;
+  std::vector<double> medians;
+  for (const RunRecord& run : runs) {
+    if (run.engine != "sim") continue;
+    const nlohmann::json config = nlohmann::json::parse(run.config, nullptr, false);
+    if (!config.is_object() || !config.contains("costs_from")) continue;
+    PIPETTE_ASSIGN_OR_RETURN(const RunData predicted, db.LoadRun(run.id));
+    PIPETTE_ASSIGN_OR_RETURN(FidelityPair pair,
+                             PairOf(db, predicted, config["costs_from"].get<std::int64_t>()));
+    summary.step_mape += std::abs(pair.step_error_rel);
+    if (std::abs(pair.step_error_rel) > std::abs(summary.step_worst_error_rel)) {
+      summary.step_worst_error_rel = pair.step_error_rel;
+    }
+    medians.push_back(pair.instruction_error_median);
+    summary.pairs.push_back(std::move(pair));
+  }
+  if (summary.pairs.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "experiment {} has no predictions (sim runs recorded by simulate --costs-from)",
+        experiment_id));
+  }
+  summary.step_mape /= static_cast<double>(summary.pairs.size());
+  summary.instruction_error_median = Median(medians);
+  return summary;
+}
+
+}  // namespace pipette

@@ -38,7 +38,18 @@ void CpuRankRuntime::ShareParameters() {
 
 void CpuRankRuntime::Compute(const Instruction& ins) {
   fault_.AtCompute(place_.world_rank);
-  const Action& a = ins.action;
+  // The instruction's temporaries: its peak above what it holds before and after (the process's
+  // peak is restored afterwards).
+  const std::int64_t before = LiveTensorBytes(), peak = PeakTensorBytes();
+  ResetPeakTensorBytes();
+  Run(ins.action);
+  StageMemory& memory = stage_memory_[ins.action.stage];
+  memory.workspace_bytes =
+      std::max(memory.workspace_bytes, PeakTensorBytes() - std::max(before, LiveTensorBytes()));
+  RaisePeakTensorBytes(peak);
+}
+
+void CpuRankRuntime::Run(const Action& a) {
   switch (a.kind) {
     case ActionKind::kForward:
       Forward(a);

@@ -91,6 +91,8 @@ class CpuRankRuntime final : public RankRuntime {
   void Deliver(int consumer_stage, int microbatch, bool gradient, Tensor out);
   // The key of the forward cache of (stage, microbatch).
   std::int64_t CacheKey(int stage, int microbatch) const;
+  // Runs the compute action `a` (an overlapped cell: its forward, then its backward half).
+  void Run(const Action& a);
   void Forward(const Action& a);
   void InputGrad(const Action& a);
   void WeightGrad(const Action& a);

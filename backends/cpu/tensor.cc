@@ -74,6 +74,7 @@ Tensor Tensor::Clone() const {
 std::int64_t LiveTensorBytes() { return live_bytes; }
 std::int64_t PeakTensorBytes() { return peak_bytes; }
 void ResetPeakTensorBytes() { peak_bytes = live_bytes; }
+void RaisePeakTensorBytes(std::int64_t bytes) { peak_bytes = std::max(peak_bytes, bytes); }
 
 void RecordGemmCalls(std::vector<GemmCall>* calls) { gemm_calls = calls; }
 

@@ -52,6 +52,8 @@ std::int64_t LiveTensorBytes();
 std::int64_t PeakTensorBytes();
 // Restarts the peak from the current live bytes.
 void ResetPeakTensorBytes();
+// Raises the peak to at least `bytes` (to restore it after measuring a stretch with a reset).
+void RaisePeakTensorBytes(std::int64_t bytes);
 
 // C = alpha * op(A) * op(B) + beta * C, row-major, op(X) = X or X^T; op(A) is m x k, op(B) k x n.
 // One cblas_sgemm call; lda/ldb/ldc are row strides (they allow column blocks of wider matrices).

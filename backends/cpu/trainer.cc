@@ -67,6 +67,7 @@ std::vector<char> PackRank(const CpuRankRuntime& runtime, const RankLog& log, do
   for (const StageMemory& m : runtime.stage_memory()) {
     out.Put(m.activation_bytes);
     out.Put(m.wgrad_input_bytes);
+    out.Put(m.workspace_bytes);
   }
   out.PutVector(replica0 ? log.trace : std::vector<TraceEvent>());
   out.PutVector(replica0 ? log.allreduces : std::vector<AllReduceEvent>());
@@ -84,6 +85,7 @@ void UnpackRank(const std::vector<char>& bytes, int rank, TrainReport& report) {
   for (StageMemory& m : report.stage_memory) {
     m.activation_bytes = std::max(m.activation_bytes, in.Get<std::int64_t>());
     m.wgrad_input_bytes = std::max(m.wgrad_input_bytes, in.Get<std::int64_t>());
+    m.workspace_bytes = std::max(m.workspace_bytes, in.Get<std::int64_t>());
   }
   in.AppendVector(report.trace);
   in.AppendVector(report.allreduces);

@@ -279,7 +279,8 @@ int RunCostsFrom(const SimulateOptions& o) {
     CostsFromReport report{*plan, std::move(results.front()), {}};
     const RecordedWork& w = plan->work;
     if (!w.static_bytes.empty()) {
-      report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory);
+      report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory,
+                                     /*message_buffers=*/w.engine == "cpu");
     }
     return report;
   });

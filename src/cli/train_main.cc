@@ -97,7 +97,8 @@ bool Verified(const TrainCommandOptions& o, const cpu::TrainReport& r) {
 RunData RunDataOf(const cpu::TrainPlan& plan, const cpu::TrainReport& r) {
   RunData data;
   data.events = ToEventRows(plan.program, r.trace, r.allreduces, r.updates);
-  data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory));
+  data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory,
+                                            /*message_buffers=*/true));
   data.metrics = {{"step_time_s", MeanStepTime(r), "s"},
                   {"tokens_per_s", r.tokens_per_s, "tokens/s"},
                   {"final_loss", r.losses.back(), "nats"},
@@ -109,13 +110,15 @@ RunData RunDataOf(const cpu::TrainPlan& plan, const cpu::TrainReport& r) {
   AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
   // The bytes the engine holds, so a simulation can model its memory (simulate --costs-from).
   AddPerRank(data.metrics, "static_bytes", r.static_bytes, "B");
-  std::vector<double> activation, wgrad_input;
+  std::vector<double> activation, wgrad_input, workspace;
   for (const StageMemory& m : r.stage_memory) {
     activation.push_back(static_cast<double>(m.activation_bytes));
     wgrad_input.push_back(static_cast<double>(m.wgrad_input_bytes));
+    workspace.push_back(static_cast<double>(m.workspace_bytes));
   }
   AddPerRank(data.metrics, "stage_activation_bytes", activation, "B");
   AddPerRank(data.metrics, "stage_wgrad_input_bytes", wgrad_input, "B");
+  AddPerRank(data.metrics, "stage_workspace_bytes", workspace, "B");
   if (r.verification) {
     data.metrics.push_back(
         {"verify_grad_rel_err", r.verification->gradients.max_relative_error, "fraction"});

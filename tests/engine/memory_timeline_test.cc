@@ -104,6 +104,29 @@ TEST(MemoryOverTime, OneFOneBHoldsPActivationsOnRankZeroFromItsPthForward) {
   EXPECT_EQ(lines[3].peak_bytes, 50 + 1 * 10);
 }
 
+// The CPU engine's buffers: a send holds its bytes to the end of the rank's program in that step,
+// a receive from its post to the end of its consumer, and a compute its workspace while it runs.
+TEST(MemoryOverTime, MessageBuffersAndWorkspaceAsTheCpuEngineHoldsThem) {
+  // Rank 0 of GPipe p = 2, m = 1, by hand: F [0,1], SEND_F at 1, RECV_B posted at 1 and arrived
+  // at 4, B [4,6]; activation 10, workspace 5, messages 3 bytes.
+  const std::vector<TraceEvent> trace{
+      {0, 0, 0, Action::F(0, 0), 0, 1, 0},
+      {0, 1, 0, Action::Make(ActionKind::kSendForward, 0, 0), 1, 1, 3},
+      {0, 2, 0, Action::Make(ActionKind::kRecvBackward, 0, 0), 1, 4, 3},
+      {0, 3, 0, Action::B(0, 0), 4, 6, 0},
+  };
+  const std::vector<StageMemory> stages{{10, 0, 5}, {10, 0, 5}};
+  // static 100; t0: +5 +10; t1: -5 +3 +3; t4: +5; t6: -5 -10 -3 -3.
+  const auto with = MemoryOverTime(trace, {100}, stages, /*message_buffers=*/true);
+  EXPECT_EQ(with[0].peak_bytes, 121);
+  EXPECT_EQ(with[0].peak_time, 4);
+  EXPECT_EQ(with[0].samples.back().time, 6);
+  EXPECT_EQ(with[0].samples.back().bytes, 100);
+  const auto without = MemoryOverTime(trace, {100}, stages);
+  EXPECT_EQ(without[0].peak_bytes, 115);
+  EXPECT_EQ(without[0].peak_time, 0);
+}
+
 TEST(FirstOutOfMemory, NamesTheEarliestRankAndTime) {
   std::vector<RankMemoryTimeline> lines(3);
   lines[0].samples = {{0, 10}, {5, 30}};

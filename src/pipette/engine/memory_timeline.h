@@ -21,6 +21,8 @@ namespace pipette {
 struct StageMemory {
   std::int64_t activation_bytes = 0;   // from the start of F to the end of I or B
   std::int64_t wgrad_input_bytes = 0;  // from the end of I to the end of W
+  // Held only while one of the stage's computes runs (an engine's temporaries), start to end.
+  std::int64_t workspace_bytes = 0;
 };
 
 struct MemorySample {
@@ -37,11 +39,14 @@ struct RankMemoryTimeline {
 };
 
 // Rebuilds every rank's memory from `trace` (events of ranks 0..static_bytes.size()-1, each
-// rank's in program order, as RunRank writes them). REQUIRES: stages covers every stage in the
-// trace.
+// rank's in program order, as RunRank writes them). With `message_buffers` (the CPU engine's MPI
+// buffers) a message also holds its bytes: a SEND's from the send to the end of that rank's
+// program in that step (the engine completes its sends there), a RECV's from the post to the end
+// of the compute that consumes it. REQUIRES: stages covers every stage in the trace.
 std::vector<RankMemoryTimeline> MemoryOverTime(const std::vector<TraceEvent>& trace,
                                                const std::vector<double>& static_bytes,
-                                               const std::vector<StageMemory>& stages);
+                                               const std::vector<StageMemory>& stages,
+                                               bool message_buffers = false);
 
 struct OutOfMemory {
   int rank = 0;

@@ -64,9 +64,9 @@ Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experim
     summary.pairs.push_back(std::move(pair));
   }
   if (summary.pairs.empty()) {
-    return Status::InvalidArgument(fmt::format(
-        "experiment {} has no predictions (sim runs recorded by simulate --costs-from)",
-        experiment_id));
+    return Status::InvalidArgument(
+        fmt::format("experiment {} has no predictions (sim runs recorded by simulate --costs-from)",
+                    experiment_id));
   }
   summary.step_mape /= static_cast<double>(summary.pairs.size());
   summary.instruction_error_median = Median(medians);

@@ -104,7 +104,8 @@ std::vector<double> MedianPerRank(const std::vector<EventRow>& events, EventKind
   return medians;
 }
 
-// The memory the engine recorded: "static_bytes[r]", "stage_activation_bytes[s]" and
+// The memory the engine recorded: "static_bytes[r]", "stage_activation_bytes[s]",
+// "stage_workspace_bytes[s]" and
 // "stage_wgrad_input_bytes[s]"; left empty when the run has none of them.
 void ReadMemory(const RunData& run, RecordedWork& work) {
   if (run.Metric("static_bytes[0]", -1) < 0) return;
@@ -114,7 +115,8 @@ void ReadMemory(const RunData& run, RecordedWork& work) {
   for (std::size_t s = 0; s < work.stages.size(); ++s) {
     work.stage_memory.push_back(
         {static_cast<std::int64_t>(run.Metric(fmt::format("stage_activation_bytes[{}]", s))),
-         static_cast<std::int64_t>(run.Metric(fmt::format("stage_wgrad_input_bytes[{}]", s)))});
+         static_cast<std::int64_t>(run.Metric(fmt::format("stage_wgrad_input_bytes[{}]", s))),
+         static_cast<std::int64_t>(run.Metric(fmt::format("stage_workspace_bytes[{}]", s)))});
   }
 }
 

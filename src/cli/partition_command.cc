@@ -97,7 +97,7 @@ void PrintText(const ModelPlan& p, std::string_view schedule) {
       "zero={} recompute={}\n",
       c.pp, c.v, c.tp, c.dp, schedule, c.microbatches, c.micro_batch_size, c.seq_len,
       DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no");
-  fmt::print("# cluster {}: {} x {} {} ({:.0f} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
+  fmt::print("# cluster {}: {} x {} {} ({:.4g} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
              cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.gpu.name,
              cluster.gpu.peak_flops.at(c.dtype) / 1e12, DTypeName(c.dtype),
              cluster.gpu.memory_bytes / 1e9, p.efficiency);

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "pipette/model/model_presets.h"
+
 namespace pipette::cpu {
 namespace {
 
@@ -349,22 +351,7 @@ int BlockIndex(std::string_view layer, bool& mlp) {
 
 }  // namespace
 
-DecoderSpec TinyDecoder() {
-  return DecoderSpec{.name = "tiny",
-                     .layers = 4,
-                     .hidden = 64,
-                     .heads = 4,
-                     .kv_heads = 4,
-                     .ffn_hidden = 256,
-                     .vocab = 64,
-                     .tied_embeddings = false,
-                     .gated_mlp = false,
-                     .bias = true,
-                     .published_params = 0,
-                     .source = "pipette's built-in test model (backends/cpu/gpt.h)",
-                     .learned_positions = true,
-                     .max_positions = 32};
-}
+DecoderSpec TinyDecoder() { return *FindDecoderPreset("tiny"); }
 
 Status CheckTrainable(const DecoderSpec& spec) {
   PIPETTE_RETURN_IF_ERROR(ValidateDecoderSpec(spec));

@@ -29,8 +29,9 @@
 
 namespace pipette::cpu {
 
-// The built-in model that `pipette train` uses by default: 4 blocks, width 64, 4 heads, MLP 256,
-// vocabulary 64, context 32, untied head. About 0.22 M parameters; a step takes milliseconds.
+// The built-in model that `pipette train` uses by default: the model layer's "tiny" preset
+// (model/model_presets.h): 4 blocks, width 64, 4 heads, MLP 256, vocabulary 64, context 32, untied
+// head. About 0.22 M parameters; a step takes milliseconds.
 DecoderSpec TinyDecoder();
 
 // OK when the CPU engine implements `spec`'s architecture: a GPT-style decoder (learned

@@ -127,13 +127,6 @@ Status CheckPeerTimeout(double seconds) {
 }
 
 Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
-  if (model == "tiny") return TinyDecoder();
-  if (model == "tiny-tied") {  // the LM head shares the embedding table (GPT-2's tying)
-    DecoderSpec spec = TinyDecoder();
-    spec.name = "tiny-tied";
-    spec.tied_embeddings = true;
-    return spec;
-  }
   if (model.ends_with(".toml")) {
     // The model layer reads and validates the file; the decoder is read off its graph. The
     // workload only scales the graph's amounts, which the decoder does not use.

@@ -63,8 +63,9 @@ struct TrainPlan {
   }
 };
 
-// Resolves `options.model` to a trainable decoder spec: "tiny", "tiny-tied" (tiny with the LM head
-// tied to the token embedding), a GPT-style preset, or a model file (.toml, read by the model
+// Resolves `options.model` to a trainable decoder spec: a GPT-style preset of the model layer
+// (model/model_presets.h; among them the CPU engine's own "tiny" and "tiny-tied", tiny with the LM
+// head tied to the token embedding), or a model file (.toml, read by the model
 // layer) whose graph is a GPT-style decoder chain (decoder_from_graph.h); InvalidArgument or
 // NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);

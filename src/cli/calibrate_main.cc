@@ -130,17 +130,6 @@ int Launch(const CalibrateOptions& o, int argc, char** argv) {
       MpirunArguments(np, cores, geteuid() == 0, SiblingBinary("pipette-calibrate"), args));
 }
 
-// MemTotal of /proc/meminfo in bytes (0 when unreadable).
-double MemTotalBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  double kib = 0;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemTotal:") return kib * 1024;
-  }
-  return 0;
-}
-
 void AddPoints(Calibration& c, std::string_view what, int ranks,
                const std::vector<cpu::TimedSize>& timed) {
   for (const cpu::TimedSize& t : timed)

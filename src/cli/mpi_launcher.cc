@@ -1,7 +1,6 @@
 #include "cli/mpi_launcher.h"
 
 #include <fmt/core.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,13 +16,6 @@ std::string SiblingBinary(std::string_view name) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   return ((error ? std::filesystem::current_path(error) : self.parent_path()) / name).string();
-}
-
-int UsableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 std::string MpirunProgram() {

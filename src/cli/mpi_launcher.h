@@ -3,20 +3,22 @@
 // `pipette` binary), and the `mpirun` command line that runs one of them on N processes of this
 // machine. `pipette calibrate` launches itself this way when no launcher started it, and
 // `pipette sweep` runs each point of a `command = "train"` study so. Pure functions except
-// SiblingBinary() and UsableCores(), which read this process's state.
+// SiblingBinary(), which reads this process's state.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pipette/common/host_machine.h"
+
 namespace pipette::cli {
 
 // The path of `name` (e.g. "pipette-train") in the directory of this process's own binary.
 std::string SiblingBinary(std::string_view name);
 
-// The cores this process may run on (sched_getaffinity), at least 1.
-int UsableCores();
+// UsableCores() (the cores this process may run on) lives in common/host_machine.h, where the
+// cluster layer's `host` preset reads it too; it is visible here as pipette::UsableCores.
 
 // The mpirun this build found (CMake's MPIEXEC_EXECUTABLE), else "mpirun" from PATH.
 std::string MpirunProgram();

@@ -97,7 +97,7 @@ void PrintText(const ModelPlan& p, std::string_view schedule) {
       "zero={} recompute={}\n",
       c.pp, c.v, c.tp, c.dp, schedule, c.microbatches, c.micro_batch_size, c.seq_len,
       DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no");
-  fmt::print("# cluster {}: {} x {} {} ({:.0f} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
+  fmt::print("# cluster {}: {} x {} {} ({:.4g} TFLOP/s {}, {:.0f} GB), roofline efficiency {}\n",
              cluster.name, cluster.nodes, cluster.gpus_per_node, cluster.gpu.name,
              cluster.gpu.peak_flops.at(c.dtype) / 1e12, DTypeName(c.dtype),
              cluster.gpu.memory_bytes / 1e9, p.efficiency);
@@ -187,18 +187,23 @@ int ListModelsCommand() {
   return kExitOk;
 }
 
+// TFLOP/s of `dtype` on the cluster's GPU, 0 when it lists none.
+double PeakTflops(const ClusterSpec& c, DType dtype) {
+  const auto peak = c.gpu.peak_flops.find(dtype);
+  return peak == c.gpu.peak_flops.end() ? 0.0 : peak->second / 1e12;
+}
+
 int ListClustersCommand() {
-  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>8} {:>9} {:>10} {:>10}  {}\n", "name", "gpus/node",
-             "gpu", "bf16", "memory", "hbm", "intra", "inter", "source");
-  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>8} {:>9} {:>10} {:>10}\n", "-", "-", "-",
-             "[TFLOP/s]", "[GB]", "[TB/s]", "[GB/s]", "[GB/s]");
+  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>10} {:>8} {:>9} {:>10} {:>10}  {}\n", "name",
+             "gpus/node", "gpu", "bf16", "fp32", "memory", "hbm", "intra", "inter", "source");
+  fmt::print("# {:<10} {:>9}  {:<20} {:>10} {:>10} {:>8} {:>9} {:>10} {:>10}\n", "-", "-", "-",
+             "[TFLOP/s]", "[TFLOP/s]", "[GB]", "[TB/s]", "[GB/s]", "[GB/s]");
   for (const ClusterSpec& c : ClusterPresets()) {
-    const auto bf16 = c.gpu.peak_flops.find(DType::kBF16);
-    fmt::print("  {:<10} {:>9}  {:<20} {:>10.1f} {:>8.1f} {:>9.2f} {:>10.1f} {:>10.1f}  {}\n",
-               c.name, c.gpus_per_node, c.gpu.name,
-               bf16 == c.gpu.peak_flops.end() ? 0.0 : bf16->second / 1e12, c.gpu.memory_bytes / 1e9,
-               c.gpu.hbm_bandwidth / 1e12, c.intra_node.bandwidth / 1e9,
-               c.inter_node.bandwidth / 1e9, c.source);
+    fmt::print(
+        "  {:<10} {:>9}  {:<20} {:>10.1f} {:>10.3f} {:>8.1f} {:>9.3f} {:>10.1f} {:>10.1f}  {}\n",
+        c.name, c.gpus_per_node, c.gpu.name, PeakTflops(c, DType::kBF16),
+        PeakTflops(c, DType::kFP32), c.gpu.memory_bytes / 1e9, c.gpu.hbm_bandwidth / 1e12,
+        c.intra_node.bandwidth / 1e9, c.inter_node.bandwidth / 1e9, c.source);
   }
   return kExitOk;
 }

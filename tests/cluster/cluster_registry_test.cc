@@ -45,9 +45,10 @@ TEST(MakeCluster, UnknownPresetIsNotFoundWithAHint) {
   Result<ClusterSpec> spec = MakeCluster("dgx-z100", 0);
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(spec.status().message(),
-            "unknown cluster 'dgx-z100': the presets are dgx-h100, dgx-a100; a cluster file's "
-            "name ends in .toml (see docs/clusters.md)");
+  EXPECT_EQ(
+      spec.status().message(),
+      "unknown cluster 'dgx-z100': the presets are dgx-h100, dgx-a100, host; a cluster file's "
+      "name ends in .toml (see docs/clusters.md)");
 }
 
 TEST(MakeCluster, MissingFileIsNotFound) {

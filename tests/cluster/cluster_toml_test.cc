@@ -233,7 +233,7 @@ TEST(ClusterToml, UnknownNamesAreRejected) {
             "single-switch)");
   EXPECT_EQ(Rejection("base = \"dgx-z100\"\n"),
             "cluster file 't.toml': base = 'dgx-z100': unknown preset (the presets are dgx-h100, "
-            "dgx-a100)");
+            "dgx-a100, host)");
   EXPECT_EQ(Rejection("memory_gb = 80\n" + std::string(kMinimal)),
             "cluster file 't.toml': unknown key 'memory_gb' (expected base, name, source, nodes, "
             "gpus_per_node, nics_per_node, topology, gpu, intra_node or inter_node)");

@@ -1,6 +1,10 @@
 #include "pipette/cluster/cluster_presets.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
+
+#include "pipette/common/host_machine.h"
 
 namespace pipette {
 namespace {
@@ -59,10 +63,42 @@ ClusterSpec DgxA100() {
   return spec;
 }
 
+// The machine this process runs on, for the CPU engine: one node whose "GPUs" are the cores this
+// process may use, each an OpenBLAS sgemm of a nominal rate, joined by Open MPI's shared-memory
+// transport. The rates are nominal (docs/clusters.md says where each comes from); `pipette
+// calibrate --engine cpu --cluster-out FILE` measures them on the machine at hand.
+ClusterSpec Host() {
+  constexpr double kCoreSgemmFlops = 75e9;     // one core, every core busy (calibrated: 75-151)
+  constexpr double kCoreCopyBandwidth = 15e9;  // one rank's memcpy, bytes read + written
+  constexpr double kShmBandwidth = 20e9;       // Open MPI vader, per direction (calibrated 20.6)
+  constexpr double kShmLatency = 0.35e-6;      // its one-way start-up (calibrated 0.35 us)
+  ClusterSpec spec;
+  spec.name = "host";
+  spec.source =
+      "nominal: this machine's usable cores (sched_getaffinity) and RAM / cores, with a core's "
+      "sgemm rate, copy rate and the shared-memory link as pipette calibrate measured them on "
+      "the 2-core development machine (docs/clusters.md); `pipette calibrate --engine cpu "
+      "--cluster-out FILE.toml` measures this machine";
+  spec.nodes = 1;
+  spec.gpus_per_node = std::min(UsableCores(), kMaxGpusPerNode);
+  spec.gpu.name = "cpu-core";
+  spec.gpu.peak_flops = {{DType::kFP32, kCoreSgemmFlops}};
+  const std::int64_t ram = MemTotalBytes();
+  // Without /proc/meminfo, 1 GB per core: a figure, not a crash.
+  spec.gpu.memory_bytes = ram > 0 ? ram / spec.gpus_per_node : 1'000'000'000;
+  spec.gpu.hbm_bandwidth = kCoreCopyBandwidth;
+  spec.intra_node = LinkSpec{kShmBandwidth, kShmLatency};
+  spec.inter_node = spec.intra_node;  // one node: never used, but the same transport
+  spec.nics_per_node = 1;
+  spec.topology = Topology::kSingleSwitch;
+  return spec;
+}
+
 }  // namespace
 
 std::span<const ClusterSpec> ClusterPresets() {
-  static const std::array<ClusterSpec, 2> kPresets = {DgxH100(), DgxA100()};
+  // Probed once, the first time a preset is asked for.
+  static const std::array<ClusterSpec, 3> kPresets = {DgxH100(), DgxA100(), Host()};
   return kPresets;
 }
 

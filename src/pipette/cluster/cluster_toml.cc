@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,34 @@ Result<ClusterSpec> LoadClusterToml(const std::string& path) {
       const std::string text,
       ReadFileBounded(path, kMaxClusterFileBytes, "cluster file", MissingFile::kNotARegularFile));
   return ParseClusterToml(text, path);
+}
+
+std::string FormatClusterToml(const ClusterSpec& spec) {
+  toml::table tflops;
+  for (const auto& [dtype, flops] : spec.gpu.peak_flops) {
+    tflops.insert(DTypeName(dtype), flops / 1e12);
+  }
+  tflops.is_inline(true);
+  const auto link = [](const LinkSpec& l) {
+    return toml::table{{"bandwidth_gb_per_s", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}};
+  };
+  const toml::table file{
+      {"name", spec.name},
+      {"source", spec.source},
+      {"nodes", spec.nodes},
+      {"gpus_per_node", spec.gpus_per_node},
+      {"nics_per_node", spec.nics_per_node},
+      {"topology", TopologyName(spec.topology)},
+      {"gpu", toml::table{{"name", spec.gpu.name},
+                          {"memory_gb", static_cast<double>(spec.gpu.memory_bytes) / 1e9},
+                          {"hbm_tb_per_s", spec.gpu.hbm_bandwidth / 1e12},
+                          {"tflops", std::move(tflops)}}},
+      {"intra_node", link(spec.intra_node)},
+      {"inter_node", link(spec.inter_node)},
+  };
+  std::ostringstream out;
+  out << file << "\n";
+  return out.str();
 }
 
 }  // namespace pipette

@@ -20,7 +20,8 @@
 //
 // `base = "dgx-h100"` starts from a preset: every key becomes optional and overrides the preset's
 // value (tflops entries one dtype at a time). Errors name the file, the key, the value and the
-// rule. Stateless functions; safe to call from any thread.
+// rule. FormatClusterToml writes a ClusterSpec back in this format. Stateless functions; safe to
+// call from any thread.
 #pragma once
 
 #include <string>
@@ -42,5 +43,10 @@ Result<ClusterSpec> ParseClusterToml(std::string_view text, const std::string& o
 // InvalidArgument when it is not a regular file or is larger; IoError when it cannot be read;
 // otherwise as ParseClusterToml.
 Result<ClusterSpec> LoadClusterToml(const std::string& path);
+
+// Returns `spec` as a complete cluster file (every key but `base`; keys sorted, as toml++ writes
+// them) that ParseClusterToml reads back to `spec` (numbers to the last bit of their file unit:
+// memory to the byte, rates to within one rounding of the unit conversion).
+std::string FormatClusterToml(const ClusterSpec& spec);
 
 }  // namespace pipette

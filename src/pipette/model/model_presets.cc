@@ -48,10 +48,33 @@ DecoderSpec Llama32_1B() {
                "ffn 8192, vocab 128256, tied); 1.24B params (checkpoint: 1,235,814,400)");
 }
 
+// The CPU engine's own models (backends/cpu): a GPT-style decoder small enough that a training
+// step takes milliseconds on one core, with or without GPT-2's tied LM head. pipette's design, so
+// no published count.
+DecoderSpec TinyGpt(std::string name, bool tied) {
+  return DecoderSpec{.name = std::move(name),
+                     .layers = 4,
+                     .hidden = 64,
+                     .heads = 4,
+                     .kv_heads = 4,
+                     .ffn_hidden = 256,
+                     .vocab = 64,
+                     .tied_embeddings = tied,
+                     .gated_mlp = false,
+                     .bias = true,
+                     .published_params = 0,
+                     .source = tied ? "pipette's CPU engine test model, LM head tied to the token "
+                                      "embedding (backends/cpu/README.md)"
+                                    : "pipette's CPU engine test model, the default of pipette "
+                                      "train (backends/cpu/README.md)",
+                     .learned_positions = true,
+                     .max_positions = 32};
+}
+
 }  // namespace
 
 std::span<const DecoderSpec> DecoderPresets() {
-  static const std::array<DecoderSpec, 8> kPresets = {
+  static const std::array<DecoderSpec, 10> kPresets = {
       Gpt("gpt2-124m", 12, 768, 12, 1024, 124'000'000,
           "Radford et al. 2019 (GPT-2); HF openai-community/gpt2 config.json (n_layer 12, n_embd "
           "768, n_head 12, n_positions 1024, vocab 50257); OpenAI checkpoint '124M' "
@@ -76,6 +99,8 @@ std::span<const DecoderSpec> DecoderPresets() {
       Llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, false, 70'600'000'000,
             "Meta 2024 (Llama 3); HF meta-llama/Meta-Llama-3-70B config.json; 70.6B params"),
       Llama32_1B(),
+      TinyGpt("tiny", false),
+      TinyGpt("tiny-tied", true),
   };
   return kPresets;
 }

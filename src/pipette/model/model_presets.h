@@ -1,9 +1,10 @@
 // Model presets: published architectures by name, each with its published parameter count and the
 // source both come from (docs/models.md tabulates them against pipette's counts).
 //
-// Decoders: gpt2-124m, gpt2-1.5b, gpt3-1.3b, gpt3-175b, llama2-7b, llama3-8b, llama3-70b and
-// llama3.2-1b. Two-tower (vision-language): vlm-small. The tables are immutable statics; the
-// returned spans and pointers stay valid for the life of the program; safe from any thread.
+// Decoders: gpt2-124m, gpt2-1.5b, gpt3-1.3b, gpt3-175b, llama2-7b, llama3-8b, llama3-70b,
+// llama3.2-1b, and the CPU engine's own tiny and tiny-tied (published_params 0). Two-tower
+// (vision-language): vlm-small. The tables are immutable statics; the returned spans and pointers
+// stay valid for the life of the program; safe from any thread.
 #pragma once
 
 #include <span>

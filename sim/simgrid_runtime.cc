@@ -34,16 +34,11 @@ void SimGridRuntime::Work(double seconds) {
   }
 }
 
-void SimGridRuntime::Compute(const Instruction& ins) {
-  Work(work_.costs->Of(ins.action) + work_.instruction_overhead);
-}
+void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overhead); }
 
-void SimGridRuntime::PostRecv(const Instruction&, std::int64_t) {
-  Work(work_.instruction_overhead);
-}
+void SimGridRuntime::Compute(const Instruction& ins) { Work(work_.costs->Of(ins.action)); }
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
-  Work(work_.instruction_overhead);
   // The ideal network carries 0 bytes: only the route's latency counts.
   sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
                           ->set_payload_size(channels_.real_sizes ? bytes : 0);
@@ -65,9 +60,7 @@ double SimGridRuntime::WaitRecv(const Instruction& ins) {
   channels_.in_flight.erase(it);
   lock.unlock();
   comm->wait();
-  const double arrived = comm->get_finish_time();
-  Work(work_.instruction_overhead);
-  return arrived;
+  return comm->get_finish_time();
 }
 
 Status SimGridRuntime::BeginStep(int step) {

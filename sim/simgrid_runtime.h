@@ -56,9 +56,10 @@ class SimGridRuntime final : public RankRuntime {
                  simgrid::s4u::BarrierPtr replicas, simgrid::s4u::BarrierPtr step_barrier);
 
   double Now() override;
+  void Dispatch(const Instruction& ins) override;
   void Compute(const Instruction& ins) override;
   void Send(const Instruction& ins, std::int64_t bytes) override;
-  void PostRecv(const Instruction& ins, std::int64_t bytes) override;
+  void PostRecv(const Instruction&, std::int64_t) override {}
   double WaitRecv(const Instruction& ins) override;
 
   Status BeginStep(int step) override;

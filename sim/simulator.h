@@ -51,8 +51,8 @@ struct SimulationCase {
   // Ideal network: a message takes latency + bytes * seconds_per_byte (an alpha-beta link; 0:
   // latency only).
   double seconds_per_byte = 0;
-  // Seconds of the rank's own time every instruction takes beyond its cost (an engine's dispatch,
-  // posting and completing a message).
+  // Seconds of the rank's own time before every instruction, outside its traced event (an
+  // engine's dispatch: bookkeeping, posting a message; RankRuntime::Dispatch).
   double instruction_overhead = 0;
   // Per rank, seconds of its parameter update after every step (empty: none); traced as updates.
   std::vector<double> optimizer;

@@ -36,6 +36,7 @@ void RunRank(const Program& program, int rank, int step, const MessageSizes& siz
   for (std::size_t k = 0; k < instructions.size(); ++k) {
     const Instruction& ins = instructions[k];
     const Action& a = ins.action;
+    runtime.Dispatch(ins);
     TraceEvent event{rank, static_cast<int>(k), step, a, 0, 0, 0};
     switch (a.kind) {
       case ActionKind::kSendForward:

@@ -35,6 +35,9 @@ class RankRuntime {
 
   // The rank's current time in seconds (simulated, or wall clock since the run's common start).
   virtual double Now() = 0;
+  // Called before each instruction, outside its traced event: what dispatching it costs. A real
+  // engine spends that time anyway (nothing to do here); a simulated one spends its model of it.
+  virtual void Dispatch(const Instruction& /*ins*/) {}
   // Runs the compute instruction `ins`; returns when done.
   virtual void Compute(const Instruction& ins) = 0;
   // Starts sending `bytes` for the SEND instruction `ins` to ins.peer; returns at once.

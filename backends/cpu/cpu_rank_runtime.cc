@@ -39,13 +39,16 @@ void CpuRankRuntime::ShareParameters() {
 void CpuRankRuntime::Compute(const Instruction& ins) {
   fault_.AtCompute(place_.world_rank);
   // The instruction's temporaries: its peak above what it holds before and after (the process's
-  // peak is restored afterwards).
+  // peak is restored afterwards). An overlapped cell's peak mixes its two halves' (the forward's
+  // activations among them): only plain instructions are measured.
   const std::int64_t before = LiveTensorBytes(), peak = PeakTensorBytes();
   ResetPeakTensorBytes();
   Run(ins.action);
-  StageMemory& memory = stage_memory_[ins.action.stage];
-  memory.workspace_bytes =
-      std::max(memory.workspace_bytes, PeakTensorBytes() - std::max(before, LiveTensorBytes()));
+  if (ins.action.kind != ActionKind::kOverlapped) {
+    StageMemory& memory = stage_memory_[ins.action.stage];
+    memory.workspace_bytes =
+        std::max(memory.workspace_bytes, PeakTensorBytes() - std::max(before, LiveTensorBytes()));
+  }
   RaisePeakTensorBytes(peak);
 }
 
@@ -190,6 +193,9 @@ void CpuRankRuntime::EndProgram(int) {
 std::optional<Span> CpuRankRuntime::ReduceGradients(int) {
   params_.SumLocalCopies();
   if (plan_.dp == 1) return std::nullopt;
+  // The span is the collective alone: the wait for the other replicas (a barrier first) is not
+  // part of it, as in the simulator, which starts an all-reduce once every replica is there.
+  Watched(dog_, "the other replicas to reach the all-reduce", [&] { MPI_Barrier(place_.dp_comm); });
   const double start = Now();
   Watched(dog_, "the data-parallel gradient all-reduce",
           [&] { AllReduceGrads(params_, {}, place_.dp_comm); });

@@ -165,11 +165,11 @@ std::string TextOf(const CostsFromReport& report) {
   const PredictionSettings& s = report.plan.settings;
   std::string out = fmt::format(
       "# pipette simulate --costs-from {}: {} run of {} p={} v={} m={} dp={}, {} traced steps\n"
-      "# {} cores shared by {} ranks; messages {:.3g} us + {:.3g} ns/KiB; {:.3g} us per "
+      "# {} for {} ranks; messages {:.3g} us + {:.3g} ns/KiB; {:.3g} us per "
       "instruction; calibration {}\n",
       w.run_id, w.engine, Printable(w.schedule), w.p, w.v, w.m, w.dp, w.traced_steps,
-      s.cores > 0 ? fmt::format("{}", s.cores) : "unshared", w.p * w.dp, s.latency * 1e6,
-      s.seconds_per_byte * 1024 * 1e9, s.instruction_overhead * 1e6,
+      s.cores > 0 ? fmt::format("{} shared cores", s.cores) : "a core each", w.p * w.dp,
+      s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.instruction_overhead * 1e6,
       s.calibration_id > 0 ? fmt::format("{}", s.calibration_id) : "none");
   out += "#  step  predicted [ms]  measured [ms]   error\n";
   const std::vector<double> steps = StepTimes(report.result);

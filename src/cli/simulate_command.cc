@@ -26,6 +26,7 @@
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_report.h"
+#include "cli/store_options.h"
 #include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
@@ -198,13 +199,18 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
     }
     return Status::Ok();
   }
-  for (const char* taken : {"--times", "--schedule", "--pp", "--chunks", "--microbatches", "--dp",
-                            "--model", "--ideal-network", "--latency-us"}) {
-    if (o.command->get_option(taken)->count() > 0) {
-      return Status::InvalidArgument(fmt::format(
-          "{} with --costs-from = {}: the program, its costs and sizes are the recorded run's",
-          taken, o.costs_from));
-    }
+  // Everything but where the run is and how the prediction is recorded comes from the run.
+  const std::vector<std::string> allowed = {"--costs-from", "--calibration", "--cores",
+                                            "--format",     "--db",          "--no-db",
+                                            "--trace",      "--experiment",  "--point-key"};
+  for (const CLI::Option* given : o.command->get_options()) {
+    if (given->count() == 0 || given->get_lnames().empty()) continue;
+    const std::string name = "--" + given->get_lnames().front();
+    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+    return Status::InvalidArgument(fmt::format(
+        "{} with --costs-from = {}: the program, its model, costs and sizes are the recorded "
+        "run's (only --calibration, --cores and where to record apply)",
+        name, o.costs_from));
   }
   if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
     return Status::InvalidArgument(
@@ -241,12 +247,13 @@ Result<Calibration> FindCalibration(ExperimentDb& db, const std::string& which) 
 
 // What --calibration (or its absence) and --cores add to the run's measured compute.
 Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& db) {
+  // Unshared by default: a run's measured durations already carry whatever core sharing it had
+  // (Open MPI's waiting ranks poll, so an oversubscribed run's every compute ran contended), and
+  // sharing them again counts it twice (docs/fidelity.md). --cores N shares N cores.
   PredictionSettings settings;
-  settings.cores = UsableCores();
   if (!o.calibration.empty()) {
     PIPETTE_ASSIGN_OR_RETURN(const Calibration c, FindCalibration(db, o.calibration));
     settings.calibration_id = c.id;
-    settings.cores = c.cores;
     settings.latency = c.p2p.alpha;
     settings.seconds_per_byte = c.p2p.beta;
     settings.instruction_overhead = c.instruction_overhead_s;
@@ -262,7 +269,7 @@ int RunCostsFrom(const SimulateOptions& o) {
   const std::string option = fmt::format("--costs-from = {}", o.costs_from);
   PredictionSettings settings;
   Result<RunData> run = [&]() -> Result<RunData> {
-    PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::OpenReadOnly(o.record.db));
+    PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, OpenExistingDb(o.record.db));
     PIPETTE_ASSIGN_OR_RETURN(settings, PredictionOf(o, db));
     Result<RunData> loaded = db.LoadRun(o.costs_from);
     if (!loaded.ok() && loaded.status().code() == StatusCode::kNotFound) {
@@ -391,8 +398,8 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
                       "Predict recorded real run RUN (in --db): its program and measured costs");
   o->cores_option = cmd->add_option(
       "--cores", o->cores,
-      "With --costs-from: cores the ranks share (default: the calibration's, else this "
-      "machine's; 0: one per rank)");
+      "With --costs-from: share N cores among the ranks' compute (default 0: a core each; the "
+      "measured durations already include the run's own sharing)");
   o->calibration_option = cmd->add_option(
       "--calibration", o->calibration,
       "With --costs-from: apply calibration ID (pipette calibrations) or 'latest' of this host");

@@ -218,6 +218,14 @@ TEST(CostsFrom, RefusesSimulatedUnknownAndContradictedRuns) {
   run = Pipette("simulate --costs-from 1 --schedule gpipe --db refuse.db");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--schedule with --costs-from = 1"), std::string::npos) << run.err;
+  for (const char* ignored : {"--steps 3", "--cluster host", "--recompute", "--efficiency 0.1"}) {
+    run = Pipette(std::string("simulate --costs-from 1 --db refuse.db ") + ignored);
+    EXPECT_EQ(run.exit_code, 2) << ignored;
+    EXPECT_NE(run.err.find("with --costs-from = 1: the program"), std::string::npos) << run.err;
+  }
+  run = Pipette("simulate --costs-from 1 --db missing.db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("missing.db"), std::string::npos) << run.err;
   run = Pipette("simulate --cores 2 --db refuse.db");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--cores = 2: applies only with --costs-from"), std::string::npos)

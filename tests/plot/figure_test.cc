@@ -251,6 +251,22 @@ TEST(FigureScript, CompareRefusesRunsThatDoNotPair) {
             "--run: simulated run 3 pairs with no measured run of its configuration among --run");
 }
 
+// Two measurements of one configuration and their predictions: each prediction pairs with the run
+// it names (costs_from), whatever the order.
+TEST(FigureScript, ComparePairsAPredictionWithTheRunItPredicts) {
+  RunData cpu2 = StepRun(2, "cpu", 4, 0.010), cpu6 = StepRun(6, "cpu", 4, 0.020);
+  RunData sim1 = StepRun(1, "sim", 4, 0.011), sim5 = StepRun(5, "sim", 4, 0.019);
+  sim1.run.config.insert(sim1.run.config.size() - 1, R"(,"costs_from":6)");
+  sim5.run.config.insert(sim5.run.config.size() - 1, R"(,"costs_from":2)");
+  PlotOptions options;
+  options.out = "c.png";
+  const Result<std::string> script =
+      FigureScript(PlotKind::kCompare, {sim1, cpu2, sim5, cpu6}, options);
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  EXPECT_EQ(Block(*script, "$p0"), "19 10\n");  // run 5 predicts run 2
+  EXPECT_EQ(Block(*script, "$p1"), "11 20\n");  // run 1 predicts run 6
+}
+
 TEST(RunLabels, NameTheEngineAndTheKeysThatDiffer) {
   const RunData sim4 = StepRun(1, "sim", 4, 1), sim8 = StepRun(2, "sim", 8, 1);
   const RunData cpu4 = StepRun(3, "cpu", 4, 1);

@@ -247,6 +247,21 @@ TEST(CompareRuns, RefusesADifferentKindStageOrMicrobatch) {
             "3 in run 2 (cpu)");
 }
 
+// The step time fidelity is judged by: without the warm-up step 0, over the steps asked for.
+TEST(SteadyStepTime, LeavesOutStepZeroAndStopsAtTheStepsAskedFor) {
+  RunData run = NewRun(1, "cpu");
+  run.metrics = {{"step_time_s", 9, "s"},
+                 {"step_times_s[0]", 30, "s"},
+                 {"step_times_s[1]", 10, "s"},
+                 {"step_times_s[2]", 14, "s"},
+                 {"step_times_s[3]", 100, "s"}};
+  EXPECT_EQ(run.SteadyStepTime(), (10 + 14 + 100) / 3.0);
+  EXPECT_EQ(run.SteadyStepTime(3), 12.0);
+  EXPECT_EQ(run.SteadyStepTime(1), 30.0) << "step 0 alone when it is all there is";
+  run.metrics = {{"step_time_s", 9, "s"}};
+  EXPECT_EQ(run.SteadyStepTime(), 9.0) << "no per-step times: the mean";
+}
+
 TEST(CompareRuns, RefusesADifferentProgramConfiguration) {
   Known k;
   k.measured.run.config = R"({"schedule":"1f1b","pp":2,"v":1,"m":8})";
@@ -261,6 +276,17 @@ TEST(CompareRuns, RefusesADifferentProgramConfiguration) {
   EXPECT_EQ(Refusal(k.predicted, k.measured),
             "run 1 (sim) and run 2 (cpu) are not the same program: configuration key 'v' is 1 in "
             "run 1 (sim) and absent in run 2 (cpu)");
+  // A different model, and a prediction of another run.
+  k.measured.run.config = kConfig;
+  k.measured.run.config.insert(k.measured.run.config.size() - 1, R"(,"model":"tiny")");
+  EXPECT_EQ(Refusal(k.predicted, k.measured),
+            "run 1 (sim) and run 2 (cpu) are not the same program: configuration key 'model' is "
+            "absent in run 1 (sim) and \"tiny\" in run 2 (cpu)");
+  k.measured.run.config = kConfig;
+  k.predicted.run.config.insert(k.predicted.run.config.size() - 1, R"(,"costs_from":7)");
+  EXPECT_EQ(Refusal(k.predicted, k.measured),
+            "run 1 (sim) and run 2 (cpu) are not the same program: run 1 (sim) predicts run 7 "
+            "(costs_from), not run 2 (cpu)");
 }
 
 TEST(CompareRuns, RefusesARunWithoutEventsOrWithAKeyTwice) {

@@ -66,10 +66,12 @@ void ComputeDeltas(const TraceEvent& e, const std::vector<StageMemory>& stages,
 }
 
 // The messages of one rank's step: sends held to the end of its program, receives from their post
-// to the end of their consumer.
+// to their consumer (a forward's start, a backward's end).
 void MessageDeltas(const std::vector<const TraceEvent*>& step, std::vector<Delta>& out) {
   double program_end = 0;
-  std::map<std::int64_t, double> consumed;  // message key -> end of the compute consuming it
+  // message key -> when the engine lets go of the buffer: a forward input moves into the
+  // consumer's activations (counted there from its start), a gradient is freed when I or B ends.
+  std::map<std::int64_t, double> consumed;
   for (const TraceEvent* e : step) {
     program_end = std::max(program_end, e->end);
     const Action& a = e->action;
@@ -79,7 +81,7 @@ void MessageDeltas(const std::vector<const TraceEvent*>& step, std::vector<Delta
                                   : std::vector<Action>{a}) {
       const bool gradient = half.kind != ActionKind::kForward;
       if (half.kind == ActionKind::kWeightBackward) continue;
-      consumed[Message{half.stage, half.microbatch, gradient}.key()] = e->end;
+      consumed[Message{half.stage, half.microbatch, gradient}.key()] = gradient ? e->end : e->start;
     }
   }
   for (const TraceEvent* e : step) {

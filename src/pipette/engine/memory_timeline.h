@@ -41,8 +41,9 @@ struct RankMemoryTimeline {
 // Rebuilds every rank's memory from `trace` (events of ranks 0..static_bytes.size()-1, each
 // rank's in program order, as RunRank writes them). With `message_buffers` (the CPU engine's MPI
 // buffers) a message also holds its bytes: a SEND's from the send to the end of that rank's
-// program in that step (the engine completes its sends there), a RECV's from the post to the end
-// of the compute that consumes it. REQUIRES: stages covers every stage in the trace.
+// program in that step (the engine completes its sends there), a RECV's from the post to the
+// compute that consumes it: its start for a forward input (which becomes part of the forward's
+// activations), its end for a gradient. REQUIRES: stages covers every stage in the trace.
 std::vector<RankMemoryTimeline> MemoryOverTime(const std::vector<TraceEvent>& trace,
                                                const std::vector<double>& static_bytes,
                                                const std::vector<StageMemory>& stages,

@@ -420,8 +420,11 @@ Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOp
     // The steady-state step time (steps >= 1), as pipette compare --experiment judges it.
     PIPETTE_RETURN_IF_ERROR(NeedMetric(*pairs[k].predicted, "step_time_s").status());
     PIPETTE_RETURN_IF_ERROR(NeedMetric(*pairs[k].measured, "step_time_s").status());
+    // Over the predicted run's steps (a prediction simulates the measured run's traced ones).
+    int steps = 0;
+    while (pairs[k].predicted->Metric(fmt::format("step_times_s[{}]", steps), -1) >= 0) ++steps;
     const double s = pairs[k].predicted->SteadyStepTime();
-    const double m = pairs[k].measured->SteadyStepTime();
+    const double m = pairs[k].measured->SteadyStepTime(steps > 0 ? steps : 1 << 30);
     sim.push_back(s * 1e3);
     measured.push_back(m * 1e3);
     hi = std::max({hi, s * 1e3, m * 1e3});

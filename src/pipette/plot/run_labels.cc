@@ -108,6 +108,13 @@ std::string NoMatchReason(const RunData& m, const std::vector<const RunData*>& s
 
 bool SameConfiguration(const RunData& a, const RunData& b) { return !FirstDifference(a, b); }
 
+// The run a prediction predicts (its config's costs_from), 0 for none.
+std::int64_t PredictedRun(const RunData& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.run.config, nullptr, false);
+  if (!config.is_object() || !config.contains("costs_from")) return 0;
+  return config["costs_from"].is_number_integer() ? config["costs_from"].get<std::int64_t>() : 0;
+}
+
 Result<std::vector<RunPair>> PairRuns(const std::vector<RunData>& runs) {
   std::vector<const RunData*> sims, measured;
   for (const RunData& run : runs) (run.run.engine == "sim" ? sims : measured).push_back(&run);
@@ -124,8 +131,15 @@ Result<std::vector<RunPair>> PairRuns(const std::vector<RunData>& runs) {
   std::vector<bool> used(sims.size(), false);
   for (const RunData* m : measured) {
     std::vector<std::size_t> matches;
+    // A prediction of a recorded run (costs_from) pairs with that run; others by configuration.
     for (std::size_t s = 0; s < sims.size(); ++s) {
-      if (!used[s] && SameConfiguration(*sims[s], *m)) matches.push_back(s);
+      if (!used[s] && PredictedRun(*sims[s]) == m->run.id) matches.push_back(s);
+    }
+    const bool predicted = !matches.empty();
+    for (std::size_t s = 0; !predicted && s < sims.size(); ++s) {
+      if (!used[s] && PredictedRun(*sims[s]) == 0 && SameConfiguration(*sims[s], *m)) {
+        matches.push_back(s);
+      }
     }
     if (matches.size() != 1) {
       return Status::InvalidArgument(fmt::format(

@@ -32,11 +32,11 @@ Result<FidelityPair> PairOf(ExperimentDb& db, const RunData& predicted, std::int
   pair.m = config.value("m", 0);
   pair.dp = config.value("dp", 1);
   if (prediction.contains("prediction")) pair.cores = prediction["prediction"].value("cores", 0);
-  pair.predicted_step_s = predicted.SteadyStepTime();
-  pair.measured_step_s = measured->SteadyStepTime();
-  pair.step_error_rel = pair.measured_step_s > 0
-                            ? (pair.predicted_step_s - pair.measured_step_s) / pair.measured_step_s
-                            : 0;
+  if (c.step_time) {  // over the steps both traced
+    pair.predicted_step_s = c.step_time->predicted_s;
+    pair.measured_step_s = c.step_time->measured_s;
+    pair.step_error_rel = c.step_time->error_rel;
+  }
   pair.instruction_error_median = c.compute.duration_abs_rel.median;
   pair.instruction_error_p90 = c.compute.duration_abs_rel.p90;
   return pair;

@@ -77,6 +77,8 @@ void CostBackwardsOfCells(const std::vector<EventRow>& events, bool skip_first,
     if (rows[0]->kind != EventKind::kF) std::swap(rows[0], rows[1]);
     if (rows[0]->kind != EventKind::kF || rows[1]->kind != EventKind::kB) continue;
     const int forward = rows[0]->stage, backward = rows[1]->stage;
+    const int count = static_cast<int>(stages.size());
+    if (forward < 0 || forward >= count || backward < 0 || backward >= count) continue;
     if (!stages[forward].f || stages[backward].b) continue;
     seen[backward].push_back(rows[0]->end_s - rows[0]->start_s - *stages[forward].f);
   }

@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace pipette {
 namespace {
 
 // The configuration keys that make two runs the same program.
-constexpr const char* kProgramKeys[] = {"schedule", "pp", "v", "m"};
+constexpr const char* kProgramKeys[] = {"schedule",         "pp",     "v", "m", "dp", "model",
+                                        "micro_batch_size", "seq_len"};
 
 std::string RunName(const RunData& run) {
   return fmt::format("run {} ({})", run.run.id, run.run.engine);
@@ -37,6 +40,15 @@ Status CheckSameProgram(const RunData& a, const RunData& b) {
         Mismatch(a, b,
                  fmt::format("configuration key '{}' is {} in {} and {} in {}", key,
                              ConfigValue(ca, key), RunName(a), ConfigValue(cb, key), RunName(b))));
+  }
+  // A prediction from a recorded run predicts that run and no other.
+  for (const auto& [x, cx, y] : {std::tuple{&a, &ca, &b}, std::tuple{&b, &cb, &a}}) {
+    if (cx->contains("costs_from") && (*cx)["costs_from"] != y->run.id) {
+      return Status::InvalidArgument(
+          Mismatch(a, b,
+                   fmt::format("{} predicts run {} (costs_from), not {}", RunName(*x),
+                               (*cx)["costs_from"].dump(), RunName(*y))));
+    }
   }
   return Status::Ok();
 }
@@ -174,17 +186,18 @@ double RelativeError(double predicted, double measured) {
 }
 
 std::optional<double> FindMetric(const RunData& run, const std::string& name) {
-  for (const MetricRow& m : run.metrics) {
-    if (m.name == name) return m.value;
-  }
-  return std::nullopt;
+  const double value = run.Metric(name, std::numeric_limits<double>::quiet_NaN());
+  return std::isnan(value) ? std::nullopt : std::optional<double>(value);
 }
 
 void AddRunLevel(const RunData& predicted, const RunData& measured, RunComparison& c) {
-  const std::optional<double> ps = FindMetric(predicted, "step_time_s");
-  const std::optional<double> ms = FindMetric(measured, "step_time_s");
-  if (ps && ms) c.step_time = StepTime{*ps, *ms, RelativeError(*ps, *ms)};
   const std::map<int, StepBounds> pb = BoundsOf(predicted), mb = BoundsOf(measured);
+  // The steady-state step time over the steps both traced (RunData::SteadyStepTime).
+  const int steps = mb.empty() ? 0 : mb.rbegin()->first + 1;
+  if (FindMetric(predicted, "step_time_s") && FindMetric(measured, "step_time_s")) {
+    const double ps = predicted.SteadyStepTime(steps), ms = measured.SteadyStepTime(steps);
+    c.step_time = StepTime{ps, ms, RelativeError(ps, ms)};
+  }
   for (const auto& [step, m] : mb) {
     const StepBounds& p = pb.at(step);  // the join made the steps equal
     const double p_span = p.end - p.origin, m_span = m.end - m.origin;

@@ -9,7 +9,8 @@
 // replica 0 only, so every key's replica is 0 today; the key carries it for engines that record
 // more. A key in one run and not in the other, one key with a different stage, chunk or
 // microbatch in the two runs, a key twice in one run, or a different program (configuration keys
-// schedule, pp, v, m) is an error naming the first mismatch and both runs, never a partial join.
+// schedule, pp, v, m, dp, model, micro_batch_size, seq_len; a prediction's costs_from naming
+// another run) is an error naming the first mismatch and both runs, never a partial join.
 //
 // Times: each run's event times start at its own common start, so a start is compared within its
 // step. The origin of step k in a run is the earliest start of any of that run's events of step k;
@@ -102,7 +103,8 @@ struct StepSpan {
   double error_rel = 0;  // (predicted - measured) / measured; 0 when measured is 0
 };
 
-// The metric step_time_s of each run (absent in either: no value).
+// The steady-state step time of each run over the traced steps (RunData::SteadyStepTime; absent
+// when either run has no step_time_s).
 struct StepTime {
   double predicted_s = 0;
   double measured_s = 0;

@@ -35,9 +35,9 @@ double RunData::Metric(std::string_view name, double fallback) const {
   return fallback;
 }
 
-double RunData::SteadyStepTime() const {
+double RunData::SteadyStepTime(int max_steps) const {
   std::vector<double> steps;
-  for (int k = 0;; ++k) {
+  for (int k = 0; k < max_steps; ++k) {
     const double t = Metric(fmt::format("step_times_s[{}]", k), -1);
     if (t < 0) break;
     steps.push_back(t);

@@ -87,10 +87,11 @@ struct RunData {
   double Metric(std::string_view name, double fallback = 0) const;
   // 1 + the largest rank in the events and memory rows (0 for an empty run).
   int NumRanks() const;
-  // The steady-state step time: the mean of step_times_s[k] over steps k >= 1 (step 0 warms up:
-  // first-touch allocations, cold caches), over every step when only one was recorded, and
-  // step_time_s when the run has no per-step times. The step time fidelity is judged by.
-  double SteadyStepTime() const;
+  // The steady-state step time of steps 0..steps-1: the mean of step_times_s[k] over those with
+  // k >= 1 (step 0 warms up: first-touch allocations, cold caches), over step 0 when only it is
+  // there, and step_time_s when the run has no per-step times. The step time fidelity is judged
+  // by (pipette compare, plot compare); a prediction and its measurement compare the same steps.
+  double SteadyStepTime(int steps = 1 << 30) const;
 };
 
 }  // namespace pipette

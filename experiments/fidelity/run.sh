@@ -2,19 +2,43 @@
 # The fidelity study on the CPU engine (docs/fidelity.md), one command from the repository root:
 #   bash experiments/fidelity/run.sh [DB]
 # Calibrates this machine (pipette calibrate), runs both sweeps (each point measured, then
-# predicted from its own costs with that calibration), draws their figures and prints the
-# summaries (pipette compare --experiment). Run it on an otherwise idle machine: other load
-# distorts the measurements. DB defaults to experiments/fidelity/fidelity.db (not committed).
+# predicted from its own costs with that calibration: medians, a core per rank), predicts the same
+# measured runs again with the variants docs/fidelity.md discusses (means instead of medians;
+# shared cores for the oversubscribed runs), draws the figures and prints every summary
+# (pipette compare --experiment). Run it on an otherwise idle machine: other load distorts the
+# measurements. DB defaults to experiments/fidelity/fidelity.db (not committed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pipette=${PIPETTE:-build/pipette}
 db=${1:-experiments/fidelity/fidelity.db}
-"$pipette" calibrate --engine cpu --db "$db" --cluster-out experiments/fidelity/host.toml \
-  > experiments/fidelity/calibration.txt
-tail -n 3 experiments/fidelity/calibration.txt
+out=experiments/fidelity
+"$pipette" calibrate --engine cpu --db "$db" --cluster-out "$out/host.toml" > "$out/calibration.txt"
+tail -n 3 "$out/calibration.txt"
+
+# The ids of experiment $1's measured (cpu) runs.
+measured_runs() {
+  "$pipette" runs --experiment "$1" --db "$db" --format json |
+    grep -o '"id":[0-9]*,"experiment_id":[0-9]*,"engine":"cpu"' | cut -d: -f2 | cut -d, -f1
+}
+
+# Predicts experiment $1's measured runs again into experiment $2 with options $3.
+predict_again() {
+  for id in $(measured_runs "$1"); do
+    "$pipette" simulate --costs-from "$id" --calibration latest $3 --db "$db" \
+      --experiment "$2" --point-key "run=$id" --format json > /dev/null
+  done
+}
+
+summarise() {
+  "$pipette" compare --experiment "$1" --db "$db" | tee "$out/$1.txt" | tail -n 1
+  "$pipette" compare --experiment "$1" --db "$db" --format json > "$out/$1.json"
+}
+
 for study in fidelity-cpu fidelity-cpu-oversubscribed; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
-  "$pipette" compare --experiment "$study" --db "$db" | tee "experiments/fidelity/$study.txt"
-  "$pipette" compare --experiment "$study" --db "$db" --format json \
-    > "experiments/fidelity/$study.json"
+  summarise "$study"
 done
+predict_again fidelity-cpu fidelity-cpu-mean "--cost-statistic mean"
+summarise fidelity-cpu-mean
+predict_again fidelity-cpu-oversubscribed fidelity-cpu-oversubscribed-shared "--cores 2"
+summarise fidelity-cpu-oversubscribed-shared

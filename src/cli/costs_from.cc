@@ -61,10 +61,19 @@ std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory) {
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
                                     const PredictionSettings& settings) {
   CostsFromPlan plan;
-  PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option));
+  PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option, settings.statistic));
   plan.measured_config = nlohmann::ordered_json::parse(run.run.config);
   plan.settings = settings;
   const RecordedWork& w = plan.work;
+  if (w.instruction_gap >= 0) {  // the run's own dispatch time beats a microbenchmark's
+    plan.settings.instruction_overhead = w.instruction_gap;
+    plan.settings.overhead_source = "run";
+  }
+  if (w.message_latency >= 0) {  // the messages as this engine moved them, at their sizes
+    plan.settings.latency = w.message_latency;
+    plan.settings.seconds_per_byte = 0;
+    plan.settings.message_source = "run";
+  }
   Result<Schedule> schedule = MakeSchedule(w.schedule, {.p = w.p, .v = w.v, .m = w.m});
   if (!schedule.ok()) {
     return Status::InvalidArgument(fmt::format("{}: the run's schedule cannot be rebuilt: {}",
@@ -111,14 +120,18 @@ nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {
   config["simulated_steps"] = plan.work.traced_steps;  // the run's traced steps, for the join
   config["costs_from"] = plan.work.run_id;
   const PredictionSettings& s = plan.settings;
-  config["prediction"] = {{"costs_from_engine", plan.work.engine},
-                          {"calibration", s.calibration_id},
-                          {"cores", s.cores},
-                          {"latency_s", s.latency},
-                          {"seconds_per_byte", s.seconds_per_byte},
-                          {"instruction_overhead_s", s.instruction_overhead},
-                          {"allreduce_alpha_s", s.allreduce_alpha},
-                          {"allreduce_beta_s_per_byte", s.allreduce_beta}};
+  config["prediction"] = {
+      {"costs_from_engine", plan.work.engine},
+      {"cost_statistic", s.statistic == CostStatistic::kMean ? "mean" : "median"},
+      {"calibration", s.calibration_id},
+      {"cores", s.cores},
+      {"latency_s", s.latency},
+      {"seconds_per_byte", s.seconds_per_byte},
+      {"messages_from", s.message_source},
+      {"instruction_overhead_s", s.instruction_overhead},
+      {"instruction_overhead_from", s.overhead_source},
+      {"allreduce_alpha_s", s.allreduce_alpha},
+      {"allreduce_beta_s_per_byte", s.allreduce_beta}};
   return config;
 }
 
@@ -165,11 +178,12 @@ std::string TextOf(const CostsFromReport& report) {
   const PredictionSettings& s = report.plan.settings;
   std::string out = fmt::format(
       "# pipette simulate --costs-from {}: {} run of {} p={} v={} m={} dp={}, {} traced steps\n"
-      "# {} for {} ranks; messages {:.3g} us + {:.3g} ns/KiB; {:.3g} us per "
-      "instruction; calibration {}\n",
+      "# {} for {} ranks;  messages {:.3g} us + {:.3g} ns/KiB ({}); {:.3g} us per "
+      "instruction ({}); calibration {}\n",
       w.run_id, w.engine, Printable(w.schedule), w.p, w.v, w.m, w.dp, w.traced_steps,
       s.cores > 0 ? fmt::format("{} shared cores", s.cores) : "a core each", w.p * w.dp,
-      s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.instruction_overhead * 1e6,
+      s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.message_source,
+      s.instruction_overhead * 1e6, s.overhead_source,
       s.calibration_id > 0 ? fmt::format("{}", s.calibration_id) : "none");
   out += "#  step  predicted [ms]  measured [ms]   error\n";
   const std::vector<double> steps = StepTimes(report.result);

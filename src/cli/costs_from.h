@@ -28,10 +28,17 @@ namespace pipette::cli {
 
 // What the simulation adds to the run's measured compute.
 struct PredictionSettings {
-  int cores = 0;                    // cores the ranks share; 0: each rank its own
-  double latency = 0;               // seconds per message (alpha)
-  double seconds_per_byte = 0;      // beta
-  double instruction_overhead = 0;  // seconds per instruction
+  int cores = 0;                                     // cores the ranks share; 0: each rank its own
+  CostStatistic statistic = CostStatistic::kMedian;  // how the run's durations become costs
+  double latency = 0;                                // seconds per message (alpha)
+  double seconds_per_byte = 0;                       // beta
+  double instruction_overhead = 0;                   // seconds per instruction
+  // Where it came from: "run" (the measured run's own gaps between instructions, preferred),
+  // "calibration" (pipette calibrate's microbenchmark) or "none".
+  std::string overhead_source = "none";
+  // Where latency and seconds_per_byte came from: "run" (its messages' median time when the
+  // receiver was already waiting, beta 0: the run's own sizes), "calibration" or "none".
+  std::string message_source = "none";
   std::int64_t calibration_id = 0;  // 0: none applied
   // The data-parallel all-reduce, alpha + beta * gradient bytes; without a fit (alpha < 0) each
   // rank's measured median.

@@ -71,6 +71,7 @@ struct SimulateOptions {
   std::int64_t costs_from = 0;
   int cores = -1;           // -1: the calibration's cores, else this machine's usable cores
   std::string calibration;  // an id or "latest"; empty: none
+  std::string cost_statistic = "median";
   CLI::Option* costs_from_option = nullptr;
   CLI::Option* cores_option = nullptr;
   CLI::Option* calibration_option = nullptr;
@@ -200,9 +201,9 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
     return Status::Ok();
   }
   // Everything but where the run is and how the prediction is recorded comes from the run.
-  const std::vector<std::string> allowed = {"--costs-from", "--calibration", "--cores",
-                                            "--format",     "--db",          "--no-db",
-                                            "--trace",      "--experiment",  "--point-key"};
+  const std::vector<std::string> allowed = {
+      "--costs-from", "--calibration", "--cores", "--cost-statistic", "--format",
+      "--db",         "--no-db",       "--trace", "--experiment",     "--point-key"};
   for (const CLI::Option* given : o.command->get_options()) {
     if (given->count() == 0 || given->get_lnames().empty()) continue;
     const std::string name = "--" + given->get_lnames().front();
@@ -257,10 +258,13 @@ Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& 
     settings.latency = c.p2p.alpha;
     settings.seconds_per_byte = c.p2p.beta;
     settings.instruction_overhead = c.instruction_overhead_s;
+    settings.overhead_source = "calibration";
+    settings.message_source = "calibration";
     settings.allreduce_alpha = c.allreduce.alpha;
     settings.allreduce_beta = c.allreduce.beta;
   }
   if (o.cores >= 0) settings.cores = o.cores;
+  settings.statistic = o.cost_statistic == "mean" ? CostStatistic::kMean : CostStatistic::kMedian;
   return settings;
 }
 
@@ -400,6 +404,10 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
       "--cores", o->cores,
       "With --costs-from: share N cores among the ranks' compute (default 0: a core each; the "
       "measured durations already include the run's own sharing)");
+  cmd->add_option("--cost-statistic", o->cost_statistic,
+                  "With --costs-from: median (default) or mean of the run's durations")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"median", "mean"}));
   o->calibration_option = cmd->add_option(
       "--calibration", o->calibration,
       "With --costs-from: apply calibration ID (pipette calibrations) or 'latest' of this host");

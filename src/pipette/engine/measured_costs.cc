@@ -45,7 +45,15 @@ double Median(std::vector<double> values) {
   return below + (*middle - below) / 2;
 }
 
-std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages) {
+double Summarize(std::vector<double> values, CostStatistic statistic) {
+  if (statistic == CostStatistic::kMedian) return Median(std::move(values));
+  double sum = 0;
+  for (const double v : values) sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages,
+                                                 CostStatistic statistic) {
   const bool skip_first =
       std::any_of(trace.begin(), trace.end(), [](const TraceEvent& e) { return e.step > 0; });
   std::vector<Durations> durations(stages);
@@ -58,7 +66,7 @@ std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& 
   for (int s = 0; s < stages; ++s) {
     for (std::size_t k = 0; k < kMeasured.size(); ++k) {
       std::vector<double>& seen = durations[s][k];
-      if (!seen.empty()) costs[s].Of(kMeasured[k]) = Median(std::move(seen));
+      if (!seen.empty()) costs[s].Of(kMeasured[k]) = Summarize(std::move(seen), statistic);
     }
   }
   return costs;

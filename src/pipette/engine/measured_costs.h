@@ -28,7 +28,16 @@ struct MeasuredStageCost {
 // median every measurement uses (stage costs, calibrations, recorded runs).
 double Median(std::vector<double> values);
 
+// How a set of measured durations becomes one cost: the median (robust to the odd descheduled
+// instruction, the default) or the mean (which keeps a right-skewed distribution's tail, what a
+// step's sum of many instructions sees).
+enum class CostStatistic { kMedian, kMean };
+
+// `values` summarised by `statistic`; 0 for none.
+double Summarize(std::vector<double> values, CostStatistic statistic);
+
 // One entry per stage 0..stages-1. REQUIRES: every event's stage is below `stages`.
-std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages);
+std::vector<MeasuredStageCost> MeasureStageCosts(const std::vector<TraceEvent>& trace, int stages,
+                                                 CostStatistic statistic = CostStatistic::kMedian);
 
 }  // namespace pipette

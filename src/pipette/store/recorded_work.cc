@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "pipette/schedule/message.h"
 #include "pipette/store/trace_rows.h"
 
 namespace pipette {
@@ -64,7 +65,7 @@ std::vector<TraceEvent> PlainInstructions(const std::vector<EventRow>& events) {
 // cells' durations less their forward half's measured cost (the engine runs the halves one after
 // the other and times the cell as one).
 void CostBackwardsOfCells(const std::vector<EventRow>& events, bool skip_first,
-                          std::vector<MeasuredStageCost>& stages) {
+                          CostStatistic statistic, std::vector<MeasuredStageCost>& stages) {
   std::map<std::tuple<int, int, int>, std::vector<const EventRow*>> cells;
   for (const EventRow& e : events) {
     if (e.instr_id >= 0 && !(skip_first && e.step == 0)) {
@@ -83,14 +84,88 @@ void CostBackwardsOfCells(const std::vector<EventRow>& events, bool skip_first,
     seen[backward].push_back(rows[0]->end_s - rows[0]->start_s - *stages[forward].f);
   }
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (!seen[s].empty()) stages[s].b = std::max(0.0, Median(seen[s]));
+    if (!seen[s].empty()) stages[s].b = std::max(0.0, Summarize(seen[s], statistic));
   }
 }
 
-// Per rank, the median duration of its `kind` rows (without step 0 when later steps exist);
+// See RecordedWork::instruction_gap. `trace` holds the plain instructions (PlainInstructions).
+double InstructionGap(const std::vector<TraceEvent>& trace, bool skip_first) {
+  std::map<std::pair<int, int>, std::vector<const TraceEvent*>> steps;  // (rank, step) -> events
+  for (const TraceEvent& e : trace) {
+    if (!(skip_first && e.step == 0)) steps[{e.rank, e.step}].push_back(&e);
+  }
+  std::vector<double> gaps;
+  for (auto& [rank_step, events] : steps) {
+    std::sort(events.begin(), events.end(),
+              [](const TraceEvent* x, const TraceEvent* y) { return x->instr_id < y->instr_id; });
+    std::map<std::int64_t, bool> received;  // messages this rank receives in the step
+    for (const TraceEvent* e : events) {
+      const ActionKind k = e->action.kind;
+      if (k == ActionKind::kRecvForward || k == ActionKind::kRecvBackward) {
+        received[MessageOf(e->action).key()] = true;
+      }
+    }
+    for (std::size_t i = 1; i < events.size(); ++i) {
+      const TraceEvent& prev = *events[i - 1];
+      const TraceEvent& cur = *events[i];
+      if (cur.instr_id != prev.instr_id + 1) continue;  // an overlapped cell between them
+      const bool prev_compute = IsCompute(prev.action.kind);
+      const double free = prev_compute ? prev.end : prev.start;
+      if (IsCompute(cur.action.kind)) {
+        const Action& a = cur.action;
+        const bool gradient = a.kind != ActionKind::kForward;
+        if (a.kind != ActionKind::kWeightBackward &&
+            received.contains(Message{a.stage, a.microbatch, gradient}.key())) {
+          continue;  // it may have waited for its input
+        }
+      }
+      if (cur.start >= free) gaps.push_back(cur.start - free);
+    }
+  }
+  return gaps.empty() ? -1 : Median(gaps);
+}
+
+// See RecordedWork::message_latency. `trace` holds the plain instructions, each rank's in order.
+double MessageLatency(const std::vector<TraceEvent>& trace, bool skip_first) {
+  std::map<std::pair<int, std::int64_t>, double> sent;  // (step, message key) -> send time
+  for (const TraceEvent& e : trace) {
+    const ActionKind k = e.action.kind;
+    if (k == ActionKind::kSendForward || k == ActionKind::kSendBackward) {
+      sent[{e.step, MessageOf(e.action).key()}] = e.start;
+    }
+  }
+  // When each rank became free before each of its events (the previous event's end, or a SEND's
+  // or RECV's post): a RECV whose consumer waited from before the send saw the arrival.
+  std::map<std::tuple<int, int, int>, const TraceEvent*> by_id;  // (rank, step, instr) -> event
+  for (const TraceEvent& e : trace) by_id[{e.rank, e.step, e.instr_id}] = &e;
+  std::vector<double> latencies;
+  for (const TraceEvent& e : trace) {
+    const ActionKind k = e.action.kind;
+    if ((k != ActionKind::kRecvForward && k != ActionKind::kRecvBackward) ||
+        (skip_first && e.step == 0)) {
+      continue;
+    }
+    const auto send = sent.find({e.step, MessageOf(e.action).key()});
+    if (send == sent.end()) continue;
+    // The receiver's last compute before the arrival: the rank was waiting if it ended before
+    // the send started.
+    double busy_until = e.start;
+    for (int id = e.instr_id + 1;; ++id) {
+      const auto next = by_id.find({e.rank, e.step, id});
+      if (next == by_id.end() || next->second->start >= e.end) break;
+      if (IsCompute(next->second->action.kind)) busy_until = next->second->end;
+    }
+    if (busy_until <= send->second && e.end >= send->second) {
+      latencies.push_back(e.end - send->second);
+    }
+  }
+  return latencies.empty() ? -1 : Median(latencies);
+}
+
+// Per rank, the `statistic` of its `kind` rows' durations (without step 0 when later steps exist);
 // empty when there is none.
-std::vector<double> MedianPerRank(const std::vector<EventRow>& events, EventKind kind, int p,
-                                  bool skip_first) {
+std::vector<double> CostPerRank(const std::vector<EventRow>& events, EventKind kind, int p,
+                                bool skip_first, CostStatistic statistic) {
   std::vector<std::vector<double>> seen(p);
   bool any = false;
   for (const EventRow& e : events) {
@@ -101,7 +176,7 @@ std::vector<double> MedianPerRank(const std::vector<EventRow>& events, EventKind
   if (!any) return {};
   std::vector<double> medians(p, 0.0);
   for (int r = 0; r < p; ++r) {
-    if (!seen[r].empty()) medians[r] = Median(seen[r]);
+    if (!seen[r].empty()) medians[r] = Summarize(seen[r], statistic);
   }
   return medians;
 }
@@ -138,7 +213,8 @@ Status CheckRun(const RunData& run, const std::string& option) {
 }  // namespace
 
 // NOLINTNEXTLINE(readability-function-size): reads the run's parts in order, each with its check
-Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option) {
+Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option,
+                                    CostStatistic statistic) {
   PIPETTE_RETURN_IF_ERROR(CheckRun(run, option));
   RecordedWork work;
   work.run_id = run.run.id;
@@ -155,8 +231,8 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
     work.traced_steps = std::max(work.traced_steps, e.step + 1);
     stages = std::max(stages, e.action.stage + 1);
   }
-  work.stages = MeasureStageCosts(trace, stages);
-  CostBackwardsOfCells(run.events, work.traced_steps > 1, work.stages);
+  work.stages = MeasureStageCosts(trace, stages, statistic);
+  CostBackwardsOfCells(run.events, work.traced_steps > 1, statistic, work.stages);
   for (int s = 0; s < stages; ++s) {
     const MeasuredStageCost& c = work.stages[s];
     if (!c.f || !(c.b || (c.i && c.w))) {
@@ -172,8 +248,8 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
     }
   }
   const bool skip_first = work.traced_steps > 1;
-  work.allreduce = MedianPerRank(run.events, EventKind::kAllReduce, work.p, skip_first);
-  work.optimizer = MedianPerRank(run.events, EventKind::kOptimizer, work.p, skip_first);
+  work.allreduce = CostPerRank(run.events, EventKind::kAllReduce, work.p, skip_first, statistic);
+  work.optimizer = CostPerRank(run.events, EventKind::kOptimizer, work.p, skip_first, statistic);
   if (!work.allreduce.empty()) {
     work.allreduce_bytes.assign(work.p, 0);
     for (const EventRow& e : run.events) {
@@ -183,6 +259,8 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
     }
   }
   ReadMemory(run, work);
+  work.instruction_gap = InstructionGap(trace, skip_first);
+  work.message_latency = MessageLatency(trace, skip_first);
   for (int s = 0; s < work.traced_steps; ++s) {
     work.step_times.push_back(run.Metric(fmt::format("step_times_s[{}]", s)));
   }

@@ -31,12 +31,24 @@ struct RecordedWork {
   std::vector<double> static_bytes;              // per rank; empty when not recorded
   std::vector<StageMemory> stage_memory;         // per stage; empty when not recorded
   std::vector<double> step_times;                // per traced step, seconds (the run's metric)
+  // The engine's time between instructions that wait for nothing (the median gap from the end of
+  // one, or the post of a SEND or RECV, to the start of the next, without step 0 when later ones
+  // exist; computes that consume a received message are left out: they may have waited); -1 when
+  // the trace has no such pair.
+  double instruction_gap = -1;
+  // A message's time as the engine saw it: the median, over messages whose receiver was already
+  // waiting in its RECV when the SEND started (so the RECV's end is the arrival), of arrival -
+  // send; without step 0 when later steps exist; -1 when no message qualifies.
+  double message_latency = -1;
 };
 
 // Reads `run`. InvalidArgument naming `option` (e.g. "--costs-from = 7") and the rule when the run
 // is not a finished real-engine run with a traced program: the simulator's own runs, runs not
 // `ok`, runs without instruction events, configs without schedule/p/v/m, a stage with no timed
 // forward or no timed backward.
-Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option);
+// `statistic` summarises the costs (stages, cells, updates, all-reduces); the instruction gap and
+// message latency are medians.
+Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option,
+                                    CostStatistic statistic = CostStatistic::kMedian);
 
 }  // namespace pipette

@@ -42,3 +42,15 @@ predict_again fidelity-cpu fidelity-cpu-mean "--cost-statistic mean"
 summarise fidelity-cpu-mean
 predict_again fidelity-cpu-oversubscribed fidelity-cpu-oversubscribed-shared "--cores 2"
 summarise fidelity-cpu-oversubscribed-shared
+
+# The committed figures at a size their legends fit, and one step of tiny 1F1B (m = 8) stacked:
+# the prediction above its measurement.
+for study in fidelity-cpu fidelity-cpu-oversubscribed; do
+  runs=$("$pipette" runs --experiment "$study" --db "$db" --format json |
+    grep -o '"id":[0-9]*,"experiment' | cut -d: -f2 | cut -d, -f1 | paste -sd,)
+  "$pipette" plot compare --db "$db" --run "$runs" --out "$out/$study.png" --size 1400x800
+done
+pair=$(grep -o '"predicted_run":[0-9]*,"measured_run":[0-9]*,"schedule":"1f1b","model":"tiny","p":2,"v":1,"m":8,' \
+  "$out/fidelity-cpu.json" | grep -o '[0-9][0-9]*' | head -2 | paste -sd,)
+"$pipette" plot timeline --db "$db" --run "$pair" --step 3 --out "$out/timeline-1f1b-tiny.png" \
+  --size 1400x700

@@ -441,8 +441,23 @@ Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOp
       "set title \"Simulated against measured step time ({} pair{}), MAPE = {:.2f}%\"\n",
       sim.size(), sim.size() == 1 ? "" : "s", mape);
   script += fmt::format("set xlabel {}\nset ylabel {}\n", Quote(x_label), Quote(y_label));
-  script += fmt::format("set xrange [0:{0:.9g}]\nset yrange [0:{0:.9g}]\nset size ratio -1\n", hi);
-  script += "set grid\nset key outside right top vertical\nset samples 200\n";
+  // Step times spanning more than a decade (a small and a large model) read on log axes.
+  const double lo = std::min(*std::min_element(sim.begin(), sim.end()),
+                             *std::min_element(measured.begin(), measured.end()));
+  if (lo > 0 && hi / lo > 20) {
+    script += fmt::format(
+        "set logscale xy\nset xrange [{0:.9g}:{1:.9g}]\nset yrange [{0:.9g}:{1:.9g}]\n"
+        "set size ratio -1\n",
+        lo / 1.3, hi);
+  } else {
+    script +=
+        fmt::format("set xrange [0:{0:.9g}]\nset yrange [0:{0:.9g}]\nset size ratio -1\n", hi);
+  }
+  // Many pairs: a small font in columns beside the plot.
+  script += sim.size() > 16
+                ? "set grid\nset key outside right top vertical font \",7\" maxrows 40\n"
+                : "set grid\nset key outside right top vertical\n";
+  script += "set samples 200\n";
   script += data;
   script += fmt::format(
       "plot '+' using 1:(0.9*$1):(1.1*$1) with filledcurves fc rgb {} fs transparent solid 0.3 "

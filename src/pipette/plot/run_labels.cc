@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,7 +23,11 @@ nlohmann::ordered_json ConfigOf(const RunData& run) {
 }
 
 std::string ValueText(const nlohmann::ordered_json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
+  if (!value.is_string()) return value.dump();
+  // A file (a model or cluster .toml) reads as its stem: the directory is no difference to show.
+  const std::string text = value.get<std::string>();
+  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
+  return text;
 }
 
 // The scalar keys every configuration has, in the first one's order.

@@ -28,6 +28,10 @@ int RunCalibrations(const CalibrationsOptions& o) {
   const bool json = o.format == "json";
   if (o.id != 0) {
     Result<Calibration> c = db->LoadCalibration(o.id);
+    if (!c.ok() && c.status().code() == StatusCode::kNotFound) {
+      return Fail(
+          Status::InvalidArgument(fmt::format("--id = {}: {}", o.id, c.status().message())));
+    }
     if (!c.ok()) return Fail(c.status());
     if (json) {
       std::cout << CalibrationJson(*c).dump() << std::endl;

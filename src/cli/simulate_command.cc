@@ -241,7 +241,7 @@ Result<Calibration> FindCalibration(ExperimentDb& db, const std::string& which) 
   }
   Result<Calibration> found = db.LoadCalibration(id);
   if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
-    return Status::InvalidArgument(found.status().message());
+    return Status::InvalidArgument(fmt::format("{}: {}", option, found.status().message()));
   }
   return found;
 }

@@ -367,7 +367,7 @@ int DryRun(const SweepSpec& spec, const SweepOptions& o, const std::vector<Sweep
 }
 
 struct PredictionCounts {
-  int ran = 0, already = 0, failed = 0;
+  int ran = 0, already = 0, held = 0, failed = 0;
 };
 
 // Fidelity studies (predict = true): every measured point with a finished run gets its prediction,
@@ -394,7 +394,9 @@ PredictionCounts PredictMeasuredPoints(const SweepSpec& spec, const SweepOptions
     if (!spec.calibration.empty()) args.insert(args.end(), {"--calibration", spec.calibration});
     Result<Subprocess> child = Subprocess::Run(kSelf, args);
     if (child.ok() && child->Wait().code == kExitOk) {
-      ++counts.ran;
+      // A prediction another sweep holds (exit 0, JSON naming the holder) did not run here.
+      const bool held = nlohmann::json::parse(child->out(), nullptr, false).contains("held_by_run");
+      ++(held ? counts.held : counts.ran);
       continue;
     }
     ++counts.failed;
@@ -465,8 +467,9 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   fmt::print("failed        {:>6}\n", failed);
   if (spec->predict) {
     fmt::print(
-        "predicted     {:>6}   (already {}, failed {}; simulate --costs-from each measured run)\n",
-        predicted.ran, predicted.already, predicted.failed);
+        "predicted     {:>6}   (already {}, held {}, failed {}; simulate --costs-from each "
+        "measured run)\n",
+        predicted.ran, predicted.already, predicted.held, predicted.failed);
   }
   fmt::print("figures       {:>6}   drawn ({} not drawn, {} failed)\n", figures.drawn,
              figures.skipped, figures.failed);

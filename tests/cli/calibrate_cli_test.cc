@@ -102,7 +102,8 @@ TEST(CalibrateCli, MeasuresRecordsAndWritesAClusterFile) {
   EXPECT_EQ(nlohmann::json::parse(listed.out).size(), 1u);
   const CommandResult missing = Pipette("calibrations --db " + db + " --id 99");
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("--calibration = 99"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--id = 99: calibration 99: no such calibration"), std::string::npos)
+      << missing.err;
 }
 
 TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {

@@ -392,7 +392,8 @@ TEST(SweepTrainCli, PredictsEachMeasuredPointOnceAndComparesThem) {
   std::filesystem::remove(ScratchDir() + "/predicted.db");
   CommandResult first = Pipette("sweep predicted.toml --db predicted.db");
   ASSERT_EQ(first.exit_code, 0) << first.err << first.out;
-  EXPECT_TRUE(Contains(first.out, "predicted          2   (already 0, failed 0;")) << first.out;
+  EXPECT_TRUE(Contains(first.out, "predicted          2   (already 0, held 0, failed 0;"))
+      << first.out;
   nlohmann::json runs = Runs("predicted.db", "measured");
   ASSERT_EQ(runs.size(), 4u) << runs.dump();
   int predictions = 0;
@@ -408,7 +409,8 @@ TEST(SweepTrainCli, PredictsEachMeasuredPointOnceAndComparesThem) {
   EXPECT_EQ(predictions, 2);
   CommandResult again = Pipette("sweep predicted.toml --db predicted.db");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_TRUE(Contains(again.out, "predicted          0   (already 2, failed 0;")) << again.out;
+  EXPECT_TRUE(Contains(again.out, "predicted          0   (already 2, held 0, failed 0;"))
+      << again.out;
   CommandResult summary = Pipette("compare --experiment measured --db predicted.db --format json");
   ASSERT_EQ(summary.exit_code, 0) << summary.err;
   const nlohmann::json json = nlohmann::json::parse(summary.out);

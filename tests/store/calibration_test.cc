@@ -156,7 +156,7 @@ TEST(CalibrationStore, AnUnknownIdIsNotFoundNamingTheOption) {
   Result<Calibration> c = db->LoadCalibration(42);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(c.status().message().find("--calibration = 42"), std::string::npos)
+  EXPECT_NE(c.status().message().find("calibration 42: no such calibration"), std::string::npos)
       << c.status().message();
   // A bad point (negative bytes) is refused and nothing of its calibration stays.
   Calibration bad = SomeCalibration();

@@ -882,7 +882,7 @@ Result<std::int64_t> ExperimentDb::RecordCalibration(const Calibration& c) {
 Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
   if (schema_version() < 4) {
     return Status::NotFound(
-        fmt::format("--calibration = {}: this database has no calibrations (schema {}; run "
+        fmt::format("calibration {}: this database has no calibrations (schema {}; run "
                     "`pipette calibrate --db FILE` to make one)",
                     id, schema_version()));
   }
@@ -896,7 +896,7 @@ Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
     if (rc != SQLITE_ROW) {
       PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load calibration"));
       return Status::NotFound(fmt::format(
-          "--calibration = {}: no such calibration in this database (pipette calibrations lists "
+          "calibration {}: no such calibration in this database (pipette calibrations lists "
           "them)",
           id));
     }

@@ -38,12 +38,6 @@ Costs StageCostsOf(const RecordedWork& work) {
   return costs;
 }
 
-double Mean(const std::vector<double>& values) {
-  double sum = 0;
-  for (const double v : values) sum += v;
-  return values.empty() ? 0 : sum / static_cast<double>(values.size());
-}
-
 std::vector<double> StepTimes(const SimulationResult& r) {
   std::vector<double> times;
   for (const Span& s : r.step_spans) times.push_back(s.end - s.start);
@@ -141,7 +135,7 @@ RunData RunDataOf(const CostsFromReport& report) {
   data.events = ToEventRows(report.plan.program, r.trace, r.collectives, r.updates);
   data.memory = ToMemoryRows(report.memory);
   const std::vector<double> steps = StepTimes(r);
-  data.metrics = {{"step_time_s", Mean(steps), "s"},
+  data.metrics = {{"step_time_s", Summarize(steps, CostStatistic::kMean), "s"},
                   {"bubble_ratio", r.bubble_ratio, "fraction"},
                   {"pipeline_makespan_s", r.pipeline_makespan, "s"}};
   AddPerRank(data.metrics, "step_times_s", steps, "s");

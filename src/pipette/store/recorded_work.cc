@@ -174,11 +174,11 @@ std::vector<double> CostPerRank(const std::vector<EventRow>& events, EventKind k
     any = true;
   }
   if (!any) return {};
-  std::vector<double> medians(p, 0.0);
+  std::vector<double> costs(p, 0.0);
   for (int r = 0; r < p; ++r) {
-    if (!seen[r].empty()) medians[r] = Summarize(seen[r], statistic);
+    if (!seen[r].empty()) costs[r] = Summarize(seen[r], statistic);
   }
-  return medians;
+  return costs;
 }
 
 // The memory the engine recorded: "static_bytes[r]", "stage_activation_bytes[s]",

@@ -9,11 +9,11 @@
 #include "gpt.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/rank_interpreter.h"
+#include "pipette/engine/train_plan.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/message.h"
 #include "pipette/schedule/registry.h"
 #include "tensor.h"
-#include "train_plan.h"
 
 namespace pipette::cpu {
 namespace {

@@ -26,8 +26,8 @@
 #include "param_sync.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
+#include "pipette/engine/train_plan.h"
 #include "reference.h"
-#include "train_plan.h"
 #include "watchdog.h"
 
 namespace pipette::cpu {

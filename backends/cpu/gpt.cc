@@ -5,41 +5,11 @@
 #include <charconv>
 #include <cmath>
 
+#include "pipette/engine/param_init.h"
 #include "pipette/model/model_presets.h"
 
 namespace pipette::cpu {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): a tiny portable generator, so initial weights are the
-// same with every standard library.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t Next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in (0, 1).
-  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
-  // Standard normal (Box-Muller).
-  double Normal() {
-    const double u = Uniform(), v = Uniform();
-    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
-  }
-
- private:
-  std::uint64_t state_;
-};
-
-std::uint64_t HashName(std::uint64_t seed, std::string_view name) {
-  std::uint64_t h = 0xcbf29ce484222325ULL ^ seed;  // FNV-1a over the name, keyed by the seed
-  for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-constexpr float kInitStd = 0.02f;
 
 // Tokens x h LayerNorm with affine parameters, the first part of attn/mlp halves and final_norm.
 struct Norm {
@@ -353,26 +323,6 @@ int BlockIndex(std::string_view layer, bool& mlp) {
 
 DecoderSpec TinyDecoder() { return *FindDecoderPreset("tiny"); }
 
-Status CheckTrainable(const DecoderSpec& spec) {
-  PIPETTE_RETURN_IF_ERROR(ValidateDecoderSpec(spec));
-  auto unsupported = [&](std::string_view what) {
-    return Status::InvalidArgument(fmt::format(
-        "--model {}: the cpu engine trains GPT-style decoders (learned positions, LayerNorm with "
-        "biases, GELU MLP, one KV head per query head); this model {}",
-        spec.name, what));
-  };
-  if (!spec.learned_positions) return unsupported("uses rotary positions (RoPE)");
-  if (spec.gated_mlp) return unsupported("has a gated (SwiGLU) MLP");
-  if (!spec.bias) return unsupported("uses RMSNorm without biases");
-  if (spec.kv_heads != spec.heads) return unsupported("uses grouped-query attention");
-  if (spec.vocab < 3) {  // the training language needs three successors per token
-    return Status::InvalidArgument(
-        fmt::format("--model {}: vocab {}: the cpu engine's training corpus needs vocab >= 3",
-                    spec.name, spec.vocab));
-  }
-  return Status::Ok();
-}
-
 Param& Module::AddParam(std::string_view param, int rows, int cols, std::uint64_t seed,
                         float stddev, float fill, bool decay, std::string_view full_name) {
   Param p;
@@ -380,14 +330,7 @@ Param& Module::AddParam(std::string_view param, int rows, int cols, std::uint64_
   p.value = Tensor(rows, cols);
   p.grad = Tensor(rows, cols);
   p.decay = decay;
-  if (stddev > 0) {
-    SplitMix64 rng(HashName(seed, p.name));
-    for (std::size_t i = 0; i < p.value.size(); ++i) {
-      p.value[i] = static_cast<float>(stddev * rng.Normal());
-    }
-  } else {
-    for (std::size_t i = 0; i < p.value.size(); ++i) p.value[i] = fill;
-  }
+  InitParamValues(seed, p.name, stddev, fill, p.value.data(), p.value.size());
   params_.push_back(std::move(p));
   return params_.back();
 }

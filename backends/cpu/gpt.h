@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/engine/corpus.h"
 #include "pipette/model/decoder.h"
 #include "tensor.h"
 
@@ -33,24 +34,6 @@ namespace pipette::cpu {
 // (model/model_presets.h): 4 blocks, width 64, 4 heads, MLP 256, vocabulary 64, context 32, untied
 // head. About 0.22 M parameters; a step takes milliseconds.
 DecoderSpec TinyDecoder();
-
-// OK when the CPU engine implements `spec`'s architecture: a GPT-style decoder (learned
-// positions, LayerNorm with biases, GELU MLP, heads == kv_heads). Otherwise InvalidArgument
-// naming the model and the feature it lacks.
-Status CheckTrainable(const DecoderSpec& spec);
-
-// One microbatch: `sequences` sequences of `seq` tokens and their next-token targets, both
-// row-major (sequences x seq). The loss of every token is weighted by `loss_scale` (1 / the tokens
-// of the whole global batch, so that gradients sum to those of the mean loss).
-struct Batch {
-  int sequences = 0;
-  int seq = 0;
-  std::vector<std::int32_t> tokens;
-  std::vector<std::int32_t> targets;
-  float loss_scale = 1.0f;
-
-  int num_tokens() const { return sequences * seq; }
-};
 
 struct Param {
   std::string name;

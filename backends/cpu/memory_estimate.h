@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cpu/train_plan.h"
 #include "pipette/common/status.h"
+#include "pipette/engine/train_plan.h"
 
 namespace pipette::cpu {
 

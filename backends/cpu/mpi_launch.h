@@ -9,7 +9,7 @@
 #include <string>
 
 #include "pipette/common/status.h"
-#include "train_plan.h"
+#include "pipette/engine/train_plan.h"
 
 namespace pipette::cpu {
 

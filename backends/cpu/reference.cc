@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "corpus.h"
+#include "pipette/engine/corpus.h"
 
 namespace pipette::cpu {
 

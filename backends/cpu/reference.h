@@ -9,12 +9,10 @@
 
 #include "param_set.h"
 #include "pipette/common/status.h"
-#include "train_plan.h"
+#include "pipette/engine/train_plan.h"
+#include "pipette/engine/train_report.h"
 
 namespace pipette::cpu {
-
-// Tensors by parameter name, flattened.
-using NamedTensors = std::map<std::string, std::vector<float>>;
 
 // The gradients (`grads = true`) or values of each distinct parameter of `params`.
 NamedTensors Snapshot(const ParamSet& params, bool grads);
@@ -30,12 +28,6 @@ ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options);
 
 // The batch of `sequences` sequences starting at `first`, weighted for a step of `step_sequences`.
 Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
-
-struct Mismatch {
-  double max_relative_error = 0;     // max over tensors of ||a - b|| / ||b|| (||a - b|| if b = 0)
-  std::string worst;                 // the tensor where it is reached
-  double global_relative_error = 0;  // ||a - b|| / ||b|| over all tensors as one vector
-};
 
 // Compares `actual` with `expected` tensor by tensor. Errors: a name in one and not the other, or
 // sizes that differ (FailedPrecondition naming it).

@@ -32,8 +32,8 @@
 namespace pipette::cli {
 namespace {
 
-nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const cpu::TrainPlan& plan) {
-  const cpu::TrainOptions& t = o.train;
+nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const TrainPlan& plan) {
+  const TrainOptions& t = o.train;
   nlohmann::ordered_json c;
   c["engine"] = o.engine;
   c["model"] = t.model;
@@ -83,18 +83,18 @@ void AddStageCosts(const std::vector<MeasuredStageCost>& costs, std::vector<Metr
   }
 }
 
-double MeanStepTime(const cpu::TrainReport& r) {
+double MeanStepTime(const TrainReport& r) {
   double mean = 0;
   for (const double t : r.step_times) mean += t / static_cast<double>(r.step_times.size());
   return mean;
 }
 
-bool Verified(const TrainCommandOptions& o, const cpu::TrainReport& r) {
+bool Verified(const TrainCommandOptions& o, const TrainReport& r) {
   return !r.verification || r.verification->Passes(o.tolerance);
 }
 
 // The run's rows: every traced instruction, memory over time and the metrics.
-RunData RunDataOf(const cpu::TrainPlan& plan, const cpu::TrainReport& r) {
+RunData RunDataOf(const TrainPlan& plan, const TrainReport& r) {
   RunData data;
   data.events = ToEventRows(plan.program, r.trace, r.allreduces, r.updates);
   data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory,
@@ -129,8 +129,8 @@ RunData RunDataOf(const cpu::TrainPlan& plan, const cpu::TrainReport& r) {
 }
 
 // The run's JSON line, without where it was recorded.
-nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const cpu::TrainPlan& plan,
-                              const cpu::TrainReport& r) {
+nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const TrainPlan& plan,
+                              const TrainReport& r) {
   nlohmann::ordered_json json;
   json["engine"] = o.engine;
   json["model"] = plan.spec.name;
@@ -164,7 +164,7 @@ nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const cpu::TrainPlan
 
 // ---- the text for people: a header, a line per step, a summary ----------------------------------
 
-void PrintHeader(const cpu::TrainPlan& plan) {
+void PrintHeader(const TrainPlan& plan) {
   fmt::print(
       "# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
       "dp={}, {} x {} tokens per microbatch\n",
@@ -173,14 +173,14 @@ void PrintHeader(const cpu::TrainPlan& plan) {
   fmt::print("#  step      loss   time [ms]   tokens/s\n");
 }
 
-void PrintStep(const cpu::TrainPlan& plan, int step, double loss, double seconds) {
+void PrintStep(const TrainPlan& plan, int step, double loss, double seconds) {
   const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
   fmt::print("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
              step_tokens / seconds);
   std::fflush(stdout);
 }
 
-void PrintVerification(const cpu::Verification& v, double tolerance) {
+void PrintVerification(const Verification& v, double tolerance) {
   fmt::print("# verify against the unpipelined reference (tolerance {:g}):\n", tolerance);
   fmt::print("#   gradients after step 1: max relative error {:.3g} ({})\n",
              v.gradients.max_relative_error, v.gradients.worst);
@@ -190,7 +190,7 @@ void PrintVerification(const cpu::Verification& v, double tolerance) {
   fmt::print("#   loss: max difference {:.3g}\n", v.max_loss_difference);
 }
 
-void PrintSummary(const TrainCommandOptions& o, const cpu::TrainReport& r) {
+void PrintSummary(const TrainCommandOptions& o, const TrainReport& r) {
   fmt::print("# mean step {:.2f} ms, {:.0f} tokens/s; peak tensor memory per rank:",
              MeanStepTime(r) * 1e3, r.tokens_per_s);
   for (const double b : r.peak_memory_bytes) fmt::print(" {:.2f} MiB", b / (1 << 20));
@@ -199,7 +199,7 @@ void PrintSummary(const TrainCommandOptions& o, const cpu::TrainReport& r) {
 }
 
 // Rank 0's recording and output after training; returns the exit code.
-int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::TrainReport& r,
+int Report(const TrainCommandOptions& o, const TrainPlan& plan, const TrainReport& r,
            RunRecorder& recorder) {
   const bool verified = Verified(o, r);
   const Status recorded = recorder.Finish(RunDataOf(plan, r), verified ? kRunOk : kRunFailed);
@@ -233,7 +233,7 @@ int Report(const TrainCommandOptions& o, const cpu::TrainPlan& plan, const cpu::
 
 // The options every rank checks before MPI starts: InvalidArgument naming the option.
 Status CheckOptions(const TrainCommandOptions& o) {
-  const cpu::TrainOptions& t = o.train;
+  const TrainOptions& t = o.train;
   if (o.engine != "cpu") {
     return Status::InvalidArgument(
         fmt::format("--engine {}: only the cpu engine exists so far", o.engine));
@@ -241,7 +241,7 @@ Status CheckOptions(const TrainCommandOptions& o) {
   if (!(o.tolerance > 0 && o.tolerance < 1)) {
     return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
-  PIPETTE_RETURN_IF_ERROR(cpu::CheckPeerTimeout(t.peer_timeout_s));  // before the watchdog runs
+  PIPETTE_RETURN_IF_ERROR(CheckPeerTimeout(t.peer_timeout_s));  // before the watchdog runs
   // -p and --dp are checked against their limits later (PlanTraining): multiply in 64 bits.
   const std::int64_t processes = std::int64_t{t.p} * t.dp;
   if (!cpu::LaunchedByMpi() && processes > 1) {
@@ -259,8 +259,8 @@ Status CheckOptions(const TrainCommandOptions& o) {
 // any rank.
 // The plan, refused when its estimated memory exceeds this machine's (before anything is
 // allocated: gpt3-175b grew to 12 GB before bad_alloc).
-Result<cpu::TrainPlan> PlanWithinMemory(const cpu::TrainOptions& t) {
-  PIPETTE_ASSIGN_OR_RETURN(cpu::TrainPlan plan, cpu::PlanTraining(t));
+Result<TrainPlan> PlanWithinMemory(const TrainOptions& t) {
+  PIPETTE_ASSIGN_OR_RETURN(TrainPlan plan, PlanTraining(t));
   PIPETTE_ASSIGN_OR_RETURN(const cpu::TrainMemoryEstimate estimate,
                            cpu::EstimateTrainMemory(plan, t.verify));
   PIPETTE_ASSIGN_OR_RETURN(const cpu::AvailableMemory available, cpu::MachineMemory());
@@ -269,8 +269,8 @@ Result<cpu::TrainPlan> PlanWithinMemory(const cpu::TrainOptions& t) {
   return plan;
 }
 
-Result<cpu::TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog& dog) {
-  Result<cpu::TrainPlan> plan = PlanWithinMemory(o.train);
+Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog& dog) {
+  Result<TrainPlan> plan = PlanWithinMemory(o.train);
   std::string config;
   if (plan.ok()) config = ConfigJson(o, *plan).dump();
   Status agreed;
@@ -290,7 +290,7 @@ constexpr int kPointHeld = -1;
 // Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`) and
 // tells every rank how that went. Returns the exit code every rank ends with if it failed, or
 // kPointHeld.
-int BeginRecording(const TrainCommandOptions& o, const cpu::TrainPlan& plan, int rank,
+int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank,
                    cpu::Watchdog& dog, std::optional<RunRecorder>& recorder) {
   Status begun;
   bool held = false;
@@ -326,7 +326,7 @@ void TakeCsvCountsFromFile(TrainCommandOptions& o) {
 }
 
 int RunTrain(const TrainCommandOptions& o) {
-  const cpu::TrainOptions& t = o.train;
+  const TrainOptions& t = o.train;
   if (Status checked = CheckOptions(o); !checked.ok()) return ReportError("train", checked);
   openblas_set_num_threads(1);  // one core per rank
 
@@ -349,7 +349,7 @@ int RunTrain(const TrainCommandOptions& o) {
     }
     return finish(kExitFailure);
   }
-  Result<cpu::TrainPlan> plan = PlanTogether(o, dog);
+  Result<TrainPlan> plan = PlanTogether(o, dog);
   if (!plan.ok()) {
     if (rank == 0) (void)ReportError("train", plan.status());
     return finish(ExitCodeOf(plan.status()));
@@ -367,7 +367,7 @@ int RunTrain(const TrainCommandOptions& o) {
   const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
     if (text) PrintStep(*plan, step, loss, seconds);
   };
-  Result<cpu::TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
+  Result<TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
   if (!report.ok()) {
     if (rank == 0) {
       (void)ReportError("train", report.status());

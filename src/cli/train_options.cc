@@ -8,7 +8,7 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
   cmd->add_option("--engine", o->engine, "Execution engine")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu"}));
-  cpu::TrainOptions& t = o->train;
+  TrainOptions& t = o->train;
   cmd->add_option("--model", t.model,
                   "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
                   "(.toml) that is a GPT-style decoder chain")

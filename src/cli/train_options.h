@@ -8,13 +8,13 @@
 #include <string>
 
 #include "cli/run_store.h"
-#include "cpu/train_plan.h"
+#include "pipette/engine/train_plan.h"
 
 namespace pipette::cli {
 
 struct TrainCommandOptions {
   std::string engine = "cpu";
-  cpu::TrainOptions train;
+  TrainOptions train;
   std::string format = "text";
   double tolerance = 1e-5;
   RecordOptions record;

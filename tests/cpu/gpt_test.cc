@@ -8,8 +8,9 @@
 #include <cmath>
 #include <random>
 
-#include "cpu/corpus.h"
 #include "cpu/param_set.h"
+#include "pipette/engine/corpus.h"
+#include "pipette/engine/train_plan.h"
 
 namespace pipette::cpu {
 namespace {

@@ -1,13 +1,13 @@
-#include "decoder_from_graph.h"
+#include "pipette/engine/decoder_from_graph.h"
 
 #include <fmt/format.h>
 
 #include <iterator>
 #include <string_view>
 
-#include "gpt.h"
+#include "pipette/engine/train_plan.h"
 
-namespace pipette::cpu {
+namespace pipette {
 namespace {
 
 // Returns InvalidArgument: `layer` keeps the graph named `source` from being a trainable decoder.
@@ -125,4 +125,4 @@ Result<DecoderSpec> DecoderFromGraph(const ModelGraph& graph, const std::string&
   return spec;
 }
 
-}  // namespace pipette::cpu
+}  // namespace pipette

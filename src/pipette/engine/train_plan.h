@@ -1,5 +1,6 @@
-// TrainPlan: everything every rank of a CPU training run derives, identically, from the options:
-// the model, the schedule and its lowered program, and the cut of the model into pieces.
+// TrainPlan: everything every rank of a real training run (CPU or CUDA engine) derives,
+// identically, from the options: the model, the schedule and its lowered program, and the cut of
+// the model into pieces.
 //
 // A piece is a run of consecutive model layers (partitioned by FLOPs with the balanced
 // partitioner). Usually piece k is stage k. A schedule whose microbatches take different routes
@@ -17,7 +18,7 @@
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
 
-namespace pipette::cpu {
+namespace pipette {
 
 struct TrainOptions {
   std::string model = "tiny";  // "tiny", "tiny-tied", a GPT-style preset or a .toml file
@@ -63,6 +64,11 @@ struct TrainPlan {
   }
 };
 
+// OK when the real engines implement `spec`'s architecture: a GPT-style decoder (learned
+// positions, LayerNorm with biases, GELU MLP, heads == kv_heads). Otherwise InvalidArgument
+// naming the model and the feature it lacks.
+Status CheckTrainable(const DecoderSpec& spec);
+
 // Resolves `options.model` to a trainable decoder spec: a GPT-style preset of the model layer
 // (model/model_presets.h; among them the CPU engine's own "tiny" and "tiny-tied", tiny with the LM
 // head tied to the token embedding), or a model file (.toml, read by the model
@@ -77,4 +83,4 @@ Status CheckPeerTimeout(double seconds);
 // Builds the plan; errors name the option, the value and the rule.
 Result<TrainPlan> PlanTraining(const TrainOptions& options);
 
-}  // namespace pipette::cpu
+}  // namespace pipette

@@ -1,4 +1,4 @@
-#include "train_plan.h"
+#include "pipette/engine/train_plan.h"
 
 #include <fmt/format.h>
 
@@ -6,17 +6,15 @@
 #include <limits>
 #include <map>
 
-#include "decoder_from_graph.h"
-#include "gpt.h"
 #include "pipette/cost/cost_model.h"
+#include "pipette/engine/decoder_from_graph.h"
 #include "pipette/model/model_presets.h"
 #include "pipette/model/model_toml.h"
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
-#include "watchdog.h"
 
-namespace pipette::cpu {
+namespace pipette {
 namespace {
 
 // Layer times proportional to FLOPs (one CPU core at 100 GFLOP/s): the balanced partitioner then
@@ -64,8 +62,8 @@ Result<int> AssignPieces(const std::string& schedule_name, TrainPlan& plan) {
     const StageRange& route = routes[mb];
     if (route.last - route.first + 1 != pieces) {
       return Status::InvalidArgument(fmt::format(
-          "--schedule {}: microbatch {} passes {} stages and microbatch 0 passes {}; the cpu "
-          "engine needs every route to run the whole model",
+          "--schedule {}: microbatch {} passes {} stages and microbatch 0 passes {}; the real "
+          "engines need every route to run the whole model",
           schedule_name, mb, route.last - route.first + 1, pieces));
     }
     for (int s = route.first; s <= route.last; ++s) {
@@ -120,6 +118,27 @@ Status CutModel(int pieces, TrainPlan& plan) {
 
 }  // namespace
 
+Status CheckTrainable(const DecoderSpec& spec) {
+  PIPETTE_RETURN_IF_ERROR(ValidateDecoderSpec(spec));
+  auto unsupported = [&](std::string_view what) {
+    return Status::InvalidArgument(
+        fmt::format("--model {}: the real engines (cpu, cuda) train GPT-style decoders (learned "
+                    "positions, LayerNorm with "
+                    "biases, GELU MLP, one KV head per query head); this model {}",
+                    spec.name, what));
+  };
+  if (!spec.learned_positions) return unsupported("uses rotary positions (RoPE)");
+  if (spec.gated_mlp) return unsupported("has a gated (SwiGLU) MLP");
+  if (!spec.bias) return unsupported("uses RMSNorm without biases");
+  if (spec.kv_heads != spec.heads) return unsupported("uses grouped-query attention");
+  if (spec.vocab < 3) {  // the training language needs three successors per token
+    return Status::InvalidArgument(
+        fmt::format("--model {}: vocab {}: the real engines' training corpus needs vocab >= 3",
+                    spec.name, spec.vocab));
+  }
+  return Status::Ok();
+}
+
 Status CheckPeerTimeout(double seconds) {
   if (seconds >= 0.1 && seconds <= 1e6) return Status::Ok();
   return Status::InvalidArgument(
@@ -162,4 +181,4 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
   return plan;
 }
 
-}  // namespace pipette::cpu
+}  // namespace pipette

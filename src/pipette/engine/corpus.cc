@@ -1,6 +1,6 @@
-#include "corpus.h"
+#include "pipette/engine/corpus.h"
 
-namespace pipette::cpu {
+namespace pipette {
 namespace {
 
 std::uint64_t Mix(std::uint64_t z) {  // SplitMix64's finaliser
@@ -52,4 +52,4 @@ Batch MakeBatch(int vocab, std::int64_t first_sequence, int sequences, int seq, 
   return batch;
 }
 
-}  // namespace pipette::cpu
+}  // namespace pipette

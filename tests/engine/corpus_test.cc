@@ -1,11 +1,11 @@
-#include "cpu/corpus.h"
+#include "pipette/engine/corpus.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
-namespace pipette::cpu {
+namespace pipette {
 namespace {
 
 TEST(Corpus, TargetsAreTheNextTokensAndBatchesAreReproducible) {
@@ -49,4 +49,4 @@ TEST(Corpus, EntropyRateMatchesTheChain) {
 }
 
 }  // namespace
-}  // namespace pipette::cpu
+}  // namespace pipette

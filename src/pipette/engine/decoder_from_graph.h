@@ -1,8 +1,8 @@
-// The CPU engine's reading of a model graph: a graph whose layers, in id order, form the GPT-style
+// The real engines' reading of a model graph: a graph whose layers, in id order, form the GPT-style
 // decoder chain
 //   embedding (with a learned position table) -> (attention, mlp) x L -> norm -> head -> loss
 // with LayerNorm and biases everywhere, GELU MLPs of one width and one KV head per query head
-// becomes the DecoderSpec the engine builds its modules from (gpt.h). The architecture comes from
+// becomes the DecoderSpec the engines build their modules from. The architecture comes from
 // the layers' shapes (model/layer.h) in a graph the model layer has already validated, e.g. a
 // model file's (model/model_toml.h): nothing is parsed twice. Anything else is refused with the
 // layer, its type and why. Pure function.
@@ -14,7 +14,7 @@
 #include "pipette/model/decoder.h"
 #include "pipette/model/model_graph.h"
 
-namespace pipette::cpu {
+namespace pipette {
 
 // Returns the decoder `graph` describes, named graph.name; `source` (the --model value, a model
 // file's path) names it in errors and becomes spec.source. Errors: InvalidArgument naming
@@ -22,4 +22,4 @@ namespace pipette::cpu {
 // CheckTrainable's.
 Result<DecoderSpec> DecoderFromGraph(const ModelGraph& graph, const std::string& source);
 
-}  // namespace pipette::cpu
+}  // namespace pipette

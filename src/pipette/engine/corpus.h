@@ -1,5 +1,6 @@
-// The training data of the CPU engine: a synthetic language with learnable structure, generated
-// on the fly so every rank builds exactly the microbatches it needs without any data movement.
+// The training data of the real engines (CPU and CUDA): a synthetic language with learnable
+// structure, generated on the fly so every rank builds exactly the microbatches it needs without
+// any data movement.
 //
 // The language is a second-order Markov chain over the vocabulary. Each token b has three
 // possible successors (a hash of b picks them); which of them has probability 0.6, 0.3 and 0.1
@@ -14,10 +15,22 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
-#include "gpt.h"
+namespace pipette {
 
-namespace pipette::cpu {
+// One microbatch: `sequences` sequences of `seq` tokens and their next-token targets, both
+// row-major (sequences x seq). The loss of every token is weighted by `loss_scale` (1 / the tokens
+// of the whole global batch, so that gradients sum to those of the mean loss).
+struct Batch {
+  int sequences = 0;
+  int seq = 0;
+  std::vector<std::int32_t> tokens;
+  std::vector<std::int32_t> targets;
+  float loss_scale = 1.0f;
+
+  int num_tokens() const { return sequences * seq; }
+};
 
 // The chain's entropy rate in nats per token: the lowest mean loss a model can reach.
 inline constexpr double kCorpusEntropy = 0.8979457248567798;
@@ -26,4 +39,4 @@ inline constexpr double kCorpusEntropy = 0.8979457248567798;
 // weighted by `loss_scale`. REQUIRES: vocab >= 3, sequences >= 1, seq >= 1.
 Batch MakeBatch(int vocab, std::int64_t first_sequence, int sequences, int seq, float loss_scale);
 
-}  // namespace pipette::cpu
+}  // namespace pipette

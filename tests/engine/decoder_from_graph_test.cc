@@ -1,16 +1,16 @@
-#include "cpu/decoder_from_graph.h"
+#include "pipette/engine/decoder_from_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "cpu/gpt.h"
-#include "cpu/train_plan.h"
+#include "pipette/engine/train_plan.h"
 #include "pipette/model/decoder.h"
+#include "pipette/model/model_presets.h"
 #include "pipette/model/model_toml.h"
 
-namespace pipette::cpu {
+namespace pipette {
 namespace {
 
 const std::string kDir = PIPETTE_MODEL_DATA_DIR;
@@ -89,9 +89,9 @@ TEST(ModelFile, RefusalsNameTheLayerAndWhy) {
 }
 
 TEST(ModelFile, APresetsGraphGivesBackItsSpec) {
-  DecoderSpec tied = TinyDecoder();
+  DecoderSpec tied = *FindDecoderPreset("tiny");
   tied.tied_embeddings = true;
-  for (const DecoderSpec& spec : {TinyDecoder(), tied}) {
+  for (const DecoderSpec& spec : {*FindDecoderPreset("tiny"), tied}) {
     Result<ModelGraph> graph = BuildDecoder(spec, Workload{2, 8, DType::kFP32});
     ASSERT_TRUE(graph.ok()) << graph.status().message();
     Result<DecoderSpec> read = DecoderFromGraph(*graph, "preset");
@@ -113,7 +113,7 @@ TEST(ModelFile, APresetsGraphGivesBackItsSpec) {
 }
 
 TEST(ModelFile, ABranchingGraphIsRefusedAtTheLayerThatJoins) {
-  Result<ModelGraph> graph = BuildDecoder(TinyDecoder(), Workload{2, 8, DType::kFP32});
+  Result<ModelGraph> graph = BuildDecoder(*FindDecoderPreset("tiny"), Workload{2, 8, DType::kFP32});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   graph->Connect(1, 3, 1);  // block0.attn also feeds block1.attn
   Result<DecoderSpec> read = DecoderFromGraph(*graph, "g");
@@ -126,4 +126,4 @@ TEST(ModelFile, ABranchingGraphIsRefusedAtTheLayerThatJoins) {
 }
 
 }  // namespace
-}  // namespace pipette::cpu
+}  // namespace pipette

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <vector>
 
-#include "cpu/corpus.h"
 #include "cpu/gpt.h"
+#include "pipette/engine/corpus.h"
 
 namespace pipette::cpu {
 namespace {

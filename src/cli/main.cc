@@ -21,6 +21,7 @@ void PrintVersion() {
                          fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
                                      NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH));
   for (const auto& [name, version] : libraries) fmt::print("  {:<14} {}\n", name, version);
+  fmt::print("  {:<14} {}\n", "cuda engine", pipette::CudaEngineStatus());
 }
 
 int Run(int argc, char** argv) {

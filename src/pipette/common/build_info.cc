@@ -10,6 +10,10 @@ const char* Version() { return PIPETTE_VERSION_STRING; }
 
 const char* GitRevision() { return PIPETTE_GIT_REV; }
 
+bool CudaEngineBuilt() { return PIPETTE_CUDA_ENGINE == 1; }
+
+const char* CudaEngineStatus() { return PIPETTE_CUDA_STATUS; }
+
 std::vector<std::pair<std::string, std::string>> CoreLibraryVersions() {
   return {
       {"compiler", PIPETTE_CXX_COMPILER},

@@ -1,0 +1,137 @@
+// The CUDA engine's own kernels: everything of a GPT or Llama block that is not a GEMM (GEMMs go
+// through cuBLASLt, lt_gemm.h). Each function launches its kernel(s) on `stream` and returns at
+// once; pointers are device memory, fp32 unless named otherwise, matrices row-major (a row per
+// token). Shapes are as the CPU engine's kernels (backends/cpu/tensor.h) and the formulas are
+// identical to them, so the CPU engine checks this one on the same inputs.
+//
+// Every kernel's per-thread work is a plain function in kernel_math.h, compiled for the device and
+// for the host: tests/cuda run those functions on the CPU over every thread index and compare
+// with the CPU engine, so the math is checked on machines without a GPU.
+//
+// `accumulate` flags and functions named "...WeightGrad" add into their outputs (gradients sum
+// over microbatches); everything else overwrites.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipette::cuda::kernels {
+
+// ---- norms ----------------------------------------------------------------------------------------
+// LayerNorm without the affine part: xhat = (x - mean) * rstd, rstd = 1/sqrt(var + 1e-5); rstd: rows.
+void LayerNormForward(const float* x, int rows, int cols, float* xhat, float* rstd,
+                      cudaStream_t stream);
+// y = xhat * gamma + beta (gamma, beta: cols).
+void Affine(const float* xhat, const float* gamma, const float* beta, int rows, int cols, float* y,
+            cudaStream_t stream);
+// dx (+)= the LayerNorm input gradient for the affine output's gradient dy.
+void LayerNormInputGrad(const float* dy, const float* xhat, const float* rstd, const float* gamma,
+                        int rows, int cols, float* dx, bool accumulate, cudaStream_t stream);
+// dgamma += sum over rows of dy * xhat; dbeta += sum over rows of dy.
+void AffineWeightGrad(const float* dy, const float* xhat, int rows, int cols, float* dgamma,
+                      float* dbeta, cudaStream_t stream);
+
+// RMSNorm (Llama): rstd = 1/sqrt(mean(x^2) + 1e-5), y = x * rstd * gamma; rstd: rows.
+void RmsNormForward(const float* x, const float* gamma, int rows, int cols, float* y, float* rstd,
+                    cudaStream_t stream);
+// dx (+)= the RMSNorm input gradient for dy.
+void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const float* gamma,
+                      int rows, int cols, float* dx, bool accumulate, cudaStream_t stream);
+// dgamma += sum over rows of dy * x * rstd.
+void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int rows, int cols,
+                       float* dgamma, cudaStream_t stream);
+
+// ---- activations ----------------------------------------------------------------------------------
+// GELU, tanh approximation (GPT-2), over n elements.
+void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream);
+void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx,
+                   cudaStream_t stream);
+// SwiGLU: gate_up is rows x 2f, [gate | up] column blocks; y = silu(gate) * up, rows x f.
+void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream);
+// dgate_up (rows x 2f) = the gradient of gate_up for dy (rows x f).
+void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
+                     cudaStream_t stream);
+
+// ---- attention ------------------------------------------------------------------------------------
+// The column layout of a fused QKV row, (heads + 2 kv_heads) * head_dim wide: q heads, then k
+// heads, then v heads, head j at columns j * head_dim of its block. Query head j reads key/value
+// head j / (heads / kv_heads) (grouped-query attention; kv_heads == heads is plain multi-head).
+struct AttentionShape {
+  int batch = 0;  // sequences
+  int seq = 0;    // tokens per sequence
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int qkv_cols() const { return (heads + 2 * kv_heads) * head_dim; }
+  int out_cols() const { return heads * head_dim; }
+};
+
+// Rotary position embedding (Llama; the "rotate half" convention of HF transformers): for each
+// q and k head and position t (within its sequence), pairs (i, i + d/2) rotate by the angle
+// t * theta^(-2i/d). In place on the q and k columns of qkv (batch*seq rows); v is untouched.
+void RopeForward(float* qkv, const AttentionShape& shape, float theta, cudaStream_t stream);
+// The gradient through RopeForward: the inverse rotation, in place on the dq and dk columns.
+void RopeInputGrad(float* dqkv, const AttentionShape& shape, float theta, cudaStream_t stream);
+
+// Causal softmax attention, scale 1/sqrt(head_dim), flash-style: no seq x seq matrix is stored.
+// out: (batch*seq) x out_cols; lse: batch*heads*seq, the log-sum-exp of each query row's scaled
+// scores (what the backward needs to recompute the probabilities).
+void AttentionForward(const float* qkv, const AttentionShape& shape, float* out, float* lse,
+                      cudaStream_t stream);
+// dqkv ((batch*seq) x qkv_cols, overwritten) = the gradient of qkv for dout, from the forward's
+// qkv, out and lse. `delta` is workspace of batch*heads*seq floats.
+void AttentionInputGrad(const float* dout, const float* qkv, const float* out, const float* lse,
+                        const AttentionShape& shape, float* dqkv, float* delta,
+                        cudaStream_t stream);
+
+// ---- embedding, loss, elementwise ------------------------------------------------------------------
+// y[t] = wte[tokens[t]] (+ wpe[t % seq] when wpe is not null); y: (batch*seq) x hidden.
+void EmbeddingForward(const std::int32_t* tokens, const float* wte, const float* wpe, int batch,
+                      int seq, int hidden, float* y, cudaStream_t stream);
+// dwte[tokens[t]] += dy[t] (and dwpe[t % seq] += dy[t] when dwpe is not null).
+void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch, int seq,
+                         int hidden, float* dwte, float* dwpe, cudaStream_t stream);
+// row_loss[r] = -log softmax(logits[r])[targets[r]] (the CPU engine's clamp at 1e-30 included).
+void CrossEntropyForward(const float* logits, const std::int32_t* targets, int rows, int vocab,
+                         float* row_loss, cudaStream_t stream);
+// dlogits = (softmax(logits) - onehot(targets)) * scale; dlogits may alias logits.
+void CrossEntropyInputGrad(const float* logits, const std::int32_t* targets, int rows, int vocab,
+                           float scale, float* dlogits, cudaStream_t stream);
+// y[r][c] += bias[c].
+void AddBias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
+// dbias[c] += sum over rows of dy[r][c].
+void BiasGrad(const float* dy, int rows, int cols, float* dbias, cudaStream_t stream);
+// y = a + b over n elements (y may alias a or b).
+void Add(const float* a, const float* b, std::int64_t n, float* y, cudaStream_t stream);
+// y += alpha * x over n elements.
+void Axpy(float alpha, const float* x, std::int64_t n, float* y, cudaStream_t stream);
+// out[0] = sum of x[0..n) (one value; for the loss of a microbatch).
+void Sum(const float* x, std::int64_t n, float* out, cudaStream_t stream);
+// y = bf16(x), round to nearest even, over n elements.
+void CastToBf16(const float* x, std::int64_t n, __nv_bfloat16* y, cudaStream_t stream);
+
+// ---- optimizer ------------------------------------------------------------------------------------
+struct AdamWTensor {
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* m = nullptr;  // first moment
+  float* v = nullptr;  // second moment
+  std::int64_t n = 0;
+  bool decay = false;  // decoupled weight decay applies
+};
+struct AdamWConfig {
+  double lr = 3e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+};
+// One AdamW step (step counts from 1) over every tensor of `tensors` in one launch (multi-tensor),
+// with the CPU engine's formula (backends/cpu/param_set.cc). Gradients are left as they are.
+void AdamWStep(const std::vector<AdamWTensor>& tensors, const AdamWConfig& config, int step,
+               cudaStream_t stream);
+
+}  // namespace pipette::cuda::kernels

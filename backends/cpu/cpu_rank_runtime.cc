@@ -112,10 +112,7 @@ double CpuRankRuntime::WaitRecv(const Instruction& ins) {
 const Batch& CpuRankRuntime::BatchOf(int microbatch) {
   auto it = batches_.find(microbatch);
   if (it != batches_.end()) return it->second;
-  const std::int64_t first = (static_cast<std::int64_t>(step_) * plan_.dp + place_.replica) *
-                                 plan_.m() * plan_.micro_batch_size +
-                             static_cast<std::int64_t>(microbatch) * plan_.micro_batch_size;
-  return batches_.emplace(microbatch, StepBatch(plan_, first, plan_.micro_batch_size))
+  return batches_.emplace(microbatch, MicrobatchOf(plan_, step_, place_.replica, microbatch))
       .first->second;
 }
 

@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fault.h"
 #include "gpt.h"
 #include "param_set.h"
 #include "param_sync.h"
+#include "pipette/engine/fault.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/engine/train_plan.h"

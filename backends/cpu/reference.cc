@@ -17,12 +17,6 @@ NamedTensors Snapshot(const ParamSet& params, bool grads) {
   return out;
 }
 
-Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences) {
-  const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
-  return MakeBatch(plan.spec.vocab, first, sequences, plan.seq_len,
-                   static_cast<float>(1.0 / step_tokens));
-}
-
 ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options) {
   ModuleChain model;
   for (const std::string& layer : LayerNames(plan.spec)) {
@@ -86,6 +80,21 @@ Result<Mismatch> Compare(const NamedTensors& actual, const NamedTensors& expecte
     }
   }
   return result;
+}
+
+Result<Verification> VerifyAgainstReference(const TrainPlan& plan, const TrainOptions& options,
+                                            const NamedTensors& first_grads,
+                                            const NamedTensors& final_params,
+                                            const std::vector<double>& losses) {
+  const ReferenceRun reference = TrainReference(plan, options);
+  Verification v;
+  PIPETTE_ASSIGN_OR_RETURN(v.gradients, Compare(first_grads, reference.first_grads));
+  PIPETTE_ASSIGN_OR_RETURN(v.parameters, Compare(final_params, reference.final_params));
+  for (std::size_t s = 0; s < reference.losses.size() && s < losses.size(); ++s) {
+    v.max_loss_difference =
+        std::max(v.max_loss_difference, std::abs(losses[s] - reference.losses[s]));
+  }
+  return v;
 }
 
 }  // namespace pipette::cpu

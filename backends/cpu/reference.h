@@ -26,11 +26,16 @@ struct ReferenceRun {
 // Trains plan.spec for options.steps steps with AdamW(options) from options.seed.
 ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options);
 
-// The batch of `sequences` sequences starting at `first`, weighted for a step of `step_sequences`.
-Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
-
 // Compares `actual` with `expected` tensor by tensor. Errors: a name in one and not the other, or
 // sizes that differ (FailedPrecondition naming it).
 Result<Mismatch> Compare(const NamedTensors& actual, const NamedTensors& expected);
+
+// Trains the unpipelined reference (TrainReference) and compares a run with it: `first_grads`
+// (after step 1), `final_params` (after the last step) and the per-step `losses`. Any real engine's
+// run can be checked this way (the CUDA engine's by `pipette train --engine cuda --verify`).
+Result<Verification> VerifyAgainstReference(const TrainPlan& plan, const TrainOptions& options,
+                                            const NamedTensors& first_grads,
+                                            const NamedTensors& final_params,
+                                            const std::vector<double>& losses);
 
 }  // namespace pipette::cpu

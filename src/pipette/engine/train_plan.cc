@@ -7,6 +7,7 @@
 #include <map>
 
 #include "pipette/cost/cost_model.h"
+#include "pipette/engine/corpus.h"
 #include "pipette/engine/decoder_from_graph.h"
 #include "pipette/model/model_presets.h"
 #include "pipette/model/model_toml.h"
@@ -137,6 +138,19 @@ Status CheckTrainable(const DecoderSpec& spec) {
                     spec.name, spec.vocab));
   }
   return Status::Ok();
+}
+
+Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences) {
+  const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
+  return MakeBatch(plan.spec.vocab, first, sequences, plan.seq_len,
+                   static_cast<float>(1.0 / step_tokens));
+}
+
+Batch MicrobatchOf(const TrainPlan& plan, int step, int replica, int microbatch) {
+  const std::int64_t first =
+      (static_cast<std::int64_t>(step) * plan.dp + replica) * plan.m() * plan.micro_batch_size +
+      static_cast<std::int64_t>(microbatch) * plan.micro_batch_size;
+  return StepBatch(plan, first, plan.micro_batch_size);
 }
 
 Status CheckPeerTimeout(double seconds) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/engine/corpus.h"
 #include "pipette/model/decoder.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
@@ -36,6 +37,9 @@ struct TrainOptions {
   double peer_timeout_s = 300;  // a rank waiting longer than this on a peer ends the run
   int trace_steps = 20;         // steps whose instructions are traced (the first ones)
   bool verify = false;          // compare with the unpipelined reference (rank 0)
+  std::string dtype = "fp32";   // GEMM precision: fp32, or bf16 (cuda engine: bf16 operands,
+                                // fp32 accumulation and fp32 master weights)
+  bool virtual_ranks = false;   // cuda engine: every rank in this process, on one GPU
 };
 
 struct TrainPlan {
@@ -79,6 +83,13 @@ Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 // OK for a --peer-timeout in [0.1, 1e6] seconds; InvalidArgument naming it otherwise. PlanTraining
 // checks it, and the CLI before a watchdog runs on it (1e-320 s would end MPI_Init itself).
 Status CheckPeerTimeout(double seconds);
+
+// The batch of `sequences` sequences of the corpus starting at `first`, each token's loss weighted
+// for a whole step (1 / the tokens of all replicas' microbatches).
+Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
+// Microbatch `microbatch` of replica `replica` in training step `step` (from 0): every engine and
+// the unpipelined reference read the same sequences.
+Batch MicrobatchOf(const TrainPlan& plan, int step, int replica, int microbatch);
 
 // Builds the plan; errors name the option, the value and the rule.
 Result<TrainPlan> PlanTraining(const TrainOptions& options);

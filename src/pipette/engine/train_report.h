@@ -10,6 +10,8 @@
 
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_interpreter.h"
+#include "pipette/engine/step_loop.h"
+#include "pipette/engine/train_plan.h"
 
 namespace pipette {
 
@@ -54,5 +56,31 @@ struct TrainReport {                       // complete on world rank 0 only
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
   std::optional<Verification> verification;
 };
+
+// What one rank of a real run contributes to world rank 0's report.
+struct RankContribution {
+  double peak_bytes = 0;            // tensor bytes at their peak
+  double static_bytes = 0;          // held for the whole run: weights, gradients, optimizer state
+  double peak_rss_bytes = 0;        // the process's peak resident set
+  std::int64_t owned_elements = 0;  // parameters this rank reports (0 outside replica 0)
+  std::vector<StageMemory> stage_memory;  // per stage of the schedule (zero where not held)
+  RankLog log;                            // replica 0: trace, all-reduces, updates (spans unused)
+};
+
+// The contribution as bytes and back (the ranks' gathers move bytes).
+std::vector<char> PackContribution(const RankContribution& c);
+RankContribution UnpackContribution(const std::vector<char>& bytes, int num_stages);
+
+// World rank 0's report: its runtime's per-step losses and times and every world rank's
+// contribution, in world rank order (per pipeline rank the maximum over replicas).
+TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
+                           std::vector<double> losses, std::vector<double> step_times,
+                           const std::vector<RankContribution>& ranks);
+
+// The bytes of every message of the plan's program (fp32 activations and gradients).
+MessageSizes MessageSizesOf(const TrainPlan& plan);
+
+// This process's peak resident set in bytes.
+double PeakRssBytes();
 
 }  // namespace pipette

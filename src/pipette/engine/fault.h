@@ -1,5 +1,6 @@
-// Fault: a failure injected into one rank of a CPU training run, for the tests that prove a dead,
-// hung or wrong rank ends the run with an error instead of a hang or a silent wrong answer.
+// Fault: a failure injected into one rank of a real training run (CPU or CUDA engine), for the
+// tests that prove a dead, hung or wrong rank ends the run with an error instead of a hang or a
+// silent wrong answer.
 //
 // PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang|skip-w: at its first compute instruction, world
 // rank r kills itself with SIGKILL, or stops making progress; or it skips the weight gradient of
@@ -9,7 +10,7 @@
 
 #include <string>
 
-namespace pipette::cpu {
+namespace pipette {
 
 class Fault {
  public:
@@ -29,4 +30,4 @@ class Fault {
   bool skipped_ = false;
 };
 
-}  // namespace pipette::cpu
+}  // namespace pipette

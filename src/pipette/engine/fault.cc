@@ -1,11 +1,11 @@
-#include "fault.h"
+#include "pipette/engine/fault.h"
 
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
 
-namespace pipette::cpu {
+namespace pipette {
 
 Fault Fault::FromEnv() {
   Fault f;
@@ -33,4 +33,4 @@ bool Fault::SkipWeightGrad(int world_rank) {
   return true;
 }
 
-}  // namespace pipette::cpu
+}  // namespace pipette

@@ -27,8 +27,8 @@
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/engine/train_plan.h"
+#include "pipette/engine/watchdog.h"
 #include "reference.h"
-#include "watchdog.h"
 
 namespace pipette::cpu {
 

@@ -23,8 +23,8 @@
 #include "pipette/engine/rank_interpreter.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
+#include "pipette/engine/watchdog.h"
 #include "reference.h"
-#include "watchdog.h"
 
 namespace pipette::cpu {
 

@@ -269,13 +269,13 @@ Result<TrainPlan> PlanWithinMemory(const TrainOptions& t) {
   return plan;
 }
 
-Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, cpu::Watchdog& dog) {
+Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   Result<TrainPlan> plan = PlanWithinMemory(o.train);
   std::string config;
   if (plan.ok()) config = ConfigJson(o, *plan).dump();
   Status agreed;
-  cpu::Watched(dog, "the other ranks to agree on the configuration",
-               [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
+  Watched(dog, "the other ranks to agree on the configuration",
+          [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
   if (!agreed.ok()) return agreed;
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -290,8 +290,8 @@ constexpr int kPointHeld = -1;
 // Rank 0 registers the run before training (a crash leaves it `running` for `runs --repair`) and
 // tells every rank how that went. Returns the exit code every rank ends with if it failed, or
 // kPointHeld.
-int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank,
-                   cpu::Watchdog& dog, std::optional<RunRecorder>& recorder) {
+int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank, Watchdog& dog,
+                   std::optional<RunRecorder>& recorder) {
   Status begun;
   bool held = false;
   if (rank == 0) {
@@ -311,8 +311,8 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
     }
   }
   int code = held ? kPointHeld : ExitCodeOf(begun);
-  cpu::Watched(dog, "rank 0 to open the database",
-               [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  Watched(dog, "rank 0 to open the database",
+          [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
   if (rank == 0 && !begun.ok()) (void)ReportError("train", begun);
   return code;
 }
@@ -331,10 +331,10 @@ int RunTrain(const TrainCommandOptions& o) {
   openblas_set_num_threads(1);  // one core per rank
 
   // Every wait on peers is bounded, MPI_Init's included.
-  cpu::Watchdog dog(cpu::LauncherRank().value_or(0), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
+  Watchdog dog(cpu::LauncherRank().value_or(0), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
   int provided = 0;
-  cpu::Watched(dog, "MPI_Init (the other ranks to start)",
-               [&] { MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); });
+  Watched(dog, "MPI_Init (the other ranks to start)",
+          [&] { MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); });
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   dog.set_rank(rank);

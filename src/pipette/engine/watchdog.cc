@@ -1,10 +1,10 @@
-#include "watchdog.h"
+#include "pipette/engine/watchdog.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
-namespace pipette::cpu {
+namespace pipette {
 
 Watchdog::Watchdog(int rank, double timeout_s) : timeout_(timeout_s), rank_(rank) {
   thread_ = std::thread([this] { Loop(); });
@@ -61,4 +61,4 @@ void Watchdog::Loop() {
   }
 }
 
-}  // namespace pipette::cpu
+}  // namespace pipette

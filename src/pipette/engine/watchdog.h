@@ -1,4 +1,4 @@
-// Watchdog: bounds every wait of an MPI rank on its peers.
+// Watchdog: bounds every wait of a real engine's rank (MPI or NCCL) on its peers.
 //
 // A rank marks the start and the end of each blocking wait (a receive, a collective, MPI_Init).
 // When one wait lasts longer than the timeout, a background thread prints what the rank waited
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace pipette::cpu {
+namespace pipette {
 
 class Watchdog {
  public:
@@ -60,4 +60,4 @@ void Watched(Watchdog& dog, std::string what, F&& call) {
 // rule, cli/exit_code.h: 1).
 inline constexpr int kWatchdogExitCode = 1;
 
-}  // namespace pipette::cpu
+}  // namespace pipette

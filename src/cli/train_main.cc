@@ -28,6 +28,9 @@
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/store/trace_rows.h"
+#if PIPETTE_HAS_CUDA_ENGINE
+#include "cuda/trainer.h"
+#endif
 
 namespace pipette::cli {
 namespace {
@@ -60,7 +63,8 @@ nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const TrainPlan&
   c["weight_decay"] = t.weight_decay;
   c["verify"] = t.verify;
   c["trace_steps"] = t.trace_steps;
-  c["dtype"] = "fp32";
+  c["dtype"] = t.dtype;
+  if (o.engine == "cuda") c["virtual_ranks"] = t.virtual_ranks;
   auto& pieces = c["pieces"] = nlohmann::ordered_json::array();
   for (const auto& layers : plan.piece_layers) pieces.push_back(layers);
   c["stage_piece"] = plan.stage_piece;
@@ -94,11 +98,13 @@ bool Verified(const TrainCommandOptions& o, const TrainReport& r) {
 }
 
 // The run's rows: every traced instruction, memory over time and the metrics.
-RunData RunDataOf(const TrainPlan& plan, const TrainReport& r) {
+RunData RunDataOf(const TrainPlan& plan, const TrainReport& r, bool virtual_ranks) {
   RunData data;
   data.events = ToEventRows(plan.program, r.trace, r.allreduces, r.updates);
+  // A send's buffer is held to the end of the step's program, except between virtual ranks
+  // (the receiver's copy frees it).
   data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory,
-                                            /*message_buffers=*/true));
+                                            /*message_buffers=*/!virtual_ranks));
   data.metrics = {{"step_time_s", MeanStepTime(r), "s"},
                   {"tokens_per_s", r.tokens_per_s, "tokens/s"},
                   {"final_loss", r.losses.back(), "nats"},
@@ -164,12 +170,13 @@ nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const TrainPlan& pla
 
 // ---- the text for people: a header, a line per step, a summary ----------------------------------
 
-void PrintHeader(const TrainPlan& plan) {
+void PrintHeader(const TrainCommandOptions& o, const TrainPlan& plan) {
   fmt::print(
-      "# pipette {} train --engine cpu: model {} ({} layers, width {}), {} p={} v={} m={} "
+      "# pipette {} train --engine {}{}: model {} ({} layers, width {}), {} p={} v={} m={} "
       "dp={}, {} x {} tokens per microbatch\n",
-      Version(), plan.spec.name, plan.spec.layers, plan.spec.hidden, plan.schedule.name, plan.p(),
-      plan.schedule.v, plan.m(), plan.dp, plan.micro_batch_size, plan.seq_len);
+      Version(), o.engine, o.train.virtual_ranks ? " --virtual-ranks" : "", plan.spec.name,
+      plan.spec.layers, plan.spec.hidden, plan.schedule.name, plan.p(), plan.schedule.v, plan.m(),
+      plan.dp, plan.micro_batch_size, plan.seq_len);
   fmt::print("#  step      loss   time [ms]   tokens/s\n");
 }
 
@@ -202,7 +209,8 @@ void PrintSummary(const TrainCommandOptions& o, const TrainReport& r) {
 int Report(const TrainCommandOptions& o, const TrainPlan& plan, const TrainReport& r,
            RunRecorder& recorder) {
   const bool verified = Verified(o, r);
-  const Status recorded = recorder.Finish(RunDataOf(plan, r), verified ? kRunOk : kRunFailed);
+  const Status recorded =
+      recorder.Finish(RunDataOf(plan, r, o.train.virtual_ranks), verified ? kRunOk : kRunFailed);
   if (!recorded.ok()) {
     (void)ReportError("train", recorded);
     return kExitFailure;
@@ -231,20 +239,37 @@ int Report(const TrainCommandOptions& o, const TrainPlan& plan, const TrainRepor
   return kExitOk;
 }
 
+// The engine's own options: --engine cuda needs a build with the CUDA engine; the CPU engine
+// computes in fp32 and runs every rank as its own process.
+Status CheckEngineOptions(const TrainCommandOptions& o) {
+  const TrainOptions& t = o.train;
+  if (o.engine == "cuda" && !CudaEngineBuilt()) {
+    return Status::InvalidArgument(
+        fmt::format("--engine cuda: this build has no CUDA engine ({})", CudaEngineStatus()));
+  }
+  if (o.engine == "cpu" && t.dtype != "fp32") {
+    return Status::InvalidArgument(fmt::format(
+        "--dtype {}: the cpu engine computes in fp32 (bf16 needs --engine cuda)", t.dtype));
+  }
+  if (o.engine == "cpu" && t.virtual_ranks) {
+    return Status::InvalidArgument(
+        "--virtual-ranks: the cpu engine runs one MPI process per rank (virtual ranks are the "
+        "cuda engine's one-GPU mode)");
+  }
+  return Status::Ok();
+}
+
 // The options every rank checks before MPI starts: InvalidArgument naming the option.
 Status CheckOptions(const TrainCommandOptions& o) {
   const TrainOptions& t = o.train;
-  if (o.engine != "cpu") {
-    return Status::InvalidArgument(
-        fmt::format("--engine {}: only the cpu engine exists so far", o.engine));
-  }
+  PIPETTE_RETURN_IF_ERROR(CheckEngineOptions(o));
   if (!(o.tolerance > 0 && o.tolerance < 1)) {
     return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
   PIPETTE_RETURN_IF_ERROR(CheckPeerTimeout(t.peer_timeout_s));  // before the watchdog runs
   // -p and --dp are checked against their limits later (PlanTraining): multiply in 64 bits.
   const std::int64_t processes = std::int64_t{t.p} * t.dp;
-  if (!cpu::LaunchedByMpi() && processes > 1) {
+  if (!cpu::LaunchedByMpi() && processes > 1 && !t.virtual_ranks) {
     return Status::InvalidArgument(fmt::format(
         "-p {} --dp {} needs {} processes, one per rank, but this is a single process; launch it "
         "with mpirun:\n  mpirun -np {} --oversubscribe pipette train ...\n(as root also "
@@ -259,8 +284,10 @@ Status CheckOptions(const TrainCommandOptions& o) {
 // any rank.
 // The plan, refused when its estimated memory exceeds this machine's (before anything is
 // allocated: gpt3-175b grew to 12 GB before bad_alloc).
-Result<TrainPlan> PlanWithinMemory(const TrainOptions& t) {
+Result<TrainPlan> PlanWithinMemory(const TrainCommandOptions& o) {
+  const TrainOptions& t = o.train;
   PIPETTE_ASSIGN_OR_RETURN(TrainPlan plan, PlanTraining(t));
+  if (o.engine != "cpu") return plan;  // the CPU engine's estimate of host memory
   PIPETTE_ASSIGN_OR_RETURN(const cpu::TrainMemoryEstimate estimate,
                            cpu::EstimateTrainMemory(plan, t.verify));
   PIPETTE_ASSIGN_OR_RETURN(const cpu::AvailableMemory available, cpu::MachineMemory());
@@ -270,7 +297,7 @@ Result<TrainPlan> PlanWithinMemory(const TrainOptions& t) {
 }
 
 Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
-  Result<TrainPlan> plan = PlanWithinMemory(o.train);
+  Result<TrainPlan> plan = PlanWithinMemory(o);
   std::string config;
   if (plan.ok()) config = ConfigJson(o, *plan).dump();
   Status agreed;
@@ -279,8 +306,44 @@ Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   if (!agreed.ok()) return agreed;
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (o.train.virtual_ranks) {  // every rank in this one process
+    if (world != 1) {
+      return Status::InvalidArgument(fmt::format(
+          "--virtual-ranks runs every rank in one process, but mpirun started {}", world));
+    }
+    return plan;
+  }
   PIPETTE_RETURN_IF_ERROR(cpu::CheckWorldSize(*plan, world));
   return plan;
+}
+
+#if PIPETTE_HAS_CUDA_ENGINE
+// The CUDA engine's run; with --verify, world rank 0 checks it against the CPU engine's
+// unpipelined reference (the engines do not link each other; this binary links both).
+Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& plan, Watchdog& dog,
+                                const cpu::StepCallback& on_step) {
+  const TrainOptions& t = o.train;
+  Result<cuda::CudaTrainResult> result = t.virtual_ranks ? cuda::TrainVirtualRanks(plan, t, on_step)
+                                                         : cuda::TrainOnNccl(plan, t, dog, on_step);
+  if (!result.ok()) return result.status();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (t.verify && rank == 0) {
+    PIPETTE_ASSIGN_OR_RETURN(
+        result->report.verification,
+        cpu::VerifyAgainstReference(plan, t, result->first_grads, result->final_params,
+                                    result->report.losses));
+  }
+  return std::move(result->report);
+}
+#endif
+
+Result<TrainReport> TrainOnEngine(const TrainCommandOptions& o, const TrainPlan& plan,
+                                  Watchdog& dog, const cpu::StepCallback& on_step) {
+#if PIPETTE_HAS_CUDA_ENGINE
+  if (o.engine == "cuda") return TrainOnCuda(o, plan, dog, on_step);
+#endif
+  return cpu::TrainOnMpi(plan, o.train, dog, on_step);
 }
 
 // What BeginRecording returns when another run holds the sweep point (--point-key): no rank
@@ -295,7 +358,7 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   Status begun;
   bool held = false;
   if (rank == 0) {
-    Result<RunRecorder> r = RunRecorder::Begin(o.record, "cpu", ConfigJson(o, plan));
+    Result<RunRecorder> r = RunRecorder::Begin(o.record, o.engine, ConfigJson(o, plan));
     begun = r.status();
     if (r.ok()) {
       held = r->held().has_value();
@@ -363,11 +426,11 @@ int RunTrain(const TrainCommandOptions& o) {
   }
 
   const bool text = rank == 0 && o.format == "text";
-  if (text) PrintHeader(*plan);
+  if (text) PrintHeader(o, *plan);
   const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
     if (text) PrintStep(*plan, step, loss, seconds);
   };
-  Result<TrainReport> report = cpu::TrainOnMpi(*plan, t, dog, on_step);
+  Result<TrainReport> report = TrainOnEngine(o, *plan, dog, on_step);
   if (!report.ok()) {
     if (rank == 0) {
       (void)ReportError("train", report.status());

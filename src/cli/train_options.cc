@@ -5,13 +5,15 @@
 namespace pipette::cli {
 
 void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& o) {
-  cmd->add_option("--engine", o->engine, "Execution engine")
+  cmd->add_option("--engine", o->engine,
+                  "Execution engine: cpu (OpenBLAS, one MPI process per rank) or cuda (cuBLASLt "
+                  "and own kernels, NCCL between GPUs; pipette --version says if it is built)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"cpu"}));
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   TrainOptions& t = o->train;
   cmd->add_option("--model", t.model,
-                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
-                  "(.toml) that is a GPT-style decoder chain")
+                  "tiny, tiny-tied, a GPT- or Llama-style decoder preset (pipette models) or a "
+                  "model file (.toml) that is such a decoder chain")
       ->capture_default_str()
       ->check(NonEmpty());
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
@@ -48,6 +50,14 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
   cmd->add_option("--peer-timeout", t.peer_timeout_s,
                   "Seconds a rank waits on a peer before it ends the run")
       ->capture_default_str();
+  cmd->add_option("--dtype", t.dtype,
+                  "GEMM precision: fp32, or bf16 (cuda: bf16 operands, fp32 accumulation and "
+                  "master weights)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_flag("--virtual-ranks", t.virtual_ranks,
+                "cuda: run every pipeline rank in this one process on one GPU (no mpirun; "
+                "--dp 1), transfers as device-to-device copies");
   cmd->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

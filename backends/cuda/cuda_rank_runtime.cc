@@ -1,0 +1,317 @@
+#include "cuda_rank_runtime.h"
+
+#include <fmt/format.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "check.h"
+#include "kernels.h"
+#include "pipette/schedule/message.h"
+
+namespace pipette::cuda {
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// An NVTX range named like the instruction's trace event, for Nsight Systems.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const std::string& name) { nvtxRangePushA(name.c_str()); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+}  // namespace
+
+CudaRankRuntime::CudaRankRuntime(const TrainPlan& plan, const TrainOptions& options,
+                                 const CudaRankPlace& place, RankDevice& dev, Fabric& fabric,
+                                 StepCallback on_step)
+    : plan_(plan),
+      options_(options),
+      place_(place),
+      dev_(dev),
+      fabric_(fabric),
+      on_step_(std::move(on_step)),
+      fault_(Fault::FromEnv()) {
+  for (const int stage : plan.program.placement.StagesOf(place.pp_rank)) {
+    DeviceChain& chain = chains_[stage];
+    for (const std::string& layer : plan.piece_layers[plan.stage_piece[stage]]) {
+      chain.Add(std::move(MakeDeviceModule(plan.spec, layer, options.seed, dev).value()));
+    }
+    for (auto& module : chain.modules()) {
+      for (DeviceParam& p : module->params()) entries_[p.name].copies.push_back(&p);
+    }
+  }
+  for (auto& [name, e] : entries_) {
+    const DeviceTensor& value = e.copies.front()->value;
+    e.m = dev_.Tensor(value.rows(), value.cols());
+    e.v = dev_.Tensor(value.rows(), value.cols());
+  }
+  static_bytes_ = dev_.meter().live;
+  stage_memory_.resize(plan.schedule.num_stages());
+  PIPETTE_CUDA_CHECK(cudaEventCreate(&begin_));
+  PIPETTE_CUDA_CHECK(cudaEventCreate(&end_));
+}
+
+CudaRankRuntime::~CudaRankRuntime() {
+  ClearBatches();
+  (void)cudaEventDestroy(begin_);
+  (void)cudaEventDestroy(end_);
+}
+
+void CudaRankRuntime::ShareParameters() {
+  std::vector<std::string> mine;
+  for (const auto& [name, e] : entries_) mine.push_back(name);
+  const std::vector<std::vector<std::string>> all = fabric_.GatherNames(mine);
+  std::map<std::string, std::vector<int>> holders;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    for (const std::string& name : all[r]) holders[name].push_back(static_cast<int>(r));
+  }
+  for (const auto& [name, e] : entries_) {
+    const std::vector<int>& ranks = holders.at(name);
+    if (ranks.size() > 1) shared_[name] = ranks;
+    if (ranks.front() == place_.pp_rank) owned_.insert(name);  // the first holder reports it
+  }
+}
+
+std::int64_t CudaRankRuntime::owned_elements() const {
+  std::int64_t n = 0;
+  for (const std::string& name : owned_) n += entries_.at(name).copies.front()->value.size();
+  return n;
+}
+
+NamedTensors CudaRankRuntime::Snapshot(bool grads) {
+  NamedTensors out;
+  for (const std::string& name : owned_) {
+    const DeviceParam& p = *entries_.at(name).copies.front();
+    out[name] = dev_.Download(grads ? p.grad : p.value);
+  }
+  return out;
+}
+
+double CudaRankRuntime::Now() { return SteadySeconds() - t0_; }
+
+// ---- the program's instructions ----
+
+void CudaRankRuntime::Compute(const Instruction& ins) {
+  fault_.AtCompute(place_.world_rank);
+  const NvtxRange range(ToString(ins.action));
+  fabric_.Flush(dev_);  // the sends and receives before this compute go out now
+  // The instruction's temporaries: its peak above what it holds before and after (the rank's
+  // peak is restored afterwards). Overlapped cells mix two halves: only plain ones are measured.
+  DeviceMeter& meter = dev_.meter();
+  const std::int64_t before = meter.live, peak = meter.peak;
+  meter.ResetPeak();
+  PIPETTE_CUDA_CHECK(cudaEventRecord(begin_, dev_.stream()));
+  Run(ins.action);
+  PIPETTE_CUDA_CHECK(cudaEventRecord(end_, dev_.stream()));
+  PIPETTE_CUDA_CHECK(cudaEventSynchronize(end_));  // the contract: Compute returns when done
+  if (ins.action.kind != ActionKind::kOverlapped) {
+    StageMemory& memory = stage_memory_[ins.action.stage];
+    memory.workspace_bytes =
+        std::max(memory.workspace_bytes, meter.peak - std::max(before, meter.live));
+  }
+  meter.peak = std::max(peak, meter.peak);
+}
+
+void CudaRankRuntime::Run(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kForward:
+      Forward(a);
+      break;
+    case ActionKind::kInputBackward:
+      InputGrad(a);
+      break;
+    case ActionKind::kWeightBackward:
+      WeightGrad(a);
+      break;
+    case ActionKind::kFullBackward:
+      InputGrad(a);
+      WeightGrad(a);
+      break;
+    case ActionKind::kOverlapped: {  // F, then the backward half
+      Forward(a.forward_half());
+      const Action back = a.backward_half();
+      InputGrad(back);
+      if (back.kind == ActionKind::kFullBackward) WeightGrad(back);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CudaRankRuntime::Send(const Instruction& ins, std::int64_t) {
+  const Message message = MessageOf(ins.action);
+  auto it = outbox_.find(message.key());
+  DeviceTensor tensor = std::move(it->second);
+  outbox_.erase(it);
+  fabric_.Send(ins.peer, message.slot(plan_.m()), std::move(tensor), dev_);
+}
+
+void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
+  const Message message = MessageOf(ins.action);
+  DeviceTensor buffer =
+      dev_.Tensor(plan_.tokens_per_microbatch(), plan_.stage_output_cols[message.shape_stage()]);
+  fabric_.PostRecv(ins.peer, message.slot(plan_.m()), std::move(buffer), dev_);
+}
+
+double CudaRankRuntime::WaitRecv(const Instruction& ins) {
+  const Message message = MessageOf(ins.action);
+  inbox_[message.key()] = fabric_.WaitRecv(
+      ins.peer, message.slot(plan_.m()), dev_,
+      fmt::format("{} from rank {} (step {})", ToString(ins.action), ins.peer, step_ + 1));
+  return Now();
+}
+
+const DeviceBatch& CudaRankRuntime::BatchOf(int microbatch) {
+  auto it = batches_.find(microbatch);
+  if (it != batches_.end()) return it->second;
+  host_batches_.push_back(
+      std::make_unique<Batch>(MicrobatchOf(plan_, step_, place_.replica, microbatch)));
+  const Batch& host = *host_batches_.back();
+  DeviceBatch batch{&host, dev_.UploadInts(host.tokens), dev_.UploadInts(host.targets)};
+  return batches_.emplace(microbatch, batch).first->second;
+}
+
+void CudaRankRuntime::ClearBatches() {
+  for (auto& [mb, batch] : batches_) {
+    dev_.Free(batch.tokens);
+    dev_.Free(batch.targets);
+  }
+  batches_.clear();
+  host_batches_.clear();
+}
+
+DeviceTensor CudaRankRuntime::Take(std::int64_t message_key) {
+  auto it = inbox_.find(message_key);
+  DeviceTensor t = std::move(it->second);
+  inbox_.erase(it);
+  return t;
+}
+
+void CudaRankRuntime::Deliver(int consumer_stage, int microbatch, bool gradient,
+                              DeviceTensor out) {
+  const std::int64_t key = Message{consumer_stage, microbatch, gradient}.key();
+  const bool local = plan_.program.placement.rank_of(consumer_stage) == place_.pp_rank;
+  (local ? inbox_ : outbox_)[key] = std::move(out);
+}
+
+std::int64_t CudaRankRuntime::CacheKey(int stage, int microbatch) const {
+  return static_cast<std::int64_t>(stage) * plan_.m() + microbatch;
+}
+
+void CudaRankRuntime::Forward(const Action& a) {
+  const StageRange& route = plan_.program.routes[a.microbatch];
+  const DeviceBatch& batch = BatchOf(a.microbatch);
+  DeviceTensor x = a.stage == route.first ? DeviceTensor()
+                                          : Take(Message{a.stage, a.microbatch, false}.key());
+  std::vector<DeviceCache>& caches = caches_[CacheKey(a.stage, a.microbatch)];
+  DeviceTensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
+  StageMemory& memory = stage_memory_[a.stage];
+  memory.activation_bytes = std::max(memory.activation_bytes, DeviceChain::CacheBytes(caches));
+  if (a.stage == route.last) {
+    loss_sum_ += caches.back().loss;
+  } else {
+    Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+  }
+}
+
+void CudaRankRuntime::InputGrad(const Action& a) {
+  const StageRange& route = plan_.program.routes[a.microbatch];
+  const DeviceBatch& batch = BatchOf(a.microbatch);
+  DeviceTensor dy = a.stage == route.last ? DeviceTensor()
+                                          : Take(Message{a.stage, a.microbatch, true}.key());
+  std::vector<DeviceCache>& caches = caches_.at(CacheKey(a.stage, a.microbatch));
+  DeviceTensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
+  StageMemory& memory = stage_memory_[a.stage];
+  memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, DeviceChain::CacheBytes(caches));
+  if (a.stage > route.first) Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+}
+
+void CudaRankRuntime::WeightGrad(const Action& a) {
+  auto it = caches_.find(CacheKey(a.stage, a.microbatch));
+  if (!fault_.SkipWeightGrad(place_.world_rank)) {
+    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), it->second);
+  }
+  caches_.erase(it);
+}
+
+// ---- the training step around the program ----
+
+Status CudaRankRuntime::BeginStep(int step) {
+  fabric_.Barrier(fmt::format("the other ranks to start step {}", step + 1));
+  step_ = step;
+  ClearBatches();
+  loss_sum_ = 0;
+  return Status::Ok();
+}
+
+void CudaRankRuntime::EndProgram(int) { fabric_.EndProgram(dev_); }
+
+std::optional<Span> CudaRankRuntime::ReduceGradients(int) {
+  for (auto& [name, e] : entries_) {  // copies on this rank (a tied head on the embedding's rank)
+    for (std::size_t c = 1; c < e.copies.size(); ++c) {
+      kernels::Axpy(1.0f, e.copies[c]->grad.data(), e.copies[c]->grad.size(),
+                    e.copies[0]->grad.data(), dev_.stream());
+    }
+  }
+  if (plan_.dp == 1) return std::nullopt;
+  fabric_.Barrier("the other replicas to reach the all-reduce");
+  const double start = Now();
+  for (auto& [name, e] : entries_) {
+    DeviceTensor& g = e.copies.front()->grad;
+    fabric_.AllReduceReplicas(g.data(), g.size(), dev_);
+  }
+  dev_.Synchronize();
+  return Span{start, Now()};
+}
+
+Status CudaRankRuntime::UpdateParameters(int step) {
+  for (const auto& [name, ranks] : shared_) {  // after DP, so every copy ends bit-identical
+    DeviceTensor& g = entries_.at(name).copies.front()->grad;
+    fabric_.AllReduceAmong(ranks, name, g.data(), g.size(), dev_);
+  }
+  if (options_.verify && step == 0) first_grads_ = Snapshot(true);
+  std::vector<kernels::AdamWTensor> tensors;
+  for (auto& [name, e] : entries_) {
+    DeviceParam& p = *e.copies.front();
+    tensors.push_back({p.value.data(), p.grad.data(), e.m.data(), e.v.data(), p.value.size(),
+                       p.decay});
+  }
+  kernels::AdamWStep(tensors, {.lr = options_.lr, .weight_decay = options_.weight_decay},
+                     step + 1, dev_.stream());
+  for (auto& [name, e] : entries_) {
+    DeviceParam& first = *e.copies.front();
+    for (DeviceParam* copy : e.copies) {
+      if (copy != &first) {
+        PIPETTE_CUDA_CHECK(cudaMemcpyAsync(copy->value.data(), first.value.data(),
+                                           static_cast<std::size_t>(first.value.bytes()),
+                                           cudaMemcpyDeviceToDevice, dev_.stream()));
+      }
+      PIPETTE_CUDA_CHECK(cudaMemsetAsync(copy->grad.data(), 0,
+                                         static_cast<std::size_t>(copy->grad.bytes()),
+                                         dev_.stream()));
+    }
+  }
+  dev_.Synchronize();
+  return Status::Ok();
+}
+
+void CudaRankRuntime::EndStep(int step, const Span& span) {
+  const StepTotals totals = fabric_.ReduceStep(loss_sum_, span.start, span.end);
+  if (place_.world_rank != 0) return;
+  const double loss = totals.loss_sum / (static_cast<double>(plan_.m()) * plan_.dp);
+  const double seconds = totals.latest_end - totals.earliest_start;
+  losses_.push_back(loss);
+  step_times_.push_back(seconds);
+  if (on_step_) on_step_(step, loss, seconds);
+}
+
+}  // namespace pipette::cuda

@@ -1,0 +1,124 @@
+// CudaRankRuntime: the RankRuntime of one pipeline rank of one data-parallel replica on a GPU.
+// It holds the device modules of its own stages (MPMD) and their parameters, runs the math of each
+// compute instruction on its stream, and moves activations and gradients through its Fabric
+// (fabric.h): a receive is posted where the program places it and waited just before the compute
+// that consumes it. Around the program (RunSteps) it all-reduces the gradients over the replicas,
+// sums the copies of shared parameters, applies AdamW (one multi-tensor launch) and reduces the
+// loss onto world rank 0.
+//
+// Timing: the contract's Compute returns when the work is done, so each compute instruction ends
+// with a wait on its stream (CUDA events bracket it and an NVTX range names it like the trace
+// event); the clock is the host's, from the run's common start. Used from the rank's thread only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "device.h"
+#include "fabric.h"
+#include "model.h"
+#include "pipette/engine/fault.h"
+#include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/rank_runtime.h"
+#include "pipette/engine/train_plan.h"
+#include "pipette/engine/train_report.h"
+
+namespace pipette::cuda {
+
+// Called on world rank 0 after each step (step from 0, its loss and time).
+using StepCallback = std::function<void(int step, double loss, double seconds)>;
+
+struct CudaRankPlace {
+  int world_rank = 0;
+  int pp_rank = 0;
+  int replica = 0;
+};
+
+class CudaRankRuntime final : public RankRuntime {
+ public:
+  // Builds the rank's stages and their optimizer state on `dev`.
+  CudaRankRuntime(const TrainPlan& plan, const TrainOptions& options, const CudaRankPlace& place,
+                  RankDevice& dev, Fabric& fabric, StepCallback on_step);
+  ~CudaRankRuntime() override;
+
+  // Collective over the pipeline ranks: finds the parameters held in several copies. Call once
+  // before the first step.
+  void ShareParameters();
+  // The common start of the run's clock (seconds on the host's steady clock).
+  void set_start(double t0) { t0_ = t0; }
+
+  const std::vector<StageMemory>& stage_memory() const { return stage_memory_; }
+  // The bytes held for the whole run: weights, gradients, AdamW moments.
+  std::int64_t static_bytes() const { return static_bytes_; }
+  // Elements of the parameters this rank reports (the first holder of each shared one).
+  std::int64_t owned_elements() const;
+  // Values (grads = false) or gradients of the parameters this rank reports.
+  NamedTensors Snapshot(bool grads);
+  // Gradients after step 1, taken when options.verify.
+  const NamedTensors& first_grads() const { return first_grads_; }
+  const std::vector<double>& losses() const { return losses_; }
+  const std::vector<double>& step_times() const { return step_times_; }
+
+  double Now() override;
+  void Compute(const Instruction& ins) override;
+  void Send(const Instruction& ins, std::int64_t bytes) override;
+  void PostRecv(const Instruction& ins, std::int64_t bytes) override;
+  double WaitRecv(const Instruction& ins) override;
+
+  Status BeginStep(int step) override;
+  void EndProgram(int step) override;
+  std::optional<Span> ReduceGradients(int step) override;
+  Status UpdateParameters(int step) override;
+  void EndStep(int step, const Span& span) override;
+
+ private:
+  struct Entry {                       // one parameter name on this rank
+    std::vector<DeviceParam*> copies;  // copies[0] is the one updated
+    DeviceTensor m, v;                 // AdamW moments
+  };
+
+  const DeviceBatch& BatchOf(int microbatch);
+  DeviceTensor Take(std::int64_t message_key);
+  void Deliver(int consumer_stage, int microbatch, bool gradient, DeviceTensor out);
+  std::int64_t CacheKey(int stage, int microbatch) const;
+  void Run(const Action& a);
+  void Forward(const Action& a);
+  void InputGrad(const Action& a);
+  void WeightGrad(const Action& a);
+  void ClearBatches();
+
+  const TrainPlan& plan_;
+  const TrainOptions& options_;
+  const CudaRankPlace place_;
+  RankDevice& dev_;
+  Fabric& fabric_;
+  StepCallback on_step_;
+  Fault fault_;
+  std::map<int, DeviceChain> chains_;  // by global stage
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::vector<int>> shared_;  // name -> the pipeline ranks holding it
+  std::set<std::string> owned_;
+  std::vector<StageMemory> stage_memory_;
+  std::int64_t static_bytes_ = 0;
+  NamedTensors first_grads_;
+  std::vector<double> losses_, step_times_;
+  cudaEvent_t begin_ = nullptr, end_ = nullptr;
+
+  int step_ = 0;
+  double t0_ = 0;
+  double loss_sum_ = 0;
+  std::unordered_map<int, DeviceBatch> batches_;
+  std::unordered_map<std::int64_t, std::vector<DeviceCache>> caches_;
+  std::unordered_map<std::int64_t, DeviceTensor> inbox_;
+  std::unordered_map<std::int64_t, DeviceTensor> outbox_;
+  std::vector<std::unique_ptr<Batch>> host_batches_;
+};
+
+}  // namespace pipette::cuda

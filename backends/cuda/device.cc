@@ -1,0 +1,229 @@
+#include "device.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "check.h"
+#include "kernels.h"
+
+namespace pipette::cuda {
+namespace {
+
+constexpr std::int64_t kWorkspaceBytes = 32LL << 20;  // cuBLASLt's recommendation for Hopper
+
+// A cuBLASLt matrix layout of `rows` x `cols` column-major with leading dimension `ld`.
+struct Layout {
+  cublasLtMatrixLayout_t handle = nullptr;
+  Layout(cudaDataType_t type, int rows, int cols, int ld) {
+    PIPETTE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&handle, type, rows, cols, ld));
+  }
+  ~Layout() { cublasLtMatrixLayoutDestroy(handle); }
+  Layout(const Layout&) = delete;
+  Layout& operator=(const Layout&) = delete;
+};
+
+struct MatmulDesc {
+  cublasLtMatmulDesc_t handle = nullptr;
+  MatmulDesc(bool trans_a, bool trans_b) {
+    PIPETTE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&handle, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    PIPETTE_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(handle, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    PIPETTE_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(handle, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  }
+  ~MatmulDesc() { cublasLtMatmulDescDestroy(handle); }
+  MatmulDesc(const MatmulDesc&) = delete;
+  MatmulDesc& operator=(const MatmulDesc&) = delete;
+};
+
+}  // namespace
+
+// ---- DeviceTensor ---------------------------------------------------------------------------------
+
+DeviceTensor::DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter)
+    : rows_(rows), cols_(cols), stream_(stream), meter_(meter) {
+  if (bytes() == 0) return;
+  void* p = nullptr;
+  PIPETTE_CUDA_CHECK(cudaMallocAsync(&p, static_cast<std::size_t>(bytes()), stream_));
+  PIPETTE_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<std::size_t>(bytes()), stream_));
+  data_ = static_cast<float*>(p);
+  if (meter_ != nullptr) meter_->Add(bytes());
+}
+
+DeviceTensor::~DeviceTensor() { Release(); }
+
+DeviceTensor::DeviceTensor(DeviceTensor&& other) noexcept
+    : rows_(std::exchange(other.rows_, 0)),
+      cols_(std::exchange(other.cols_, 0)),
+      data_(std::exchange(other.data_, nullptr)),
+      stream_(other.stream_),
+      meter_(other.meter_) {}
+
+DeviceTensor& DeviceTensor::operator=(DeviceTensor&& other) noexcept {
+  if (this != &other) {
+    Release();
+    rows_ = std::exchange(other.rows_, 0);
+    cols_ = std::exchange(other.cols_, 0);
+    data_ = std::exchange(other.data_, nullptr);
+    stream_ = other.stream_;
+    meter_ = other.meter_;
+  }
+  return *this;
+}
+
+void DeviceTensor::set_meter(DeviceMeter* meter) {
+  if (meter_ != nullptr) meter_->live -= bytes();
+  meter_ = meter;
+  if (meter_ != nullptr) meter_->Add(bytes());
+}
+
+void DeviceTensor::Release() {
+  if (data_ == nullptr) return;
+  (void)cudaFreeAsync(data_, stream_);  // a destructor does not throw; a failed free leaks
+  if (meter_ != nullptr) meter_->live -= bytes();
+  data_ = nullptr;
+  rows_ = cols_ = 0;
+}
+
+// ---- RankDevice -----------------------------------------------------------------------------------
+
+RankDevice::RankDevice(GemmPrecision precision) : precision_(precision) {
+  PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  PIPETTE_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  workspace_bytes_ = kWorkspaceBytes;
+  PIPETTE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(workspace_bytes_)));
+}
+
+RankDevice::~RankDevice() {
+  (void)cudaStreamSynchronize(stream_);
+  for (void* p : bf16_) (void)cudaFree(p);
+  (void)cudaFree(workspace_);
+  (void)cublasLtDestroy(lt_);
+  (void)cudaStreamDestroy(stream_);
+}
+
+DeviceTensor RankDevice::Clone(const DeviceTensor& t) {
+  DeviceTensor copy = Tensor(t.rows(), t.cols());
+  if (!t.empty()) {
+    PIPETTE_CUDA_CHECK(cudaMemcpyAsync(copy.data(), t.data(), static_cast<std::size_t>(t.bytes()),
+                                       cudaMemcpyDeviceToDevice, stream_));
+  }
+  return copy;
+}
+
+DeviceTensor RankDevice::Upload(const float* host, int rows, int cols) {
+  DeviceTensor t = Tensor(rows, cols);
+  Upload(host, t);
+  return t;
+}
+
+void RankDevice::Upload(const float* host, DeviceTensor& t) {
+  if (t.empty()) return;
+  PIPETTE_CUDA_CHECK(cudaMemcpyAsync(t.data(), host, static_cast<std::size_t>(t.bytes()),
+                                     cudaMemcpyHostToDevice, stream_));
+  Synchronize();  // the host buffer may go away after the call
+}
+
+std::vector<float> RankDevice::Download(const DeviceTensor& t) {
+  std::vector<float> host(static_cast<std::size_t>(t.size()));
+  if (!t.empty()) {
+    PIPETTE_CUDA_CHECK(cudaMemcpyAsync(host.data(), t.data(), static_cast<std::size_t>(t.bytes()),
+                                       cudaMemcpyDeviceToHost, stream_));
+  }
+  Synchronize();
+  return host;
+}
+
+std::int32_t* RankDevice::UploadInts(const std::vector<std::int32_t>& values) {
+  void* p = nullptr;
+  const std::size_t bytes = std::max<std::size_t>(1, values.size()) * sizeof(std::int32_t);
+  PIPETTE_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+  if (!values.empty()) {
+    PIPETTE_CUDA_CHECK(cudaMemcpyAsync(p, values.data(), values.size() * sizeof(std::int32_t),
+                                       cudaMemcpyHostToDevice, stream_));
+  }
+  Synchronize();
+  return static_cast<std::int32_t*>(p);
+}
+
+void RankDevice::Free(void* device_pointer) {
+  if (device_pointer != nullptr) PIPETTE_CUDA_CHECK(cudaFreeAsync(device_pointer, stream_));
+}
+
+void RankDevice::Synchronize() { PIPETTE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+const void* RankDevice::AsBf16(const float* x, std::int64_t n, int slot) {
+  if (bf16_elements_[slot] < n) {
+    PIPETTE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    (void)cudaFree(bf16_[slot]);
+    PIPETTE_CUDA_CHECK(cudaMalloc(&bf16_[slot], static_cast<std::size_t>(n) * 2));
+    bf16_elements_[slot] = n;
+  }
+  kernels::CastToBf16(x, n, static_cast<__nv_bfloat16*>(bf16_[slot]), stream_);
+  return bf16_[slot];
+}
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt multiplies B (as the
+// n x k column-major operand, leading dimension ldb) by A (k x m, leading dimension lda) into C^T
+// (n x m, leading dimension ldc), with the transpositions swapped accordingly.
+void RankDevice::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                      const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                      int ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) alpha = 0;  // cuBLASLt refuses k = 0: C = beta C through a 1-deep product of zeros
+  const int kk = std::max(k, 1);
+  const bool bf16 = precision_ == GemmPrecision::kBf16;
+  const cudaDataType_t in_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // Elements each operand spans in memory (rows x row stride, the last row only to its end).
+  const std::int64_t b_rows = trans_b ? n : kk, b_cols = trans_b ? kk : n;
+  const std::int64_t a_rows = trans_a ? kk : m, a_cols = trans_a ? m : kk;
+  const std::int64_t b_span = (b_rows - 1) * ldb + b_cols, a_span = (a_rows - 1) * lda + a_cols;
+  const void* op1 = bf16 ? AsBf16(b, b_span, 0) : b;
+  const void* op2 = bf16 ? AsBf16(a, a_span, 1) : a;
+  MatmulDesc desc(trans_b, trans_a);
+  Layout l1(in_type, trans_b ? kk : n, trans_b ? n : kk, ldb);
+  Layout l2(in_type, trans_a ? m : kk, trans_a ? kk : m, lda);
+  Layout lc(CUDA_R_32F, n, m, ldc);
+  cublasLtMatmulPreference_t pref = nullptr;
+  PIPETTE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const std::size_t ws = static_cast<std::size_t>(workspace_bytes_);
+  PIPETTE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
+      lt_, desc.handle, l1.handle, l2.handle, lc.handle, lc.handle, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  PIPETTE_CUBLAS_CHECK(heuristic);
+  if (found == 0) PIPETTE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+  PIPETTE_CUBLAS_CHECK(cublasLtMatmul(lt_, desc.handle, &alpha, op1, l1.handle, op2, l2.handle,
+                                      &beta, c, lc.handle, c, lc.handle, &result.algo, workspace_,
+                                      ws, stream_));
+}
+
+// ---- linear layers --------------------------------------------------------------------------------
+
+void LinearForward(RankDevice& dev, const DeviceTensor& x, const DeviceTensor& w,
+                   const DeviceTensor* bias, DeviceTensor& y) {
+  const int n = x.rows(), in = x.cols(), out = w.rows();
+  dev.Gemm(false, true, n, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(), out);
+  if (bias != nullptr) kernels::AddBias(y.data(), bias->data(), n, out, dev.stream());
+}
+
+void LinearInputGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& w,
+                     DeviceTensor& dx, bool accumulate) {
+  const int n = dy.rows(), out = w.rows(), in = w.cols();
+  dev.Gemm(false, false, n, in, out, 1.0f, dy.data(), out, w.data(), in, accumulate ? 1.0f : 0.0f,
+           dx.data(), in);
+}
+
+void LinearWeightGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& x,
+                      DeviceTensor& dw, DeviceTensor* dbias) {
+  const int n = dy.rows(), out = dy.cols(), in = x.cols();
+  dev.Gemm(true, false, out, in, n, 1.0f, dy.data(), out, x.data(), in, 1.0f, dw.data(), in);
+  if (dbias != nullptr) kernels::BiasGrad(dy.data(), n, out, dbias->data(), dev.stream());
+}
+
+}  // namespace pipette::cuda

@@ -12,7 +12,8 @@ targets=(schedule_csv_fuzz model_toml_fuzz cluster_toml_fuzz sweep_spec_fuzz)
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON  # as scripts/build.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPETTE_FUZZ=ON \
-  -DPIPETTE_BUILD_TESTS=OFF -DPIPETTE_BUILD_BENCHMARKS=OFF -DPIPETTE_WERROR="$werror" >/dev/null
+  -DPIPETTE_BUILD_TESTS=OFF -DPIPETTE_BUILD_BENCHMARKS=OFF -DPIPETTE_WITH_CUDA=OFF \
+  -DPIPETTE_WERROR="$werror" >/dev/null
 cmake --build build-fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
 # One fuzzer per core: each is one process.
 ctest --test-dir build-fuzz --output-on-failure -L fuzz -j "${JOBS:-$(nproc)}" "$@"

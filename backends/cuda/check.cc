@@ -11,9 +11,8 @@ void ThrowCudaError(const char* library, const char* expression, const char* fil
                     const std::string& error) {
   char host[256] = "?";
   (void)gethostname(host, sizeof host - 1);
-  throw std::runtime_error(
-      fmt::format("{} error on {} at {}:{}: {} failed: {}", library, host, file, line, expression,
-                  error));
+  throw std::runtime_error(fmt::format("{} error on {} at {}:{}: {} failed: {}", library, host,
+                                       file, line, expression, error));
 }
 
 }  // namespace pipette::cuda

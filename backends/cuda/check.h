@@ -17,29 +17,29 @@ namespace pipette::cuda {
 
 }  // namespace pipette::cuda
 
-#define PIPETTE_CUDA_CHECK(expr)                                                            \
-  do {                                                                                      \
-    const cudaError_t pipette_err_ = (expr);                                                \
-    if (pipette_err_ != cudaSuccess) {                                                      \
-      ::pipette::cuda::ThrowCudaError("CUDA", #expr, __FILE__, __LINE__,                    \
-                                      cudaGetErrorString(pipette_err_));                   \
-    }                                                                                       \
+#define PIPETTE_CUDA_CHECK(expr)                                         \
+  do {                                                                   \
+    const cudaError_t pipette_err_ = (expr);                             \
+    if (pipette_err_ != cudaSuccess) {                                   \
+      ::pipette::cuda::ThrowCudaError("CUDA", #expr, __FILE__, __LINE__, \
+                                      cudaGetErrorString(pipette_err_)); \
+    }                                                                    \
   } while (false)
 
-#define PIPETTE_CUBLAS_CHECK(expr)                                                          \
-  do {                                                                                      \
-    const cublasStatus_t pipette_st_ = (expr);                                              \
-    if (pipette_st_ != CUBLAS_STATUS_SUCCESS) {                                             \
-      ::pipette::cuda::ThrowCudaError("cuBLAS", #expr, __FILE__, __LINE__,                  \
-                                      cublasGetStatusString(pipette_st_));                 \
-    }                                                                                       \
+#define PIPETTE_CUBLAS_CHECK(expr)                                         \
+  do {                                                                     \
+    const cublasStatus_t pipette_st_ = (expr);                             \
+    if (pipette_st_ != CUBLAS_STATUS_SUCCESS) {                            \
+      ::pipette::cuda::ThrowCudaError("cuBLAS", #expr, __FILE__, __LINE__, \
+                                      cublasGetStatusString(pipette_st_)); \
+    }                                                                      \
   } while (false)
 
-#define PIPETTE_NCCL_CHECK(expr)                                                            \
-  do {                                                                                      \
-    const ncclResult_t pipette_nr_ = (expr);                                                \
-    if (pipette_nr_ != ncclSuccess && pipette_nr_ != ncclInProgress) {                      \
-      ::pipette::cuda::ThrowCudaError("NCCL", #expr, __FILE__, __LINE__,                    \
-                                      ncclGetErrorString(pipette_nr_));                     \
-    }                                                                                       \
+#define PIPETTE_NCCL_CHECK(expr)                                         \
+  do {                                                                   \
+    const ncclResult_t pipette_nr_ = (expr);                             \
+    if (pipette_nr_ != ncclSuccess && pipette_nr_ != ncclInProgress) {   \
+      ::pipette::cuda::ThrowCudaError("NCCL", #expr, __FILE__, __LINE__, \
+                                      ncclGetErrorString(pipette_nr_));  \
+    }                                                                    \
   } while (false)

@@ -14,8 +14,7 @@ namespace pipette::cuda {
 namespace {
 
 double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // An NVTX range named like the instruction's trace event, for Nsight Systems.
@@ -196,8 +195,7 @@ DeviceTensor CudaRankRuntime::Take(std::int64_t message_key) {
   return t;
 }
 
-void CudaRankRuntime::Deliver(int consumer_stage, int microbatch, bool gradient,
-                              DeviceTensor out) {
+void CudaRankRuntime::Deliver(int consumer_stage, int microbatch, bool gradient, DeviceTensor out) {
   const std::int64_t key = Message{consumer_stage, microbatch, gradient}.key();
   const bool local = plan_.program.placement.rank_of(consumer_stage) == place_.pp_rank;
   (local ? inbox_ : outbox_)[key] = std::move(out);
@@ -210,8 +208,8 @@ std::int64_t CudaRankRuntime::CacheKey(int stage, int microbatch) const {
 void CudaRankRuntime::Forward(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
-  DeviceTensor x = a.stage == route.first ? DeviceTensor()
-                                          : Take(Message{a.stage, a.microbatch, false}.key());
+  DeviceTensor x =
+      a.stage == route.first ? DeviceTensor() : Take(Message{a.stage, a.microbatch, false}.key());
   std::vector<DeviceCache>& caches = caches_[CacheKey(a.stage, a.microbatch)];
   DeviceTensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
   StageMemory& memory = stage_memory_[a.stage];
@@ -226,8 +224,8 @@ void CudaRankRuntime::Forward(const Action& a) {
 void CudaRankRuntime::InputGrad(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
-  DeviceTensor dy = a.stage == route.last ? DeviceTensor()
-                                          : Take(Message{a.stage, a.microbatch, true}.key());
+  DeviceTensor dy =
+      a.stage == route.last ? DeviceTensor() : Take(Message{a.stage, a.microbatch, true}.key());
   std::vector<DeviceCache>& caches = caches_.at(CacheKey(a.stage, a.microbatch));
   DeviceTensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
   StageMemory& memory = stage_memory_[a.stage];
@@ -282,11 +280,11 @@ Status CudaRankRuntime::UpdateParameters(int step) {
   std::vector<kernels::AdamWTensor> tensors;
   for (auto& [name, e] : entries_) {
     DeviceParam& p = *e.copies.front();
-    tensors.push_back({p.value.data(), p.grad.data(), e.m.data(), e.v.data(), p.value.size(),
-                       p.decay});
+    tensors.push_back(
+        {p.value.data(), p.grad.data(), e.m.data(), e.v.data(), p.value.size(), p.decay});
   }
-  kernels::AdamWStep(tensors, {.lr = options_.lr, .weight_decay = options_.weight_decay},
-                     step + 1, dev_.stream());
+  kernels::AdamWStep(tensors, {.lr = options_.lr, .weight_decay = options_.weight_decay}, step + 1,
+                     dev_.stream());
   for (auto& [name, e] : entries_) {
     DeviceParam& first = *e.copies.front();
     for (DeviceParam* copy : e.copies) {
@@ -295,9 +293,8 @@ Status CudaRankRuntime::UpdateParameters(int step) {
                                            static_cast<std::size_t>(first.value.bytes()),
                                            cudaMemcpyDeviceToDevice, dev_.stream()));
       }
-      PIPETTE_CUDA_CHECK(cudaMemsetAsync(copy->grad.data(), 0,
-                                         static_cast<std::size_t>(copy->grad.bytes()),
-                                         dev_.stream()));
+      PIPETTE_CUDA_CHECK(cudaMemsetAsync(
+          copy->grad.data(), 0, static_cast<std::size_t>(copy->grad.bytes()), dev_.stream()));
     }
   }
   dev_.Synchronize();

@@ -40,7 +40,8 @@ struct MatmulDesc {
 
 }  // namespace
 
-// ---- DeviceTensor ---------------------------------------------------------------------------------
+// ---- DeviceTensor
+// ---------------------------------------------------------------------------------
 
 DeviceTensor::DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter)
     : rows_(rows), cols_(cols), stream_(stream), meter_(meter) {
@@ -87,7 +88,8 @@ void DeviceTensor::Release() {
   rows_ = cols_ = 0;
 }
 
-// ---- RankDevice -----------------------------------------------------------------------------------
+// ---- RankDevice
+// -----------------------------------------------------------------------------------
 
 RankDevice::RankDevice(GemmPrecision precision) : precision_(precision) {
   PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -165,27 +167,46 @@ const void* RankDevice::AsBf16(const float* x, std::int64_t n, int slot) {
   return bf16_[slot];
 }
 
-// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt multiplies B (as the
-// n x k column-major operand, leading dimension ldb) by A (k x m, leading dimension lda) into C^T
-// (n x m, leading dimension ldc), with the transpositions swapped accordingly.
-void RankDevice::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                      const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                      int ldc) {
+ColumnMajorGemm AsColumnMajor(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb,
+                              int ldc) {
+  ColumnMajorGemm g;
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  // B (row-major, k x n, or n x k when transposed) read column-major is B^T (or B): op N gives
+  // op(B)^T when B is not transposed, op T when it is.
+  g.first_op_t = trans_b;
+  g.first_rows = trans_b ? k : n;
+  g.first_cols = trans_b ? n : k;
+  g.first_ld = ldb;
+  g.second_op_t = trans_a;
+  g.second_rows = trans_a ? m : k;
+  g.second_cols = trans_a ? k : m;
+  g.second_ld = lda;
+  g.c_rows = n;
+  g.c_cols = m;
+  g.c_ld = ldc;
+  return g;
+}
+
+void RankDevice::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                      int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) alpha = 0;  // cuBLASLt refuses k = 0: C = beta C through a 1-deep product of zeros
-  const int kk = std::max(k, 1);
+  const ColumnMajorGemm g = AsColumnMajor(trans_a, trans_b, m, n, std::max(k, 1), lda, ldb, ldc);
   const bool bf16 = precision_ == GemmPrecision::kBf16;
   const cudaDataType_t in_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  // Elements each operand spans in memory (rows x row stride, the last row only to its end).
-  const std::int64_t b_rows = trans_b ? n : kk, b_cols = trans_b ? kk : n;
-  const std::int64_t a_rows = trans_a ? kk : m, a_cols = trans_a ? m : kk;
-  const std::int64_t b_span = (b_rows - 1) * ldb + b_cols, a_span = (a_rows - 1) * lda + a_cols;
-  const void* op1 = bf16 ? AsBf16(b, b_span, 0) : b;
-  const void* op2 = bf16 ? AsBf16(a, a_span, 1) : a;
-  MatmulDesc desc(trans_b, trans_a);
-  Layout l1(in_type, trans_b ? kk : n, trans_b ? n : kk, ldb);
-  Layout l2(in_type, trans_a ? m : kk, trans_a ? kk : m, lda);
-  Layout lc(CUDA_R_32F, n, m, ldc);
+  // Elements each operand spans in memory: all columns but the last whole, the last to its rows.
+  const std::int64_t first_span =
+      static_cast<std::int64_t>(g.first_cols - 1) * g.first_ld + g.first_rows;
+  const std::int64_t second_span =
+      static_cast<std::int64_t>(g.second_cols - 1) * g.second_ld + g.second_rows;
+  const void* first = bf16 ? AsBf16(b, first_span, 0) : b;
+  const void* second = bf16 ? AsBf16(a, second_span, 1) : a;
+  MatmulDesc desc(g.first_op_t, g.second_op_t);
+  Layout l1(in_type, g.first_rows, g.first_cols, g.first_ld);
+  Layout l2(in_type, g.second_rows, g.second_cols, g.second_ld);
+  Layout lc(CUDA_R_32F, g.c_rows, g.c_cols, g.c_ld);
   cublasLtMatmulPreference_t pref = nullptr;
   PIPETTE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const std::size_t ws = static_cast<std::size_t>(workspace_bytes_);
@@ -198,12 +219,13 @@ void RankDevice::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
   cublasLtMatmulPreferenceDestroy(pref);
   PIPETTE_CUBLAS_CHECK(heuristic);
   if (found == 0) PIPETTE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
-  PIPETTE_CUBLAS_CHECK(cublasLtMatmul(lt_, desc.handle, &alpha, op1, l1.handle, op2, l2.handle,
+  PIPETTE_CUBLAS_CHECK(cublasLtMatmul(lt_, desc.handle, &alpha, first, l1.handle, second, l2.handle,
                                       &beta, c, lc.handle, c, lc.handle, &result.algo, workspace_,
                                       ws, stream_));
 }
 
-// ---- linear layers --------------------------------------------------------------------------------
+// ---- linear layers
+// --------------------------------------------------------------------------------
 
 void LinearForward(RankDevice& dev, const DeviceTensor& x, const DeviceTensor& w,
                    const DeviceTensor* bias, DeviceTensor& y) {

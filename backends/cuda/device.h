@@ -59,6 +59,21 @@ class DeviceTensor {
   DeviceMeter* meter_ = nullptr;
 };
 
+// A row-major GEMM C = alpha op(A) op(B) + beta C (the CPU engine's Gemm) as the column-major
+// product cuBLASLt computes: C^T (n x m, leading dimension ldc) = op(B)^T op(A)^T. The first
+// operand is B's memory as an `first_rows` x `first_cols` column-major matrix (leading dimension
+// ldb) used with `first_op_t` (transposed or not), the second is A's likewise. Pure function;
+// tests/cuda/cuda_host_test.cc checks it against a row-major product without a GPU.
+struct ColumnMajorGemm {
+  int m = 0, n = 0, k = 0;  // the column-major product: (m x k) (k x n), m = the row-major n
+  bool first_op_t = false, second_op_t = false;
+  int first_rows = 0, first_cols = 0, first_ld = 0;
+  int second_rows = 0, second_cols = 0, second_ld = 0;
+  int c_rows = 0, c_cols = 0, c_ld = 0;
+};
+ColumnMajorGemm AsColumnMajor(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb,
+                              int ldc);
+
 enum class GemmPrecision {
   kFp32,  // fp32 operands, fp32 accumulation: for checking against the CPU engine
   kBf16,  // bf16 operands (rounded from the fp32 values), fp32 accumulation and output

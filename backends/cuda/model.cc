@@ -91,9 +91,8 @@ class Embedding final : public DeviceModule {
   DeviceTensor Forward(const DeviceBatch& batch, DeviceTensor, DeviceCache&) override {
     DeviceTensor y = dev().Tensor(batch.num_tokens(), h_);
     kernels::EmbeddingForward(batch.tokens, wte_->value.data(),
-                              wpe_ != nullptr ? wpe_->value.data() : nullptr,
-                              batch.host->sequences, batch.host->seq, h_, y.data(),
-                              dev().stream());
+                              wpe_ != nullptr ? wpe_->value.data() : nullptr, batch.host->sequences,
+                              batch.host->seq, h_, y.data(), dev().stream());
     return y;
   }
   DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
@@ -113,8 +112,18 @@ class Embedding final : public DeviceModule {
   DeviceParam* wpe_ = nullptr;
 };
 
-enum AttnSlot { kAttnKept, kAttnRstd, kAttnA, kAttnQkv, kAttnLse, kAttnOut, kAttnDy, kAttnDqkv,
-                kAttnDa, kAttnSlots };
+enum AttnSlot {
+  kAttnKept,
+  kAttnRstd,
+  kAttnA,
+  kAttnQkv,
+  kAttnLse,
+  kAttnOut,
+  kAttnDy,
+  kAttnDqkv,
+  kAttnDa,
+  kAttnSlots
+};
 
 // y = x + proj(attention(qkv(norm(x)))): GPT (LayerNorm, biases, learned positions elsewhere) or
 // Llama (RMSNorm, no biases, RoPE on q and k, grouped-query attention).
@@ -417,8 +426,8 @@ int BlockIndex(std::string_view layer, bool& mlp) {
 
 }  // namespace
 
-DeviceParam& DeviceModule::AddParam(std::string_view param, int rows, int cols,
-                                    std::uint64_t seed, float stddev, float fill, bool decay,
+DeviceParam& DeviceModule::AddParam(std::string_view param, int rows, int cols, std::uint64_t seed,
+                                    float stddev, float fill, bool decay,
                                     std::string_view full_name) {
   DeviceParam p;
   p.name = full_name.empty() ? fmt::format("{}.{}", name_, param) : std::string(full_name);
@@ -432,8 +441,8 @@ DeviceParam& DeviceModule::AddParam(std::string_view param, int rows, int cols,
 }
 
 Result<std::unique_ptr<DeviceModule>> MakeDeviceModule(const DecoderSpec& spec,
-                                                       std::string_view layer,
-                                                       std::uint64_t seed, RankDevice& dev) {
+                                                       std::string_view layer, std::uint64_t seed,
+                                                       RankDevice& dev) {
   bool mlp = false;
   const int block = BlockIndex(layer, mlp);
   std::unique_ptr<DeviceModule> module;

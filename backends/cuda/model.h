@@ -51,8 +51,7 @@ class DeviceModule {
   virtual int OutputCols() const = 0;
   virtual DeviceTensor Forward(const DeviceBatch& batch, DeviceTensor x, DeviceCache& cache) = 0;
   // Returns dx (empty for the embedding). `dy` is empty for the loss.
-  virtual DeviceTensor InputGrad(const DeviceBatch& batch, DeviceTensor dy,
-                                 DeviceCache& cache) = 0;
+  virtual DeviceTensor InputGrad(const DeviceBatch& batch, DeviceTensor dy, DeviceCache& cache) = 0;
   virtual void WeightGrad(const DeviceBatch& batch, DeviceCache& cache) = 0;
 
  protected:
@@ -69,8 +68,8 @@ class DeviceModule {
 
 // The module of graph layer `layer` of `spec`, on `dev`. InvalidArgument for an unknown layer.
 Result<std::unique_ptr<DeviceModule>> MakeDeviceModule(const DecoderSpec& spec,
-                                                       std::string_view layer,
-                                                       std::uint64_t seed, RankDevice& dev);
+                                                       std::string_view layer, std::uint64_t seed,
+                                                       RankDevice& dev);
 
 // A run of consecutive modules: one pipeline stage.
 class DeviceChain {

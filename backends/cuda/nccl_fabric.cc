@@ -20,9 +20,8 @@ NcclFabric::NcclFabric(int p, Watchdog& dog) : dog_(dog), p_(p) {
   PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
   ncclUniqueId id{};
   if (world_rank_ == 0) PIPETTE_NCCL_CHECK(ncclGetUniqueId(&id));
-  Watched(dog_, "rank 0's NCCL id", [&] {
-    MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  });
+  Watched(dog_, "rank 0's NCCL id",
+          [&] { MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD); });
   Watched(dog_, "the other ranks to create the NCCL communicator", [&] {
     PIPETTE_NCCL_CHECK(ncclCommInitRank(&world_, world_size_, id, world_rank_));
     PIPETTE_NCCL_CHECK(ncclCommSplit(world_, replica_, pp_rank_, &pp_, nullptr));
@@ -59,8 +58,8 @@ void NcclFabric::CheckAsync() {
     if (comm == nullptr || ncclCommGetAsyncError(comm, &async) != ncclSuccess) continue;
     if (async != ncclSuccess && async != ncclInProgress) {
       AbortAll();
-      throw std::runtime_error(fmt::format("NCCL error on world rank {}: {}", world_rank_,
-                                           ncclGetErrorString(async)));
+      throw std::runtime_error(
+          fmt::format("NCCL error on world rank {}: {}", world_rank_, ncclGetErrorString(async)));
     }
   }
 }
@@ -170,8 +169,8 @@ void NcclFabric::Barrier(const std::string& what) {
 
 void NcclFabric::AllReduceReplicas(float* data, std::int64_t n, RankDevice& dev) {
   Order(dev.stream(), comm_);
-  PIPETTE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum,
-                                   dp_, comm_));
+  PIPETTE_NCCL_CHECK(
+      ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum, dp_, comm_));
   Order(comm_, dev.stream());
   WaitStream(comm_, "the data-parallel gradient all-reduce");
 }
@@ -189,8 +188,8 @@ std::vector<std::vector<std::string>> NcclFabric::GatherNames(
     int total = 0;
     for (int r = 0; r < p_; ++r) offsets[r] = std::exchange(total, total + counts[r]);
     all.resize(static_cast<std::size_t>(total));
-    MPI_Allgatherv(out.bytes().data(), count, MPI_BYTE, all.data(), counts.data(),
-                   offsets.data(), MPI_BYTE, mpi_pp_);
+    MPI_Allgatherv(out.bytes().data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
+                   MPI_BYTE, mpi_pp_);
   });
   std::vector<std::vector<std::string>> names(p_);
   std::map<std::string, std::vector<int>> holders;
@@ -224,8 +223,8 @@ void NcclFabric::SplitGroups(const std::vector<std::vector<int>>& groups) {
   });
 }
 
-void NcclFabric::AllReduceAmong(const std::vector<int>& ranks, const std::string& name,
-                                float* data, std::int64_t n, RankDevice& dev) {
+void NcclFabric::AllReduceAmong(const std::vector<int>& ranks, const std::string& name, float* data,
+                                std::int64_t n, RankDevice& dev) {
   Order(dev.stream(), comm_);
   PIPETTE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum,
                                    groups_.at(ranks), comm_));

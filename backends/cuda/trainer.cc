@@ -1,16 +1,15 @@
 #include "trainer.h"
 
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
-#include <exception>
 #include <thread>
-
-#include <mpi.h>
 
 #include "check.h"
 #include "nccl_fabric.h"
@@ -33,9 +32,8 @@ struct VirtualRankResult {
   NamedTensors first_grads, final_params;
 };
 
-void RunVirtualRank(const TrainPlan& plan, const TrainOptions& options, int rank,
-                    VirtualHub& hub, const StepCallback& on_step, double t0,
-                    VirtualRankResult& out) {
+void RunVirtualRank(const TrainPlan& plan, const TrainOptions& options, int rank, VirtualHub& hub,
+                    const StepCallback& on_step, double t0, VirtualRankResult& out) {
   PIPETTE_CUDA_CHECK(cudaSetDevice(0));
   RankDevice dev(PrecisionOf(options));
   VirtualFabric fabric(hub, rank);
@@ -188,9 +186,8 @@ Status FirstFailure(const VirtualRun& run, const std::vector<int>& hung) {
     }
   }
   if (!hung.empty()) {
-    return Status::FailedPrecondition(
-        fmt::format("rank {} stopped making progress (the others waited --peer-timeout)",
-                    hung.front()));
+    return Status::FailedPrecondition(fmt::format(
+        "rank {} stopped making progress (the others waited --peer-timeout)", hung.front()));
   }
   for (int r = 0; r < p; ++r) {
     if (!run.results[r].error.empty()) {
@@ -243,9 +240,9 @@ Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& o
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (world_size != plan.world_size()) {
-    return Status::InvalidArgument(fmt::format(
-        "-p {} --dp {} needs {} processes (mpirun -np {}), but {} were started", plan.p(),
-        plan.dp, plan.world_size(), plan.world_size(), world_size));
+    return Status::InvalidArgument(
+        fmt::format("-p {} --dp {} needs {} processes (mpirun -np {}), but {} were started",
+                    plan.p(), plan.dp, plan.world_size(), plan.world_size(), world_size));
   }
   const int pp_rank = world_rank % plan.p(), replica = world_rank / plan.p();
   PIPETTE_CUDA_CHECK(cudaSetDevice(LocalDevice()));
@@ -258,9 +255,8 @@ Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& o
   loop.trace_steps = replica == 0 ? options.trace_steps : 0;  // replica 0 is traced
   RankLog log;
   fabric.Barrier("the other ranks to start");
-  runtime.set_start(std::chrono::duration<double>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
+  runtime.set_start(
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   PIPETTE_RETURN_IF_ERROR(
       RunSteps(plan.program, pp_rank, MessageSizesOf(plan), loop, runtime, log));
   RankContribution c;

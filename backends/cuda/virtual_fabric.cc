@@ -37,15 +37,15 @@ void VirtualHub::WaitUntil(std::unique_lock<std::mutex>& lock, const std::functi
       throw PeerTimeout(fmt::format("gave up waiting for {}: {}", what, failure_));
     }
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !done()) {
-      failure_ = fmt::format("a rank waited more than --peer-timeout {} s for {}", timeout_s_, what);
+      failure_ =
+          fmt::format("a rank waited more than --peer-timeout {} s for {}", timeout_s_, what);
       cv_.notify_all();
       throw PeerTimeout(failure_);
     }
   }
 }
 
-void VirtualHub::Post(int to, int from, std::int64_t slot, DeviceTensor tensor,
-                      cudaEvent_t ready) {
+void VirtualHub::Post(int to, int from, std::int64_t slot, DeviceTensor tensor, cudaEvent_t ready) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     mail_[{to, from, slot}] = {std::move(tensor), ready};
@@ -57,7 +57,8 @@ std::pair<DeviceTensor, cudaEvent_t> VirtualHub::Take(int to, int from, std::int
                                                       const std::string& what) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto key = std::make_tuple(to, from, slot);
-  WaitUntil(lock, [&] { return mail_.count(key) > 0; }, what);
+  WaitUntil(
+      lock, [&] { return mail_.count(key) > 0; }, what);
   auto it = mail_.find(key);
   std::pair<DeviceTensor, cudaEvent_t> item = std::move(it->second);
   mail_.erase(it);
@@ -77,7 +78,8 @@ void VirtualHub::Meet(const std::string& key, int participants, const std::funct
     cv_.notify_all();
     return;
   }
-  WaitUntil(lock, [&] { return generation_[key] != generation; }, what);
+  WaitUntil(
+      lock, [&] { return generation_[key] != generation; }, what);
 }
 
 // ---- VirtualFabric ----
@@ -112,7 +114,8 @@ DeviceTensor VirtualFabric::WaitRecv(int peer, std::int64_t slot, RankDevice& de
 }
 
 void VirtualFabric::Barrier(const std::string& what) {
-  hub_.Meet("barrier", hub_.ranks(), [] {}, [] {}, what);
+  hub_.Meet(
+      "barrier", hub_.ranks(), [] {}, [] {}, what);
 }
 
 void VirtualFabric::AllReduceReplicas(float*, std::int64_t, RankDevice&) {
@@ -164,7 +167,8 @@ StepTotals VirtualFabric::ReduceStep(double loss, double start, double end) {
       [&] {
         StepTotals& a = s.accumulated;
         if (s.accumulated_count++ == 0) {
-          a = {0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+          a = {0, std::numeric_limits<double>::infinity(),
+               -std::numeric_limits<double>::infinity()};
         }
         a.loss_sum += loss;
         a.earliest_start = std::min(a.earliest_start, start);

@@ -251,6 +251,11 @@ Status CheckEngineOptions(const TrainCommandOptions& o) {
     return Status::InvalidArgument(fmt::format(
         "--dtype {}: the cpu engine computes in fp32 (bf16 needs --engine cuda)", t.dtype));
   }
+  if (t.virtual_ranks && cpu::LaunchedByMpi()) {
+    return Status::InvalidArgument(
+        "--virtual-ranks runs every rank as a thread of this one process: start it without "
+        "mpirun");
+  }
   if (o.engine == "cpu" && t.virtual_ranks) {
     return Status::InvalidArgument(
         "--virtual-ranks: the cpu engine runs one MPI process per rank (virtual ranks are the "
@@ -306,13 +311,6 @@ Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   if (!agreed.ok()) return agreed;
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (o.train.virtual_ranks) {  // every rank in this one process
-    if (world != 1) {
-      return Status::InvalidArgument(fmt::format(
-          "--virtual-ranks runs every rank in one process, but mpirun started {}", world));
-    }
-    return plan;
-  }
   PIPETTE_RETURN_IF_ERROR(cpu::CheckWorldSize(*plan, world));
   return plan;
 }
@@ -327,7 +325,7 @@ Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& p
                                                          : cuda::TrainOnNccl(plan, t, dog, on_step);
   if (!result.ok()) return result.status();
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!t.virtual_ranks) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (t.verify && rank == 0) {
     PIPETTE_ASSIGN_OR_RETURN(
         result->report.verification,
@@ -374,8 +372,10 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
     }
   }
   int code = held ? kPointHeld : ExitCodeOf(begun);
-  Watched(dog, "rank 0 to open the database",
-          [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  if (!o.train.virtual_ranks) {  // virtual ranks share this process: nobody else to tell
+    Watched(dog, "rank 0 to open the database",
+            [&] { MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  }
   if (rank == 0 && !begun.ok()) (void)ReportError("train", begun);
   return code;
 }
@@ -388,6 +388,38 @@ void TakeCsvCountsFromFile(TrainCommandOptions& o) {
   if (o.m_option->count() == 0) o.train.m = 0;
 }
 
+// Trains and, on world rank 0, records and prints; returns this rank's exit code.
+int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank, Watchdog& dog,
+                   RunRecorder& recorder) {
+  const bool text = rank == 0 && o.format == "text";
+  if (text) PrintHeader(o, plan);
+  const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
+    if (text) PrintStep(plan, step, loss, seconds);
+  };
+  Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step);
+  if (!report.ok()) {
+    if (rank == 0) {
+      (void)ReportError("train", report.status());
+      (void)recorder.Fail(report.status().message());
+    }
+    return ExitCodeOf(report.status());
+  }
+  return rank == 0 ? Report(o, plan, *report, recorder) : kExitOk;
+}
+
+// --virtual-ranks: every rank is a thread of this one process on one GPU, so there is no MPI.
+int RunVirtualTrain(const TrainCommandOptions& o, Watchdog& dog) {
+  Result<TrainPlan> plan = PlanWithinMemory(o);
+  if (!plan.ok()) return ReportError("train", plan.status());
+  std::optional<RunRecorder> recorder;
+  const int code = BeginRecording(o, *plan, /*rank=*/0, dog, recorder);
+  if (code == kPointHeld) {
+    return ReportPointHeld("train", o.record, *recorder, o.format == "json");
+  }
+  if (code != kExitOk) return code;
+  return TrainAndReport(o, *plan, 0, dog, *recorder);
+}
+
 int RunTrain(const TrainCommandOptions& o) {
   const TrainOptions& t = o.train;
   if (Status checked = CheckOptions(o); !checked.ok()) return ReportError("train", checked);
@@ -395,6 +427,7 @@ int RunTrain(const TrainCommandOptions& o) {
 
   // Every wait on peers is bounded, MPI_Init's included.
   Watchdog dog(cpu::LauncherRank().value_or(0), t.peer_timeout_s > 0 ? t.peer_timeout_s : 300);
+  if (t.virtual_ranks) return RunVirtualTrain(o, dog);
   int provided = 0;
   Watched(dog, "MPI_Init (the other ranks to start)",
           [&] { MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); });
@@ -425,20 +458,7 @@ int RunTrain(const TrainCommandOptions& o) {
     return finish(code);
   }
 
-  const bool text = rank == 0 && o.format == "text";
-  if (text) PrintHeader(o, *plan);
-  const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
-    if (text) PrintStep(*plan, step, loss, seconds);
-  };
-  Result<TrainReport> report = TrainOnEngine(o, *plan, dog, on_step);
-  if (!report.ok()) {
-    if (rank == 0) {
-      (void)ReportError("train", report.status());
-      (void)recorder->Fail(report.status().message());
-    }
-    return finish(ExitCodeOf(report.status()));
-  }
-  return finish(rank == 0 ? Report(o, *plan, *report, *recorder) : kExitOk);
+  return finish(TrainAndReport(o, *plan, rank, dog, *recorder));
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Packs what the GPU machines need to run the CUDA engine's tests and benchmark into gpu-bundle/
+# (ignored by git; at most 64 MiB): the gpu test binaries, the GPU benchmark and pipette-train,
+# stripped, plus every non-CUDA shared library they load (resolved with ldd: MPI, OpenBLAS,
+# SQLite, fmt, ...). The CUDA libraries (cudart, cuBLAS/cuBLASLt, NCCL) and the driver come from
+# the GPU machine's image, which has no Debian packages and no network. scripts/gpu-test.sh runs
+# the bundle there.
+#
+#   bash scripts/gpu-bundle.sh        builds what is missing (the build needs CUDA: nvcc in
+#                                     /usr/local/cuda), then packs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bundle=gpu-bundle
+targets=(cuda_engine_gpu_test cuda_kernels_gpu_test cuda_engine_benchmark pipette-train)
+
+if [ ! -f build/CMakeCache.txt ]; then bash scripts/build.sh >/dev/null; fi
+grep -q '^PIPETTE_CUDA_ENGINE' build/CMakeCache.txt 2>/dev/null || true
+cmake --build build -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
+
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib"
+for t in "${targets[@]}"; do
+  bin=$(find build -type f -name "$t" -perm -u+x | head -1)
+  [ -n "$bin" ] || { echo "gpu-bundle: $t was not built (is the CUDA engine in this build?)" >&2; exit 1; }
+  strip --strip-debug -o "$bundle/bin/$t" "$bin"
+done
+
+# Libraries the image provides (CUDA, the driver) or every Linux has (glibc's own).
+provided='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread|libdl\.|librt\.|libcuda\.|libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcudnn)'
+for t in "${targets[@]}"; do
+  ldd "$bundle/bin/$t" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+    if [[ "$name" =~ $provided ]]; then continue; fi
+    [ -f "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
+  done
+done
+strip --strip-unneeded "$bundle"/lib/*.so* 2>/dev/null || true
+git rev-parse --short=12 HEAD >"$bundle/COMMIT" 2>/dev/null || echo unknown >"$bundle/COMMIT"
+size=$(du -sm "$bundle" | cut -f1)
+echo "gpu-bundle: $(ls "$bundle/bin" | wc -l) binaries, $(ls "$bundle/lib" | wc -l) libraries, ${size} MiB in $bundle/"
+if [ "$size" -gt 64 ]; then
+  echo "gpu-bundle: ${size} MiB is over the 64 MiB a GPU machine takes" >&2
+  exit 1
+fi

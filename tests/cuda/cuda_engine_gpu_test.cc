@@ -1,0 +1,196 @@
+// The CUDA engine against the CPU engine (label gpu; every test skips without a CUDA device).
+//
+// In virtual-ranks mode every built-in schedule trains the GPT and the Llama tiny models on one
+// GPU in fp32; its gradients after step 1 and its parameters after 3 steps must equal the CPU
+// engine's unpipelined reference within 1e-4 relative (the bar: cuBLASLt and the kernels
+// sum in other orders than OpenBLAS). bf16 (bf16 GEMM operands, fp32 accumulation and master
+// weights) must track the fp32 loss curve within 0.05 nats per step over 40 steps. A rank that
+// hangs must end the run within the peer timeout plus a margin, naming the rank. With two or more
+// GPUs, the NCCL path (mpirun, one process per GPU) is checked the same way, and a killed rank
+// ends the job.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cpu/reference.h"
+#include "cuda/trainer.h"
+#include "pipette/engine/train_plan.h"
+
+namespace pipette::cuda {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                         \
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: " << DeviceDescription()
+
+struct Case {
+  std::string schedule;
+  std::string model;
+  int p = 2;
+  int v = 0;
+  int m = 4;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.schedule + "_" + info.param.model + "_p" +
+                     std::to_string(info.param.p) + "_m" + std::to_string(info.param.m);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+TrainOptions OptionsOf(const Case& c) {
+  TrainOptions o;
+  o.model = c.model;
+  o.schedule = c.schedule;
+  o.p = c.p;
+  o.v = c.v;
+  o.m = c.m;
+  o.steps = 3;
+  o.verify = true;
+  o.virtual_ranks = true;
+  o.peer_timeout_s = 60;
+  return o;
+}
+
+class VirtualRanksEquivalence : public ::testing::TestWithParam<Case> {};
+
+TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
+  SKIP_WITHOUT_GPU();
+  const TrainOptions options = OptionsOf(GetParam());
+  Result<TrainPlan> plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  Result<Verification> v = cpu::VerifyAgainstReference(*plan, options, run->first_grads,
+                                                        run->final_params, run->report.losses);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_LT(v->gradients.max_relative_error, 1e-4) << v->gradients.worst;
+  EXPECT_LT(v->parameters.global_relative_error, 1e-4) << v->parameters.worst;
+  EXPECT_LT(v->max_loss_difference, 1e-4);
+  // One trace event per instruction of every rank and traced step.
+  EXPECT_EQ(run->report.trace.size(),
+            static_cast<std::size_t>(plan->program.num_instructions() * options.steps));
+  for (const double peak : run->report.peak_memory_bytes) EXPECT_GT(peak, 0);
+}
+
+std::vector<Case> AllCases() {
+  const char* schedules[] = {"gpipe",        "1f1b",           "eager-1f1b",
+                             "zb-h1",        "zb-h2",          "interleaved-1f1b",
+                             "interleaved-1f1b-plus-one",      "kimi-k2",
+                             "interleaved-gpipe",              "interleaved-zb",
+                             "zbv",          "dualpipe",       "dualpipe-v"};
+  std::vector<Case> cases;
+  for (const char* model : {"tiny", "tiny-llama"}) {
+    for (const char* s : schedules) {
+      cases.push_back({s, model, 2, 0, 4});
+      cases.push_back({s, model, 4, 0, 8});
+    }
+  }
+  cases.push_back({"interleaved-1f1b", "tiny", 2, 3, 6});
+  cases.push_back({"1f1b", "tiny-tied", 4, 0, 4});
+  cases.push_back({"dualpipe-v", "tiny-tied", 2, 0, 4});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, VirtualRanksEquivalence, ::testing::ValuesIn(AllCases()),
+                         Name);
+
+// bf16 GEMM operands with fp32 accumulation and master weights follow the fp32 curve.
+TEST(Bf16, TracksTheFp32LossCurve) {
+  SKIP_WITHOUT_GPU();
+  TrainOptions options = OptionsOf({"1f1b", "tiny", 2, 0, 4});
+  options.verify = false;
+  options.steps = 40;
+  Result<TrainPlan> plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  Result<CudaTrainResult> fp32 = TrainVirtualRanks(*plan, options);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().message();
+  options.dtype = "bf16";
+  Result<CudaTrainResult> bf16 = TrainVirtualRanks(*plan, options);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().message();
+  ASSERT_EQ(bf16->report.losses.size(), 40u);
+  double worst = 0;
+  for (std::size_t s = 0; s < 40; ++s) {
+    worst = std::max(worst, std::abs(bf16->report.losses[s] - fp32->report.losses[s]));
+  }
+  EXPECT_LT(worst, 0.05);
+  EXPECT_LT(fp32->report.losses.back(), fp32->report.losses.front() - 0.5);  // it learns
+  std::printf("bf16 vs fp32 over 40 steps: max |loss difference| %.4f nats; final %.4f vs %.4f\n",
+              worst, bf16->report.losses.back(), fp32->report.losses.back());
+}
+
+// A rank that stops making progress ends the run within the peer timeout (plus the margin the
+// trainer gives the others), naming it; the hung thread is left behind.
+TEST(Faults, AHungVirtualRankEndsTheRunInBoundedTime) {
+  SKIP_WITHOUT_GPU();
+  TrainOptions options = OptionsOf({"1f1b", "tiny", 2, 0, 4});
+  options.verify = false;
+  options.peer_timeout_s = 2;
+  Result<TrainPlan> plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  setenv("PIPETTE_FAULT_RANK", "1", 1);
+  setenv("PIPETTE_FAULT", "hang", 1);
+  const auto start = std::chrono::steady_clock::now();
+  Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  unsetenv("PIPETTE_FAULT_RANK");
+  unsetenv("PIPETTE_FAULT");
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("rank 1"), std::string::npos) << run.status().message();
+  EXPECT_LT(seconds, 2 + 5 + 10);
+}
+
+// ---- the NCCL path: one process per GPU under mpirun (two GPUs or more) ----
+
+int RunCommand(const std::string& command, std::string& out) {
+  out.clear();
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// pipette-train: the build's, or $PIPETTE_TRAIN_BINARY (scripts/gpu-test.sh runs a bundle
+// elsewhere).
+std::string TrainBinary() {
+  const char* env = std::getenv("PIPETTE_TRAIN_BINARY");
+  return env != nullptr ? env : PIPETTE_TRAIN_BINARY;
+}
+
+std::string Mpirun(int np, const std::string& args) {
+  return std::string(PIPETTE_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " +
+         std::to_string(np) + " " + TrainBinary() + " --engine cuda " + args;
+}
+
+TEST(Nccl, TwoGpusMatchTheReference) {
+  if (DeviceCount() < 2) GTEST_SKIP() << "the NCCL path needs two GPUs: " << DeviceDescription();
+  std::string out;
+  const int code = RunCommand(
+      Mpirun(2, "-p 2 -m 4 --schedule zb-h1 --steps 3 --verify --tolerance 1e-4 --no-db"), out);
+  EXPECT_EQ(code, 0) << out;
+}
+
+TEST(Nccl, AKilledRankEndsTheJob) {
+  if (DeviceCount() < 2) GTEST_SKIP() << "the NCCL path needs two GPUs: " << DeviceDescription();
+  std::string out;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = RunCommand("PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=kill " +
+                                  Mpirun(2, "-p 2 -m 4 --steps 3 --peer-timeout 5 --no-db"),
+                              out);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(code, 0) << out;
+  EXPECT_LT(seconds, 60) << out;
+}
+
+}  // namespace
+}  // namespace pipette::cuda

@@ -15,7 +15,8 @@ CpuRankRuntime::CpuRankRuntime(const TrainPlan& plan, const TrainOptions& option
       place_(place),
       dog_(dog),
       on_step_(std::move(on_step)),
-      fault_(Fault::FromEnv()) {
+      fault_(Fault::FromEnv()),
+      io_(plan.program, place.pp_rank) {
   for (const int stage : plan.program.placement.StagesOf(place.pp_rank)) {
     ModuleChain& chain = chains_[stage];
     for (const std::string& layer : plan.piece_layers[plan.stage_piece[stage]]) {
@@ -53,37 +54,14 @@ void CpuRankRuntime::Compute(const Instruction& ins) {
 }
 
 void CpuRankRuntime::Run(const Action& a) {
-  switch (a.kind) {
-    case ActionKind::kForward:
-      Forward(a);
-      break;
-    case ActionKind::kInputBackward:
-      InputGrad(a);
-      break;
-    case ActionKind::kWeightBackward:
-      WeightGrad(a);
-      break;
-    case ActionKind::kFullBackward:
-      InputGrad(a);
-      WeightGrad(a);
-      break;
-    case ActionKind::kOverlapped: {  // F, then the backward half
-      Forward(a.forward_half());
-      const Action back = a.backward_half();
-      InputGrad(back);
-      if (back.kind == ActionKind::kFullBackward) WeightGrad(back);
-      break;
-    }
-    default:
-      break;
-  }
+  RunPasses(
+      a, [this](const Action& f) { Forward(f); }, [this](const Action& i) { InputGrad(i); },
+      [this](const Action& w) { WeightGrad(w); });
 }
 
 void CpuRankRuntime::Send(const Instruction& ins, std::int64_t) {
   const Message message = MessageOf(ins.action);
-  auto it = outbox_.find(message.key());
-  Tensor tensor = std::move(it->second);
-  outbox_.erase(it);
+  Tensor tensor = io_.TakeOutgoing(ins.action);
   MPI_Request request;
   MPI_Isend(tensor.data(), static_cast<int>(tensor.size()), MPI_FLOAT, ins.peer,
             static_cast<int>(message.slot(plan_.m())), place_.pp_comm, &request);
@@ -104,7 +82,7 @@ double CpuRankRuntime::WaitRecv(const Instruction& ins) {
   auto it = recvs_.find(key);
   Watched(dog_, fmt::format("{} from rank {} (step {})", ToString(ins.action), ins.peer, step_ + 1),
           [&] { MPI_Wait(&it->second.request, MPI_STATUS_IGNORE); });
-  inbox_[key] = std::move(it->second.tensor);
+  io_.Arrived(ins.action, std::move(it->second.tensor));
   recvs_.erase(it);
   return Now();
 }
@@ -116,55 +94,37 @@ const Batch& CpuRankRuntime::BatchOf(int microbatch) {
       .first->second;
 }
 
-Tensor CpuRankRuntime::Take(std::int64_t message_key) {
-  auto it = inbox_.find(message_key);
-  Tensor t = std::move(it->second);
-  inbox_.erase(it);
-  return t;
-}
-
-void CpuRankRuntime::Deliver(int consumer_stage, int microbatch, bool gradient, Tensor out) {
-  const std::int64_t key = Message{consumer_stage, microbatch, gradient}.key();
-  const bool local = plan_.program.placement.rank_of(consumer_stage) == place_.pp_rank;
-  (local ? inbox_ : outbox_)[key] = std::move(out);
-}
-
-std::int64_t CpuRankRuntime::CacheKey(int stage, int microbatch) const {
-  return static_cast<std::int64_t>(stage) * plan_.m() + microbatch;
-}
-
 void CpuRankRuntime::Forward(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const Batch& batch = BatchOf(a.microbatch);
-  Tensor x = a.stage == route.first ? Tensor() : Take(Message{a.stage, a.microbatch, false}.key());
-  std::vector<Cache>& caches = caches_[CacheKey(a.stage, a.microbatch)];
+  Tensor x = a.stage == route.first ? Tensor() : io_.TakeInput(a.stage, a.microbatch, false);
+  std::vector<Cache>& caches = io_.CachesOf(a.stage, a.microbatch);
   Tensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
   StageMemory& memory = stage_memory_[a.stage];
   memory.activation_bytes = std::max(memory.activation_bytes, ModuleChain::CacheBytes(caches));
   if (a.stage == route.last) {
     loss_sum_ += caches.back().loss;
   } else {
-    Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+    io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
   }
 }
 
 void CpuRankRuntime::InputGrad(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const Batch& batch = BatchOf(a.microbatch);
-  Tensor dy = a.stage == route.last ? Tensor() : Take(Message{a.stage, a.microbatch, true}.key());
-  std::vector<Cache>& caches = caches_.at(CacheKey(a.stage, a.microbatch));
+  Tensor dy = a.stage == route.last ? Tensor() : io_.TakeInput(a.stage, a.microbatch, true);
+  std::vector<Cache>& caches = io_.CachesOf(a.stage, a.microbatch);
   Tensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
   StageMemory& memory = stage_memory_[a.stage];
   memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, ModuleChain::CacheBytes(caches));
-  if (a.stage > route.first) Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+  if (a.stage > route.first) io_.Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
 }
 
 void CpuRankRuntime::WeightGrad(const Action& a) {
-  auto it = caches_.find(CacheKey(a.stage, a.microbatch));
   if (!fault_.SkipWeightGrad(place_.world_rank)) {
-    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), it->second);
+    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), io_.CachesOf(a.stage, a.microbatch));
   }
-  caches_.erase(it);
+  io_.Release(a.stage, a.microbatch);
 }
 
 // ---- the training step around the program ----

@@ -26,6 +26,7 @@
 #include "pipette/engine/fault.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
+#include "pipette/engine/stage_io.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/watchdog.h"
 #include "reference.h"
@@ -84,13 +85,6 @@ class CpuRankRuntime final : public RankRuntime {
   };
 
   const Batch& BatchOf(int microbatch);
-  // A compute's input, taken out of the inbox.
-  Tensor Take(std::int64_t message_key);
-  // Hands `out` to the stage that consumes it: locally into the inbox, or into the outbox for the
-  // SEND that carries it.
-  void Deliver(int consumer_stage, int microbatch, bool gradient, Tensor out);
-  // The key of the forward cache of (stage, microbatch).
-  std::int64_t CacheKey(int stage, int microbatch) const;
   // Runs the compute action `a` (an overlapped cell: its forward, then its backward half).
   void Run(const Action& a);
   void Forward(const Action& a);
@@ -115,9 +109,7 @@ class CpuRankRuntime final : public RankRuntime {
   double t0_ = 0;
   double loss_sum_ = 0;  // mean losses of the microbatches whose last stage ran here
   std::unordered_map<int, Batch> batches_;
-  std::unordered_map<std::int64_t, std::vector<Cache>> caches_;  // of each forward
-  std::unordered_map<std::int64_t, Tensor> inbox_;   // inputs of computes, by message key
-  std::unordered_map<std::int64_t, Tensor> outbox_;  // outputs awaiting their SEND, by message key
+  StageIo<Tensor, std::vector<Cache>> io_;  // inputs, outputs awaiting SEND, forward caches
   std::unordered_map<std::int64_t, Pending> recvs_;  // by message key
   std::vector<std::pair<MPI_Request, Tensor>> sends_;
 };

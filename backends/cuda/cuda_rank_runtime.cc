@@ -37,7 +37,8 @@ CudaRankRuntime::CudaRankRuntime(const TrainPlan& plan, const TrainOptions& opti
       dev_(dev),
       fabric_(fabric),
       on_step_(std::move(on_step)),
-      fault_(Fault::FromEnv()) {
+      fault_(Fault::FromEnv()),
+      io_(plan.program, place.pp_rank) {
   for (const int stage : plan.program.placement.StagesOf(place.pp_rank)) {
     DeviceChain& chain = chains_[stage];
     for (const std::string& layer : plan.piece_layers[plan.stage_piece[stage]]) {
@@ -120,38 +121,14 @@ void CudaRankRuntime::Compute(const Instruction& ins) {
 }
 
 void CudaRankRuntime::Run(const Action& a) {
-  switch (a.kind) {
-    case ActionKind::kForward:
-      Forward(a);
-      break;
-    case ActionKind::kInputBackward:
-      InputGrad(a);
-      break;
-    case ActionKind::kWeightBackward:
-      WeightGrad(a);
-      break;
-    case ActionKind::kFullBackward:
-      InputGrad(a);
-      WeightGrad(a);
-      break;
-    case ActionKind::kOverlapped: {  // F, then the backward half
-      Forward(a.forward_half());
-      const Action back = a.backward_half();
-      InputGrad(back);
-      if (back.kind == ActionKind::kFullBackward) WeightGrad(back);
-      break;
-    }
-    default:
-      break;
-  }
+  RunPasses(
+      a, [this](const Action& f) { Forward(f); }, [this](const Action& i) { InputGrad(i); },
+      [this](const Action& w) { WeightGrad(w); });
 }
 
 void CudaRankRuntime::Send(const Instruction& ins, std::int64_t) {
   const Message message = MessageOf(ins.action);
-  auto it = outbox_.find(message.key());
-  DeviceTensor tensor = std::move(it->second);
-  outbox_.erase(it);
-  fabric_.Send(ins.peer, message.slot(plan_.m()), std::move(tensor), dev_);
+  fabric_.Send(ins.peer, message.slot(plan_.m()), io_.TakeOutgoing(ins.action), dev_);
 }
 
 void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
@@ -163,9 +140,9 @@ void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
 
 double CudaRankRuntime::WaitRecv(const Instruction& ins) {
   const Message message = MessageOf(ins.action);
-  inbox_[message.key()] = fabric_.WaitRecv(
-      ins.peer, message.slot(plan_.m()), dev_,
-      fmt::format("{} from rank {} (step {})", ToString(ins.action), ins.peer, step_ + 1));
+  io_.Arrived(ins.action, fabric_.WaitRecv(ins.peer, message.slot(plan_.m()), dev_,
+                                           fmt::format("{} from rank {} (step {})",
+                                                       ToString(ins.action), ins.peer, step_ + 1)));
   return Now();
 }
 
@@ -188,36 +165,19 @@ void CudaRankRuntime::ClearBatches() {
   host_batches_.clear();
 }
 
-DeviceTensor CudaRankRuntime::Take(std::int64_t message_key) {
-  auto it = inbox_.find(message_key);
-  DeviceTensor t = std::move(it->second);
-  inbox_.erase(it);
-  return t;
-}
-
-void CudaRankRuntime::Deliver(int consumer_stage, int microbatch, bool gradient, DeviceTensor out) {
-  const std::int64_t key = Message{consumer_stage, microbatch, gradient}.key();
-  const bool local = plan_.program.placement.rank_of(consumer_stage) == place_.pp_rank;
-  (local ? inbox_ : outbox_)[key] = std::move(out);
-}
-
-std::int64_t CudaRankRuntime::CacheKey(int stage, int microbatch) const {
-  return static_cast<std::int64_t>(stage) * plan_.m() + microbatch;
-}
-
 void CudaRankRuntime::Forward(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
   DeviceTensor x =
-      a.stage == route.first ? DeviceTensor() : Take(Message{a.stage, a.microbatch, false}.key());
-  std::vector<DeviceCache>& caches = caches_[CacheKey(a.stage, a.microbatch)];
+      a.stage == route.first ? DeviceTensor() : io_.TakeInput(a.stage, a.microbatch, false);
+  std::vector<DeviceCache>& caches = io_.CachesOf(a.stage, a.microbatch);
   DeviceTensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
   StageMemory& memory = stage_memory_[a.stage];
   memory.activation_bytes = std::max(memory.activation_bytes, DeviceChain::CacheBytes(caches));
   if (a.stage == route.last) {
     loss_sum_ += caches.back().loss;
   } else {
-    Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+    io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
   }
 }
 
@@ -225,20 +185,19 @@ void CudaRankRuntime::InputGrad(const Action& a) {
   const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
   DeviceTensor dy =
-      a.stage == route.last ? DeviceTensor() : Take(Message{a.stage, a.microbatch, true}.key());
-  std::vector<DeviceCache>& caches = caches_.at(CacheKey(a.stage, a.microbatch));
+      a.stage == route.last ? DeviceTensor() : io_.TakeInput(a.stage, a.microbatch, true);
+  std::vector<DeviceCache>& caches = io_.CachesOf(a.stage, a.microbatch);
   DeviceTensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
   StageMemory& memory = stage_memory_[a.stage];
   memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, DeviceChain::CacheBytes(caches));
-  if (a.stage > route.first) Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+  if (a.stage > route.first) io_.Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
 }
 
 void CudaRankRuntime::WeightGrad(const Action& a) {
-  auto it = caches_.find(CacheKey(a.stage, a.microbatch));
   if (!fault_.SkipWeightGrad(place_.world_rank)) {
-    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), it->second);
+    chains_.at(a.stage).WeightGrad(BatchOf(a.microbatch), io_.CachesOf(a.stage, a.microbatch));
   }
-  caches_.erase(it);
+  io_.Release(a.stage, a.microbatch);
 }
 
 // ---- the training step around the program ----

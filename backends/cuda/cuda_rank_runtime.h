@@ -27,6 +27,7 @@
 #include "pipette/engine/fault.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
+#include "pipette/engine/stage_io.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
 
@@ -85,9 +86,6 @@ class CudaRankRuntime final : public RankRuntime {
   };
 
   const DeviceBatch& BatchOf(int microbatch);
-  DeviceTensor Take(std::int64_t message_key);
-  void Deliver(int consumer_stage, int microbatch, bool gradient, DeviceTensor out);
-  std::int64_t CacheKey(int stage, int microbatch) const;
   void Run(const Action& a);
   void Forward(const Action& a);
   void InputGrad(const Action& a);
@@ -115,9 +113,7 @@ class CudaRankRuntime final : public RankRuntime {
   double t0_ = 0;
   double loss_sum_ = 0;
   std::unordered_map<int, DeviceBatch> batches_;
-  std::unordered_map<std::int64_t, std::vector<DeviceCache>> caches_;
-  std::unordered_map<std::int64_t, DeviceTensor> inbox_;
-  std::unordered_map<std::int64_t, DeviceTensor> outbox_;
+  StageIo<DeviceTensor, std::vector<DeviceCache>> io_;  // inputs, outputs, forward caches
   std::vector<std::unique_ptr<Batch>> host_batches_;
 };
 

@@ -288,10 +288,17 @@ Status CheckOptions(const TrainCommandOptions& o) {
 // and that there are as many of them as the plan needs. Returns the plan, or the first error of
 // any rank.
 // The plan, refused when its estimated memory exceeds this machine's (before anything is
-// allocated: gpt3-175b grew to 12 GB before bad_alloc).
+// allocated: gpt3-175b grew to 12 GB before bad_alloc), or, for the CUDA engine, when this machine
+// cannot run it.
 Result<TrainPlan> PlanWithinMemory(const TrainCommandOptions& o) {
   const TrainOptions& t = o.train;
   PIPETTE_ASSIGN_OR_RETURN(TrainPlan plan, PlanTraining(t));
+#if PIPETTE_HAS_CUDA_ENGINE
+  if (o.engine == "cuda") {  // a GPU, the dtype, one replica for virtual ranks: before recording
+    PIPETTE_RETURN_IF_ERROR(cuda::CheckCudaOptions(plan, t));
+    return plan;
+  }
+#endif
   if (o.engine != "cpu") return plan;  // the CPU engine's estimate of host memory
   PIPETTE_ASSIGN_OR_RETURN(const cpu::TrainMemoryEstimate estimate,
                            cpu::EstimateTrainMemory(plan, t.verify));

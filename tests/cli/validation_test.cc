@@ -385,3 +385,36 @@ TEST(Validation, PeerTimeoutHasAFloorAndIsCheckedBeforeTheWatchdogStarts) {
   EXPECT_EQ(tiny.exit_code, 2) << tiny.err;
   EXPECT_EQ(tiny.err, "pipette train: --peer-timeout 1e-320: must be in [0.1, 1e6] seconds\n");
 }
+
+// The engines' own options: the CPU engine computes in fp32 and runs one process per rank; the
+// CUDA engine needs a build with it and a GPU (exit 1, naming the machine, when there is none).
+TEST(Validation, EngineOptionsNameTheEngineAndTheRule) {
+  CommandResult bf16 = Pipette("train --dtype bf16 --no-db");
+  EXPECT_EQ(bf16.exit_code, 2) << bf16.err;
+  EXPECT_EQ(bf16.err,
+            "pipette train: --dtype bf16: the cpu engine computes in fp32 (bf16 needs --engine "
+            "cuda)\n");
+  CommandResult virtual_cpu = Pipette("train --virtual-ranks --no-db");
+  EXPECT_EQ(virtual_cpu.exit_code, 2) << virtual_cpu.err;
+  EXPECT_TRUE(Contains(virtual_cpu.err, "--virtual-ranks: the cpu engine runs one MPI process"))
+      << virtual_cpu.err;
+  CommandResult dtype = Pipette("train --engine cuda --dtype fp8 --no-db");
+  EXPECT_EQ(dtype.exit_code, 2) << dtype.err;
+  EXPECT_FALSE(Exists("pipette.db"));
+}
+
+TEST(Validation, TheCudaEngineWithoutAGpuSaysWhatTheMachineHas) {
+  CommandResult version = Pipette("--version");
+  ASSERT_EQ(version.exit_code, 0);
+  CommandResult run = Pipette("train --engine cuda --virtual-ranks -p 2 --steps 1 --no-db");
+  if (Contains(version.out, "cuda engine    not built")) {
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_TRUE(Contains(run.err, "--engine cuda: this build has no CUDA engine")) << run.err;
+    return;
+  }
+  ASSERT_TRUE(Contains(version.out, "cuda engine    built (CUDA ")) << version.out;
+  if (run.exit_code == 0) GTEST_SKIP() << "this machine has a GPU: the engine ran";
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(Contains(run.err, "pipette train: --engine cuda: this machine has no CUDA device"))
+      << run.err;
+}

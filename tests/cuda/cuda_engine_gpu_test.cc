@@ -24,7 +24,7 @@
 namespace pipette::cuda {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                         \
+#define SKIP_WITHOUT_GPU() \
   if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: " << DeviceDescription()
 
 struct Case {
@@ -68,7 +68,7 @@ TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
   Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
   Result<Verification> v = cpu::VerifyAgainstReference(*plan, options, run->first_grads,
-                                                        run->final_params, run->report.losses);
+                                                       run->final_params, run->report.losses);
   ASSERT_TRUE(v.ok()) << v.status().message();
   EXPECT_LT(v->gradients.max_relative_error, 1e-4) << v->gradients.worst;
   EXPECT_LT(v->parameters.global_relative_error, 1e-4) << v->parameters.worst;
@@ -80,11 +80,19 @@ TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
 }
 
 std::vector<Case> AllCases() {
-  const char* schedules[] = {"gpipe",        "1f1b",           "eager-1f1b",
-                             "zb-h1",        "zb-h2",          "interleaved-1f1b",
-                             "interleaved-1f1b-plus-one",      "kimi-k2",
-                             "interleaved-gpipe",              "interleaved-zb",
-                             "zbv",          "dualpipe",       "dualpipe-v"};
+  const char* schedules[] = {"gpipe",
+                             "1f1b",
+                             "eager-1f1b",
+                             "zb-h1",
+                             "zb-h2",
+                             "interleaved-1f1b",
+                             "interleaved-1f1b-plus-one",
+                             "kimi-k2",
+                             "interleaved-gpipe",
+                             "interleaved-zb",
+                             "zbv",
+                             "dualpipe",
+                             "dualpipe-v"};
   std::vector<Case> cases;
   for (const char* model : {"tiny", "tiny-llama"}) {
     for (const char* s : schedules) {
@@ -98,8 +106,7 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, VirtualRanksEquivalence, ::testing::ValuesIn(AllCases()),
-                         Name);
+INSTANTIATE_TEST_SUITE_P(Schedules, VirtualRanksEquivalence, ::testing::ValuesIn(AllCases()), Name);
 
 // bf16 GEMM operands with fp32 accumulation and master weights follow the fp32 curve.
 TEST(Bf16, TracksTheFp32LossCurve) {

@@ -84,7 +84,8 @@ TEST(VirtualHub, AMeetingWaitsForEveryParticipantAndRepeats) {
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       for (int round = 0; round < 4; ++round) {
-        hub.Meet("m", 3, [&] { ++arrived; }, [&] { ++lasts; }, "test");
+        hub.Meet(
+            "m", 3, [&] { ++arrived; }, [&] { ++lasts; }, "test");
         seen_after[round * 3 + r] = arrived.load();  // everyone of this round has arrived
       }
     });
@@ -110,7 +111,8 @@ TEST(VirtualHub, AFailureEndsEveryWaitWithTheReason) {
   VirtualHub hub(2, 300);
   std::thread failing([&] { hub.Fail("rank 1 failed: injected"); });
   try {
-    hub.Meet("barrier", 2, [] {}, [] {}, "the other ranks to start step 1");
+    hub.Meet(
+        "barrier", 2, [] {}, [] {}, "the other ranks to start step 1");
     FAIL() << "the meeting returned although a rank failed";
   } catch (const PeerTimeout& e) {
     EXPECT_NE(std::string(e.what()).find("rank 1 failed: injected"), std::string::npos);

@@ -63,8 +63,8 @@ DecoderSpec Spec(std::string name, int hidden, int heads, int kv_heads, int ffn,
 // FLOPs of one microbatch's F, I and W over the stage's blocks (the model layer's formulas).
 std::vector<double> StageFlops(const StageShape& shape) {
   std::vector<double> flops(3, 0);
-  const Result<ModelGraph> graph = BuildDecoder(
-      shape.spec, Workload{shape.micro_batch, shape.seq, DType::kFP32});
+  const Result<ModelGraph> graph =
+      BuildDecoder(shape.spec, Workload{shape.micro_batch, shape.seq, DType::kFP32});
   if (!graph.ok()) return flops;
   for (int i = 0; i < shape.blocks; ++i) {
     for (const char* part : {"attn", "mlp"}) {
@@ -139,8 +139,8 @@ nlohmann::ordered_json StageCosts(bool quick) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   fmt::print("# per-instruction times of one stage (median of {} after 2 warm-ups)\n",
              quick ? 3 : 10);
-  fmt::print("{:<18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "stage", "dtype", "F ms",
-             "I ms", "W ms", "F TF/s", "I TF/s", "W TF/s");
+  fmt::print("{:<18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "stage", "dtype", "F ms", "I ms",
+             "W ms", "F TF/s", "I TF/s", "W TF/s");
   for (const StageShape& shape : shapes) {
     const std::vector<double> flops = StageFlops(shape);
     for (const GemmPrecision precision : {GemmPrecision::kFp32, GemmPrecision::kBf16}) {
@@ -148,8 +148,8 @@ nlohmann::ordered_json StageCosts(bool quick) {
       const char* dtype = precision == GemmPrecision::kFp32 ? "fp32" : "bf16";
       std::vector<double> rate(3);
       for (int k = 0; k < 3; ++k) rate[k] = flops[k] / (ms[k] * 1e-3) / 1e12;
-      fmt::print("{:<18} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.1f} {:>9.1f} {:>9.1f}\n",
-                 shape.name, dtype, ms[0], ms[1], ms[2], rate[0], rate[1], rate[2]);
+      fmt::print("{:<18} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.1f} {:>9.1f} {:>9.1f}\n", shape.name,
+                 dtype, ms[0], ms[1], ms[2], rate[0], rate[1], rate[2]);
       out.push_back({{"stage", shape.name},
                      {"dtype", dtype},
                      {"f_ms", ms[0]},

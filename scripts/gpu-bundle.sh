@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
-targets=(cuda_engine_gpu_test cuda_kernels_gpu_test cuda_engine_benchmark pipette-train)
+targets=(cuda_engine_gpu_test kernels_gpu_test cuda_engine_benchmark pipette-train)
 
 if [ ! -f build/CMakeCache.txt ]; then bash scripts/build.sh >/dev/null; fi
 grep -q '^PIPETTE_CUDA_ENGINE' build/CMakeCache.txt 2>/dev/null || true

@@ -47,7 +47,7 @@ run() {  # run NAME COMMAND...: output to $out/NAME.log, remembers the first fai
   echo "== $name: exit $code"
   [ "$code" -ne 0 ] && [ "$status" -eq 0 ] && status=$code
 }
-run kernels "$bundle/bin/cuda_kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
+run kernels "$bundle/bin/kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
 run engine "$bundle/bin/cuda_engine_gpu_test" --gtest_output="xml:$out/engine.xml"
 run benchmark "$bundle/bin/cuda_engine_benchmark" --json "$out/benchmark.json"
 run train "$bundle/bin/pipette-train" --engine cuda --virtual-ranks -p 4 -m 8 --schedule zb-h1 \

@@ -20,8 +20,7 @@
 
 namespace pipette::cuda::kernels {
 
-// ---- norms
-// ----------------------------------------------------------------------------------------
+// ---- norms --------------------------------------------------------------------------------------
 // LayerNorm without the affine part: xhat = (x - mean) * rstd, rstd = 1/sqrt(var + 1e-5); rstd:
 // rows.
 void LayerNormForward(const float* x, int rows, int cols, float* xhat, float* rstd,
@@ -46,9 +45,8 @@ void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const 
 void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int rows, int cols,
                        float* dgamma, cudaStream_t stream);
 
-// ---- activations
-// ---------------------------------------------------------------------------------- GELU, tanh
-// approximation (GPT-2), over n elements.
+// ---- activations --------------------------------------------------------------------------------
+// GELU, tanh approximation (GPT-2), over n elements.
 void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream);
 void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx, cudaStream_t stream);
 // SwiGLU: gate_up is rows x 2f, [gate | up] column blocks; y = silu(gate) * up, rows x f.
@@ -57,11 +55,10 @@ void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t
 void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
                      cudaStream_t stream);
 
-// ---- attention
-// ------------------------------------------------------------------------------------ The column
-// layout of a fused QKV row, (heads + 2 kv_heads) * head_dim wide: q heads, then k heads, then v
-// heads, head j at columns j * head_dim of its block. Query head j reads key/value head j / (heads
-// / kv_heads) (grouped-query attention; kv_heads == heads is plain multi-head).
+// ---- attention ----------------------------------------------------------------------------------
+// The column layout of a fused QKV row, (heads + 2 kv_heads) * head_dim wide: q heads, then k
+// heads, then v heads, head j at columns j * head_dim of its block. Query head j reads key/value
+// head j / (heads / kv_heads) (grouped-query attention; kv_heads == heads is plain multi-head).
 struct AttentionShape {
   int batch = 0;  // sequences
   int seq = 0;    // tokens per sequence
@@ -90,9 +87,8 @@ void AttentionInputGrad(const float* dout, const float* qkv, const float* out, c
                         const AttentionShape& shape, float* dqkv, float* delta,
                         cudaStream_t stream);
 
-// ---- embedding, loss, elementwise
-// ------------------------------------------------------------------ y[t] = wte[tokens[t]] (+ wpe[t
-// % seq] when wpe is not null); y: (batch*seq) x hidden.
+// ---- embedding, loss, elementwise ---------------------------------------------------------------
+// y[t] = wte[tokens[t]] (+ wpe[t % seq] when wpe is not null); y: (batch*seq) x hidden.
 void EmbeddingForward(const std::int32_t* tokens, const float* wte, const float* wpe, int batch,
                       int seq, int hidden, float* y, cudaStream_t stream);
 // dwte[tokens[t]] += dy[t] (and dwpe[t % seq] += dy[t] when dwpe is not null).
@@ -117,8 +113,7 @@ void Sum(const float* x, std::int64_t n, float* out, cudaStream_t stream);
 // y = bf16(x), round to nearest even, over n elements.
 void CastToBf16(const float* x, std::int64_t n, __nv_bfloat16* y, cudaStream_t stream);
 
-// ---- optimizer
-// ------------------------------------------------------------------------------------
+// ---- optimizer ----------------------------------------------------------------------------------
 struct AdamWTensor {
   float* param = nullptr;
   const float* grad = nullptr;

@@ -387,7 +387,8 @@ TEST(Validation, PeerTimeoutHasAFloorAndIsCheckedBeforeTheWatchdogStarts) {
 }
 
 // The engines' own options: the CPU engine computes in fp32 and runs one process per rank; the
-// CUDA engine needs a build with it and a GPU (exit 1, naming the machine, when there is none).
+// CUDA engine needs a build with it and a GPU (refused like any other precondition, exit 2,
+// naming what the machine has, before anything is recorded).
 TEST(Validation, EngineOptionsNameTheEngineAndTheRule) {
   CommandResult bf16 = Pipette("train --dtype bf16 --no-db");
   EXPECT_EQ(bf16.exit_code, 2) << bf16.err;
@@ -414,7 +415,7 @@ TEST(Validation, TheCudaEngineWithoutAGpuSaysWhatTheMachineHas) {
   }
   ASSERT_TRUE(Contains(version.out, "cuda engine    built (CUDA ")) << version.out;
   if (run.exit_code == 0) GTEST_SKIP() << "this machine has a GPU: the engine ran";
-  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_TRUE(Contains(run.err, "pipette train: --engine cuda: this machine has no CUDA device"))
       << run.err;
 }

@@ -1,0 +1,398 @@
+// The launchers of backends/cuda/kernels.h on a GPU against the per-thread math of kernel_math.h
+// run on the host over the same inputs (which kernel_math_test checks against the CPU engine).
+// Label gpu. Without a device (cudaGetDeviceCount fails or finds none) every test is skipped with
+// the reason.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/kernel_math.h"
+#include "cuda/kernels.h"
+
+namespace pipette::cuda::kernels {
+namespace {
+
+using Floats = std::vector<float>;
+using Ints = std::vector<std::int32_t>;
+
+template <class F>
+void ForEachIndex(std::int64_t n, F f) {
+  for (std::int64_t i = 0; i < n; ++i) f(i);
+}
+
+Floats Random(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Floats v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Device memory holding a copy of a host vector (or n zero bytes' worth of T). Not copyable.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(const std::vector<T>& host) : n_(host.size()) {
+    PIPETTE_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(bytes(), 1)));
+    PIPETTE_CUDA_CHECK(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
+  }
+  explicit DeviceArray(std::size_t n) : n_(n) {
+    PIPETTE_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(bytes(), 1)));
+    PIPETTE_CUDA_CHECK(cudaMemset(data_, 0, bytes()));
+  }
+  ~DeviceArray() { cudaFree(data_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  T* get() const { return data_; }
+  std::size_t bytes() const { return n_ * sizeof(T); }
+  // The contents, after everything queued on the device finished.
+  std::vector<T> Host() const {
+    PIPETTE_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<T> host(n_);
+    PIPETTE_CUDA_CHECK(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  std::size_t n_;
+  T* data_ = nullptr;
+};
+
+// Within `rel` of the host value, relative to it plus the vector's mean magnitude (the device
+// contracts a*b+c into FMAs and its expf differs from glibc's in the last bits).
+void ExpectClose(const Floats& device, const Floats& host, const char* what, double rel = 1e-5) {
+  ASSERT_EQ(device.size(), host.size()) << what;
+  double mean = 0;
+  for (float h : host) mean += std::abs(h);
+  mean /= std::max<std::size_t>(host.size(), 1);
+  int failures = 0;
+  for (std::size_t i = 0; i < host.size() && failures < 5; ++i) {
+    const double tol = rel * (std::abs(host[i]) + mean);
+    if (!(std::abs(device[i] - host[i]) <= tol)) {
+      ++failures;
+      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << ", host " << host[i];
+    }
+  }
+}
+
+class KernelsGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount says " << cudaGetErrorName(status) << " ("
+                   << cudaGetErrorString(status) << ")";
+    }
+    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
+    PIPETTE_CUDA_CHECK(cudaStreamCreate(&stream_));
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(KernelsGpu, LayerNormAndAffineMatchTheHostMath) {
+  const int rows = 67, cols = 96;
+  const Floats x = Random(rows * cols, 1, -2, 3), gamma = Random(cols, 2), beta = Random(cols, 3);
+  const Floats dy = Random(rows * cols, 4), dx0 = Random(rows * cols, 5);
+  const Floats dgamma0 = Random(cols, 6), dbeta0 = Random(cols, 7);
+  DeviceArray<float> d_x(x), d_gamma(gamma), d_beta(beta), d_dy(dy), d_dx(dx0);
+  DeviceArray<float> d_dgamma(dgamma0), d_dbeta(dbeta0), d_xhat(x.size()), d_rstd(rows),
+      d_y(x.size());
+  LayerNormForward(d_x.get(), rows, cols, d_xhat.get(), d_rstd.get(), stream_);
+  Affine(d_xhat.get(), d_gamma.get(), d_beta.get(), rows, cols, d_y.get(), stream_);
+  LayerNormInputGrad(d_dy.get(), d_xhat.get(), d_rstd.get(), d_gamma.get(), rows, cols, d_dx.get(),
+                     true, stream_);
+  AffineWeightGrad(d_dy.get(), d_xhat.get(), rows, cols, d_dgamma.get(), d_dbeta.get(), stream_);
+
+  Floats xhat(x.size()), rstd(rows), y(x.size()), dx = dx0, dgamma = dgamma0, dbeta = dbeta0;
+  ForEachIndex(rows, [&](std::int64_t r) {
+    math::LayerNormForwardRow(r, x.data(), cols, xhat.data(), rstd.data());
+  });
+  ForEachIndex(rows * cols, [&](std::int64_t i) {
+    math::AffineAt(i, xhat.data(), gamma.data(), beta.data(), cols, y.data());
+  });
+  ForEachIndex(rows, [&](std::int64_t r) {
+    math::LayerNormInputGradRow(r, dy.data(), xhat.data(), rstd.data(), gamma.data(), cols,
+                                dx.data(), true);
+  });
+  ForEachIndex(cols, [&](std::int64_t c) {
+    math::AffineWeightGradCol(c, dy.data(), xhat.data(), rows, cols, dgamma.data(), dbeta.data());
+  });
+  ExpectClose(d_xhat.Host(), xhat, "xhat");
+  ExpectClose(d_rstd.Host(), rstd, "rstd");
+  ExpectClose(d_y.Host(), y, "y");
+  ExpectClose(d_dx.Host(), dx, "dx");
+  ExpectClose(d_dgamma.Host(), dgamma, "dgamma");
+  ExpectClose(d_dbeta.Host(), dbeta, "dbeta");
+}
+
+TEST_F(KernelsGpu, RmsNormMatchesTheHostMath) {
+  const int rows = 45, cols = 80;
+  const Floats x = Random(rows * cols, 8, -2, 2), gamma = Random(cols, 9);
+  const Floats dy = Random(rows * cols, 10), dgamma0 = Random(cols, 11);
+  DeviceArray<float> d_x(x), d_gamma(gamma), d_dy(dy), d_dgamma(dgamma0), d_y(x.size()),
+      d_rstd(rows), d_dx(x.size());
+  RmsNormForward(d_x.get(), d_gamma.get(), rows, cols, d_y.get(), d_rstd.get(), stream_);
+  RmsNormInputGrad(d_dy.get(), d_x.get(), d_rstd.get(), d_gamma.get(), rows, cols, d_dx.get(),
+                   false, stream_);
+  RmsNormWeightGrad(d_dy.get(), d_x.get(), d_rstd.get(), rows, cols, d_dgamma.get(), stream_);
+
+  Floats y(x.size()), rstd(rows), dx(x.size()), dgamma = dgamma0;
+  ForEachIndex(rows, [&](std::int64_t r) {
+    math::RmsNormForwardRow(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
+    math::RmsNormInputGradRow(r, dy.data(), x.data(), rstd.data(), gamma.data(), cols, dx.data(),
+                              false);
+  });
+  ForEachIndex(cols, [&](std::int64_t c) {
+    math::RmsNormWeightGradCol(c, dy.data(), x.data(), rstd.data(), rows, cols, dgamma.data());
+  });
+  ExpectClose(d_y.Host(), y, "y");
+  ExpectClose(d_rstd.Host(), rstd, "rstd");
+  ExpectClose(d_dx.Host(), dx, "dx");
+  ExpectClose(d_dgamma.Host(), dgamma, "dgamma");
+}
+
+TEST_F(KernelsGpu, ActivationsMatchTheHostMath) {
+  const int rows = 33, f = 70;
+  const std::int64_t n = std::int64_t{rows} * f;
+  const Floats x = Random(n, 12, -8, 8), dy = Random(n, 13), gate_up = Random(2 * n, 14, -6, 6);
+  DeviceArray<float> d_x(x), d_dy(dy), d_gate_up(gate_up), d_gelu(n), d_dgelu(n), d_swiglu(n),
+      d_dgate_up(2 * n);
+  GeluForward(d_x.get(), n, d_gelu.get(), stream_);
+  GeluInputGrad(d_dy.get(), d_x.get(), n, d_dgelu.get(), stream_);
+  SwiGluForward(d_gate_up.get(), rows, f, d_swiglu.get(), stream_);
+  SwiGluInputGrad(d_dy.get(), d_gate_up.get(), rows, f, d_dgate_up.get(), stream_);
+
+  Floats gelu(n), dgelu(n), swiglu(n), dgate_up(2 * n);
+  ForEachIndex(n, [&](std::int64_t i) {
+    math::GeluAt(i, x.data(), gelu.data());
+    math::GeluInputGradAt(i, dy.data(), x.data(), dgelu.data());
+    math::SwiGluAt(i, gate_up.data(), f, swiglu.data());
+    math::SwiGluInputGradAt(i, dy.data(), gate_up.data(), f, dgate_up.data());
+  });
+  ExpectClose(d_gelu.Host(), gelu, "gelu");
+  ExpectClose(d_dgelu.Host(), dgelu, "gelu dx");
+  ExpectClose(d_swiglu.Host(), swiglu, "swiglu");
+  ExpectClose(d_dgate_up.Host(), dgate_up, "swiglu dgate_up");
+}
+
+TEST_F(KernelsGpu, RopeMatchesTheHostMathAndInverts) {
+  const AttentionShape shape{2, 1500, 4, 2, 16};
+  const math::AttnDims s{2, 1500, 4, 2, 16};
+  const Floats qkv = Random(std::size_t{3000} * shape.qkv_cols(), 15);
+  DeviceArray<float> d_qkv(qkv), d_back(qkv);
+  RopeForward(d_qkv.get(), shape, 10000.0f, stream_);
+  RopeForward(d_back.get(), shape, 10000.0f, stream_);
+  RopeInputGrad(d_back.get(), shape, 10000.0f, stream_);
+  Floats rotated = qkv;
+  ForEachIndex(std::int64_t{3000} * 6 * 8,
+               [&](std::int64_t i) { math::RopeAt(i, rotated.data(), s, 10000.0f, false); });
+  ExpectClose(d_qkv.Host(), rotated, "rope");
+  ExpectClose(d_back.Host(), qkv, "inverse(rope)", 1e-6);
+}
+
+TEST_F(KernelsGpu, AttentionMatchesTheHostMath) {
+  for (const int kv_heads : {4, 2, 1}) {
+    SCOPED_TRACE(kv_heads);
+    const AttentionShape shape{3, 37, 4, kv_heads, 16};
+    const math::AttnDims s{3, 37, 4, kv_heads, 16};
+    const int rows = 3 * 37;
+    const std::int64_t query_rows = 3 * 4 * 37, key_rows = 3 * kv_heads * 37;
+    const Floats qkv = Random(std::size_t{1} * rows * shape.qkv_cols(), 16, -1.5f, 1.5f);
+    const Floats dout = Random(std::size_t{1} * rows * shape.out_cols(), 17);
+    DeviceArray<float> d_qkv(qkv), d_dout(dout), d_out(dout.size()), d_lse(query_rows),
+        d_dqkv(qkv.size()), d_delta(query_rows);
+    AttentionForward(d_qkv.get(), shape, d_out.get(), d_lse.get(), stream_);
+    AttentionInputGrad(d_dout.get(), d_qkv.get(), d_out.get(), d_lse.get(), shape, d_dqkv.get(),
+                       d_delta.get(), stream_);
+
+    Floats out(dout.size()), lse(query_rows), delta(query_rows), dqkv(qkv.size());
+    ForEachIndex(query_rows, [&](std::int64_t i) {
+      math::AttentionForwardAt(i, qkv.data(), s, out.data(), lse.data());
+    });
+    ForEachIndex(query_rows, [&](std::int64_t i) {
+      math::AttentionDeltaAt(i, dout.data(), out.data(), s, delta.data());
+      math::AttentionDqAt(i, dout.data(), qkv.data(), lse.data(), delta.data(), s, dqkv.data());
+    });
+    ForEachIndex(key_rows, [&](std::int64_t i) {
+      math::AttentionDkvAt(i, dout.data(), qkv.data(), lse.data(), delta.data(), s, dqkv.data());
+    });
+    ExpectClose(d_out.Host(), out, "out");
+    ExpectClose(d_lse.Host(), lse, "lse");
+    ExpectClose(d_dqkv.Host(), dqkv, "dqkv");
+  }
+}
+
+TEST_F(KernelsGpu, EmbeddingMatchesTheHostMathAndIsDeterministic) {
+  const int batch = 4, seq = 64, hidden = 48, vocab = 10;  // 256 tokens of 10 ids: long chains
+  Ints tokens(batch * seq);
+  std::mt19937 rng(18);
+  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % vocab);
+  const Floats wte = Random(vocab * hidden, 19), wpe = Random(seq * hidden, 20);
+  const Floats dy = Random(tokens.size() * hidden, 21);
+  const Floats dwte0 = Random(wte.size(), 22), dwpe0 = Random(wpe.size(), 23);
+  DeviceArray<std::int32_t> d_tokens(tokens);
+  DeviceArray<float> d_wte(wte), d_wpe(wpe), d_dy(dy), d_y(dy.size()), d_dwte(dwte0), d_dwpe(dwpe0),
+      d_dwte_again(dwte0);
+  EmbeddingForward(d_tokens.get(), d_wte.get(), d_wpe.get(), batch, seq, hidden, d_y.get(),
+                   stream_);
+  EmbeddingWeightGrad(d_dy.get(), d_tokens.get(), batch, seq, hidden, d_dwte.get(), d_dwpe.get(),
+                      stream_);
+  EmbeddingWeightGrad(d_dy.get(), d_tokens.get(), batch, seq, hidden, d_dwte_again.get(), nullptr,
+                      stream_);
+
+  const std::int64_t n = batch * seq;
+  Floats y(dy.size()), dwte = dwte0, dwpe = dwpe0;
+  Ints next(n), leader(n);
+  ForEachIndex(n * hidden, [&](std::int64_t i) {
+    math::EmbeddingAt(i, tokens.data(), wte.data(), wpe.data(), seq, hidden, y.data());
+  });
+  ForEachIndex(n, [&](std::int64_t t) {
+    math::EmbeddingChainAt(t, tokens.data(), n, next.data(), leader.data());
+  });
+  ForEachIndex(n * hidden, [&](std::int64_t i) {
+    math::EmbeddingWteGradAt(i, dy.data(), tokens.data(), hidden, next.data(), leader.data(),
+                             dwte.data());
+  });
+  ForEachIndex(seq * hidden, [&](std::int64_t i) {
+    math::EmbeddingWpeGradAt(i, dy.data(), batch, seq, hidden, dwpe.data());
+  });
+  EXPECT_EQ(d_y.Host(), y);  // additions only, in the host's order: bit for bit
+  EXPECT_EQ(d_dwte.Host(), dwte);
+  EXPECT_EQ(d_dwpe.Host(), dwpe);
+  EXPECT_EQ(d_dwte_again.Host(), dwte);  // the same again: no atomics
+}
+
+TEST_F(KernelsGpu, CrossEntropyMatchesTheHostMathInPlace) {
+  const int rows = 40, vocab = 1000;
+  Floats logits = Random(std::size_t{1} * rows * vocab, 24, -6, 6);
+  Ints targets(rows);
+  for (int r = 0; r < rows; ++r) targets[r] = (r * 37) % vocab;
+  DeviceArray<float> d_logits(logits), d_loss(rows);
+  DeviceArray<std::int32_t> d_targets(targets);
+  CrossEntropyForward(d_logits.get(), d_targets.get(), rows, vocab, d_loss.get(), stream_);
+  CrossEntropyInputGrad(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_logits.get(),
+                        stream_);
+  Floats loss(rows);
+  ForEachIndex(rows, [&](std::int64_t r) {
+    math::CrossEntropyRow(r, logits.data(), targets.data(), vocab, loss.data());
+    math::CrossEntropyInputGradRow(r, logits.data(), targets.data(), vocab, 0.25f, logits.data());
+  });
+  ExpectClose(d_loss.Host(), loss, "row loss");
+  ExpectClose(d_logits.Host(), logits, "dlogits");
+}
+
+TEST_F(KernelsGpu, ElementwiseMatchTheHostMath) {
+  const int rows = 129, cols = 75;
+  const std::int64_t n = std::int64_t{rows} * cols;
+  const Floats a = Random(n, 25), b = Random(n, 26), bias = Random(cols, 27),
+               dbias0 = Random(cols, 28);
+  DeviceArray<float> d_a(a), d_b(b), d_y(a), d_bias(bias), d_dbias(dbias0), d_sum(1);
+  DeviceArray<float> d_add(n);
+  DeviceArray<__nv_bfloat16> d_bf16(n);
+  AddBias(d_y.get(), d_bias.get(), rows, cols, stream_);
+  Axpy(-0.5f, d_b.get(), n, d_y.get(), stream_);
+  BiasGrad(d_a.get(), rows, cols, d_dbias.get(), stream_);
+  Add(d_a.get(), d_b.get(), n, d_add.get(), stream_);
+  Sum(d_a.get(), n, d_sum.get(), stream_);
+  CastToBf16(d_a.get(), n, d_bf16.get(), stream_);
+
+  Floats y = a, dbias = dbias0, add(n);
+  ForEachIndex(n, [&](std::int64_t i) {
+    math::AddBiasAt(i, bias.data(), cols, y.data());
+    math::AxpyAt(i, -0.5f, b.data(), y.data());
+    math::AddAt(i, a.data(), b.data(), add.data());
+  });
+  ForEachIndex(cols,
+               [&](std::int64_t c) { math::BiasGradCol(c, a.data(), rows, cols, dbias.data()); });
+  std::vector<double> partials(math::kSumThreads);
+  for (int i = 0; i < math::kSumThreads; ++i) partials[i] = math::SumPartialAt(i, a.data(), n);
+  ExpectClose(d_y.Host(), y, "bias then axpy");
+  ExpectClose(d_dbias.Host(), dbias, "dbias");
+  EXPECT_EQ(d_add.Host(), add);
+  EXPECT_EQ(d_sum.Host()[0], math::SumOfPartials(partials.data()));  // the same sums in double
+  const std::vector<__nv_bfloat16> bf16 = d_bf16.Host();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const __nv_bfloat16_raw raw = bf16[i];
+    ASSERT_EQ(raw.x, math::Bf16Bits(a[i])) << i;
+  }
+}
+
+TEST_F(KernelsGpu, AdamWStepsEveryTensorInOneLaunch) {
+  const std::vector<std::int64_t> sizes{0, 1000, 7, 0, 4096, 1};
+  std::vector<Floats> param, grad, m, v;
+  std::vector<std::unique_ptr<DeviceArray<float>>> device;
+  std::vector<AdamWTensor> tensors;
+  std::vector<math::AdamWSlice> slices;
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t n = sizes[k];
+    param.push_back(Random(n, 30 + k));
+    grad.push_back(Random(n, 40 + k));
+    m.push_back(Random(n, 50 + k, -0.1f, 0.1f));
+    v.push_back(Random(n, 60 + k, 0.0f, 0.01f));
+    for (const Floats* h : {&param[k], &grad[k], &m[k], &v[k]}) {
+      device.push_back(std::make_unique<DeviceArray<float>>(*h));
+    }
+    tensors.push_back({device[4 * k]->get(), device[4 * k + 1]->get(), device[4 * k + 2]->get(),
+                       device[4 * k + 3]->get(), sizes[k], k % 2 == 1});
+    slices.push_back({param[k].data(), grad[k].data(), m[k].data(), v[k].data(), total, sizes[k],
+                      k % 2 == 1 ? 1 : 0});
+    total += sizes[k];
+  }
+  const AdamWConfig config;
+  AdamWStep(tensors, config, 3, stream_);
+  const math::AdamWScalars s = math::MakeAdamWScalars(config.lr, config.beta1, config.beta2,
+                                                      config.eps, config.weight_decay, 3);
+  ForEachIndex(total, [&](std::int64_t i) {
+    math::AdamWAt(i, slices.data(), static_cast<int>(slices.size()), s);
+  });
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    SCOPED_TRACE(k);
+    ExpectClose(device[4 * k]->Host(), param[k], "param", 1e-6);
+    EXPECT_EQ(device[4 * k + 1]->Host(), grad[k]);  // gradients are left as they are
+    ExpectClose(device[4 * k + 2]->Host(), m[k], "m", 1e-6);
+    ExpectClose(device[4 * k + 3]->Host(), v[k], "v", 1e-6);
+  }
+}
+
+// Indices past 2^31: the grid-stride loop's 64-bit index reaches the last element.
+TEST_F(KernelsGpu, ElementwiseCoversMoreThanTwoBillionElements) {
+  const std::int64_t n = (std::int64_t{1} << 31) + 1000;
+  float *x = nullptr, *y = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(float)) != cudaSuccess)
+    GTEST_SKIP() << "8 GiB not available";
+  if (cudaMalloc(reinterpret_cast<void**>(&y), n * sizeof(float)) != cudaSuccess) {
+    cudaFree(x);
+    GTEST_SKIP() << "16 GiB not available";
+  }
+  PIPETTE_CUDA_CHECK(cudaMemset(x, 0, n * sizeof(float)));
+  PIPETTE_CUDA_CHECK(cudaMemset(y, 0, n * sizeof(float)));
+  const float one = 1.0f;
+  PIPETTE_CUDA_CHECK(cudaMemcpy(x + n - 1, &one, sizeof one, cudaMemcpyHostToDevice));
+  Axpy(3.0f, x, n, y, stream_);
+  float last = 0, before = -1;
+  PIPETTE_CUDA_CHECK(cudaDeviceSynchronize());
+  PIPETTE_CUDA_CHECK(cudaMemcpy(&last, y + n - 1, sizeof last, cudaMemcpyDeviceToHost));
+  PIPETTE_CUDA_CHECK(cudaMemcpy(&before, y + n - 2, sizeof before, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(last, 3.0f);
+  EXPECT_EQ(before, 0.0f);
+  cudaFree(x);
+  cudaFree(y);
+}
+
+}  // namespace
+}  // namespace pipette::cuda::kernels

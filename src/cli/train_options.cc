@@ -10,8 +10,9 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
       ->check(CLI::IsMember({"cpu"}));
   TrainOptions& t = o->train;
   cmd->add_option("--model", t.model,
-                  "tiny, tiny-tied, a GPT-style decoder preset (pipette models) or a model file "
-                  "(.toml) that is a GPT-style decoder chain")
+                  "tiny, tiny-tied, tiny-llama, tiny-llama-tied, a GPT- or Llama-style decoder "
+                  "preset (pipette models) or a model file (.toml) that is a GPT- or Llama-style "
+                  "decoder chain")
       ->capture_default_str()
       ->check(NonEmpty());
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")

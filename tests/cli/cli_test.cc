@@ -493,10 +493,13 @@ TEST(Train, TraceStepsBoundsTheRecordedEvents) {
 }
 
 TEST(Train, BadInputNamesTheOption) {
+  // A RoPE preset without a context length needs --seq-len.
   auto run = Pipette("train --model llama3-8b --no-db");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--model llama3-8b"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("RoPE"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--seq-len: model 'llama3-8b' uses rotary positions and gives no context "
+                         "length (max_positions); pass --seq-len"),
+            std::string::npos)
+      << run.err;
   run = Pipette("train --schedule nope --no-db");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("nope"), std::string::npos) << run.err;

@@ -15,6 +15,7 @@
 #include "cpu/gpt.h"
 #include "cpu/tensor.h"
 #include "pipette/engine/corpus.h"
+#include "pipette/model/decoder.h"
 #include "pipette/model/model_presets.h"
 
 namespace pipette::cpu {
@@ -303,6 +304,62 @@ TEST(LlamaModules, ParametersFollowTheConventions) {
     EXPECT_EQ(static_cast<int>(MakeModule(spec, layer, 5).value()->params().size()), count)
         << layer;  // nothing else: no biases, no position table
   }
+}
+
+std::int64_t Bytes(const Cache& cache) {
+  std::int64_t bytes = 0;
+  for (const Tensor& tensor : cache.saved) bytes += tensor.bytes();
+  return bytes;
+}
+
+// What the engine keeps per microbatch, layer by layer, against the model graph's formulas for
+// tiny-llama at 4 x 32 tokens: after F every layer keeps its activation_bytes, plus the fp32
+// 1/rms statistics (4 bytes a token) of each RMSNorm; the ids and labels live in the batch. From I
+// to W the graph counts the inputs of the weight GEMMs; the engine also keeps what W multiplies
+// them with, the output gradients, and each norm's xhat (the gamma gradient).
+TEST(LlamaMemory, EngineKeepsWhatTheGraphCountsPlusTheNormStatistics) {
+  const DecoderSpec& spec = *FindDecoderPreset("tiny-llama");
+  const std::int64_t b = 4, s = 32, t = b * s, h = spec.hidden, f = spec.ffn_hidden;
+  const std::int64_t kv = spec.kv_heads * (h / spec.heads), vocab = spec.vocab;
+  const ModelGraph graph = BuildDecoder(spec, Workload{b, s, DType::kFP32}).value();
+  const Batch batch = MakeBatch(spec.vocab, 0, b, s, 1.0f / t);
+  const std::vector<std::string> names = LayerNames(spec);
+  ASSERT_EQ(names.size(), graph.num_layers());
+  std::vector<std::unique_ptr<Module>> modules;
+  std::vector<Cache> caches(names.size());
+  std::vector<std::int64_t> after_f, after_i(names.size());
+  Tensor x;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    modules.push_back(MakeModule(spec, names[i], 1).value());
+    x = modules[i]->Forward(batch, std::move(x), caches[i]);
+    after_f.push_back(Bytes(caches[i]));
+  }
+  Tensor dy;
+  for (std::size_t i = names.size(); i-- > 0;) {
+    dy = modules[i]->InputGrad(batch, std::move(dy), caches[i]);
+    after_i[i] = Bytes(caches[i]);
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const Layer& layer = graph.layer(static_cast<LayerId>(i));
+    SCOPED_TRACE(layer.name);
+    ASSERT_EQ(layer.name, names[i]);
+    const std::string& type = layer.type;
+    const std::int64_t norm_stats =
+        type == "attention" || type == "mlp" || type == "norm" ? 4 * t : 0;
+    const std::int64_t in_batch = type == "embedding" || type == "loss" ? 4 * t : 0;
+    EXPECT_EQ(after_f[i], layer.activation_bytes + norm_stats - in_batch);
+    // Held from I to W beyond the graph's weight-GEMM inputs (the embedding's ids are the batch's).
+    std::int64_t extra = 0;
+    if (type == "attention") extra = 4 * t * (h + (h + 2 * kv) + h + h);  // dy, dqkv, da, xhat
+    if (type == "mlp") extra = 4 * t * (h + 2 * f + h + h);               // dy, dgate_up, da, xhat
+    if (type == "norm") extra = 4 * t * (h + h);                          // dy, xhat
+    if (type == "head") extra = 4 * t * vocab;                            // dlogits
+    if (type == "embedding") extra = 4 * t * h - 4 * t;  // dy, scattered by W; not the ids
+    EXPECT_EQ(after_i[i], layer.wgrad_input_bytes + extra);
+  }
+  // The closed forms, tiny-llama (h 64, kv width 32, f 128) at T = 128 tokens.
+  EXPECT_EQ(graph.layer(1).activation_bytes, 4 * t * (4 * h + 2 * kv) + 4 * b * 4 * s * s);
+  EXPECT_EQ(graph.layer(2).activation_bytes, 4 * t * (2 * h + 3 * f));
 }
 
 }  // namespace

@@ -204,7 +204,7 @@ TEST(Cli, ModelsAndClustersListThePresets) {
   CommandResult models = Pipette("models");
   EXPECT_EQ(models.exit_code, 0);
   for (const char* name : {"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b",
-                           "llama3-8b", "llama3-70b"}) {
+                           "llama3-8b", "llama3-70b", "tiny-llama", "tiny-llama-tied"}) {
     EXPECT_NE(models.out.find(std::string("  ") + name + " "), std::string::npos) << name;
   }
   CommandResult clusters = Pipette("clusters");

@@ -14,7 +14,8 @@ std::vector<GemmCall>* gemm_calls = nullptr;
 std::int64_t live_bytes = 0;
 std::int64_t peak_bytes = 0;
 
-constexpr float kLayerNormEps = 1e-5f;
+constexpr float kLayerNormEps = 1e-5f;  // LayerNorm and RMSNorm
+constexpr double kRopeTheta = 10000.0;
 
 }  // namespace
 
@@ -203,48 +204,171 @@ void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx) {
   }
 }
 
-void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs,
-                      Tensor& out) {
-  const int h = out.cols(), d = h / heads, ld = 3 * h;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int b = 0; b < batch; ++b) {
-    for (int j = 0; j < heads; ++j) {
-      const float* q = qkv.row(b * seq) + j * d;
-      const float* k = q + h;
-      const float* v = q + 2 * h;
-      float* p = probs.row((b * heads + j) * seq);
-      Gemm(false, true, seq, seq, d, scale, q, ld, k, ld, 0.0f, p, seq);
-      for (int r = 0; r < seq; ++r) {  // causal softmax of row r over columns 0..r
-        float* pr = p + static_cast<std::size_t>(r) * seq;
-        const float mx = *std::max_element(pr, pr + r + 1);
-        float sum = 0;
-        for (int c = 0; c <= r; ++c) sum += (pr[c] = std::exp(pr[c] - mx));
-        const float inv = 1.0f / sum;
-        for (int c = 0; c <= r; ++c) pr[c] *= inv;
-        std::fill(pr + r + 1, pr + seq, 0.0f);
+void RmsNormForward(const Tensor& x, const Tensor& gamma, Tensor& xhat, Tensor& rstd, Tensor& y) {
+  const int cols = x.cols();
+  for (int r = 0; r < x.rows(); ++r) {
+    const float* xr = x.row(r);
+    double sq = 0;
+    for (int c = 0; c < cols; ++c) sq += static_cast<double>(xr[c]) * xr[c];
+    const float s = static_cast<float>(1.0 / std::sqrt(sq / cols + kLayerNormEps));
+    float* hr = xhat.row(r);
+    float* yr = y.row(r);
+    for (int c = 0; c < cols; ++c) {
+      hr[c] = xr[c] * s;
+      yr[c] = hr[c] * gamma[c];
+    }
+    rstd[r] = s;
+  }
+}
+
+void RmsNormInputGrad(const Tensor& dy, const Tensor& xhat, const Tensor& rstd, const Tensor& gamma,
+                      Tensor& dx, bool accumulate) {
+  const int cols = dy.cols();
+  for (int r = 0; r < dy.rows(); ++r) {
+    const float* g = dy.row(r);
+    const float* h = xhat.row(r);
+    double dot = 0;  // of dxhat = dy * gamma and xhat
+    for (int c = 0; c < cols; ++c) dot += static_cast<double>(g[c]) * gamma[c] * h[c];
+    const float mean_dot = static_cast<float>(dot / cols);
+    float* out = dx.row(r);
+    for (int c = 0; c < cols; ++c) {
+      const float v = rstd[r] * (g[c] * gamma[c] - h[c] * mean_dot);
+      out[c] = accumulate ? out[c] + v : v;
+    }
+  }
+}
+
+void RmsNormWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma) {
+  const int cols = dy.cols();
+  for (int r = 0; r < dy.rows(); ++r) {
+    const float* g = dy.row(r);
+    const float* h = xhat.row(r);
+    for (int c = 0; c < cols; ++c) dgamma[c] += g[c] * h[c];
+  }
+}
+
+void Rope(Tensor& qkv, int seq, int heads, int kv_heads, bool inverse) {
+  const int d = qkv.cols() / (heads + 2 * kv_heads), half = d / 2;
+  // cos and sin of every (position, pair), computed in double: angle t * theta^(-2i/d).
+  std::vector<float> cos_table(static_cast<std::size_t>(seq) * half);
+  std::vector<float> sin_table(cos_table.size());
+  for (int t = 0; t < seq; ++t) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = t * std::pow(kRopeTheta, -2.0 * i / d);
+      cos_table[static_cast<std::size_t>(t) * half + i] = static_cast<float>(std::cos(angle));
+      sin_table[static_cast<std::size_t>(t) * half + i] =
+          static_cast<float>((inverse ? -1 : 1) * std::sin(angle));
+    }
+  }
+  for (int r = 0; r < qkv.rows(); ++r) {
+    const float* cs = cos_table.data() + static_cast<std::size_t>(r % seq) * half;
+    const float* sn = sin_table.data() + static_cast<std::size_t>(r % seq) * half;
+    float* row = qkv.row(r);
+    for (int j = 0; j < heads + kv_heads; ++j) {  // the q heads, then the k heads
+      float* x = row + j * d;
+      for (int i = 0; i < half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a * cs[i] - b * sn[i];
+        x[i + half] = b * cs[i] + a * sn[i];
       }
-      Gemm(false, false, seq, d, seq, 1.0f, p, seq, v, ld, 0.0f, out.row(b * seq) + j * d, h);
+    }
+  }
+}
+
+void SwigluForward(const Tensor& gate_up, Tensor& y) {
+  const int f = y.cols();
+  for (int r = 0; r < y.rows(); ++r) {
+    const float* g = gate_up.row(r);
+    const float* u = g + f;
+    float* out = y.row(r);
+    for (int c = 0; c < f; ++c) out[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+  }
+}
+
+void SwigluInputGrad(const Tensor& dy, const Tensor& gate_up, Tensor& dgate_up) {
+  const int f = dy.cols();
+  for (int r = 0; r < dy.rows(); ++r) {
+    const float* g = gate_up.row(r);
+    const float* u = g + f;
+    const float* dyr = dy.row(r);
+    float* dg = dgate_up.row(r);
+    float* du = dg + f;
+    for (int c = 0; c < f; ++c) {
+      const float s = 1.0f / (1.0f + std::exp(-g[c]));
+      du[c] = dyr[c] * g[c] * s;
+      dg[c] = dyr[c] * u[c] * s * (1.0f + g[c] * (1.0f - s));  // silu'(g) = s (1 + g (1 - s))
+    }
+  }
+}
+
+namespace {
+
+// Where the heads of a (heads + 2*kv_heads)*d wide qkv row start.
+struct QkvLayout {
+  int d, ld, k_offset, v_offset, group;
+  QkvLayout(int cols, int heads, int kv_heads)
+      : d(cols / (heads + 2 * kv_heads)),
+        ld(cols),
+        k_offset(heads * d),
+        v_offset((heads + kv_heads) * d),
+        group(heads / kv_heads) {}
+  int q(int j) const { return j * d; }
+  int k(int j) const { return k_offset + (j / group) * d; }  // the kv head of query head j
+  int v(int j) const { return v_offset + (j / group) * d; }
+};
+
+// Softmax of each row r of the seq x seq scores over columns 0..r, zero above the diagonal.
+void CausalSoftmax(float* p, int seq) {
+  for (int r = 0; r < seq; ++r) {
+    float* pr = p + static_cast<std::size_t>(r) * seq;
+    const float mx = *std::max_element(pr, pr + r + 1);
+    float sum = 0;
+    for (int c = 0; c <= r; ++c) sum += (pr[c] = std::exp(pr[c] - mx));
+    const float inv = 1.0f / sum;
+    for (int c = 0; c <= r; ++c) pr[c] *= inv;
+    std::fill(pr + r + 1, pr + seq, 0.0f);
+  }
+}
+
+}  // namespace
+
+void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, int kv_heads, Tensor& probs,
+                      Tensor& out) {
+  const QkvLayout l(qkv.cols(), heads, kv_heads);
+  const int h = out.cols();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(l.d));
+  for (int b = 0; b < batch; ++b) {
+    const float* row = qkv.row(b * seq);
+    for (int j = 0; j < heads; ++j) {
+      float* p = probs.row((b * heads + j) * seq);
+      Gemm(false, true, seq, seq, l.d, scale, row + l.q(j), l.ld, row + l.k(j), l.ld, 0.0f, p, seq);
+      CausalSoftmax(p, seq);
+      Gemm(false, false, seq, l.d, seq, 1.0f, p, seq, row + l.v(j), l.ld, 0.0f,
+           out.row(b * seq) + j * l.d, h);
     }
   }
 }
 
 void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& probs, int batch,
-                        int seq, int heads, Tensor& dqkv) {
-  const int h = dout.cols(), d = h / heads, ld = 3 * h;
+                        int seq, int heads, int kv_heads, Tensor& dqkv) {
+  const QkvLayout l(qkv.cols(), heads, kv_heads);
+  const int h = dout.cols(), d = l.d, ld = l.ld;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   Tensor dp(seq, seq);
   for (int b = 0; b < batch; ++b) {
+    const float* row = qkv.row(b * seq);
+    float* drow = dqkv.row(b * seq);
     for (int j = 0; j < heads; ++j) {
-      const float* q = qkv.row(b * seq) + j * d;
-      const float* k = q + h;
-      const float* v = q + 2 * h;
+      const float* q = row + l.q(j);
+      const float* k = row + l.k(j);
+      const float* v = row + l.v(j);
       const float* p = probs.row((b * heads + j) * seq);
       const float* g = dout.row(b * seq) + j * d;
-      float* dq = dqkv.row(b * seq) + j * d;
-      float* dk = dq + h;
-      float* dv = dq + 2 * h;
+      // The first query head of a group writes its kv head's gradients, the others add to them.
+      const float beta_kv = j % l.group == 0 ? 0.0f : 1.0f;
       Gemm(false, true, seq, seq, d, 1.0f, g, h, v, ld, 0.0f, dp.data(), seq);  // dP = dO V^T
-      Gemm(true, false, seq, d, seq, 1.0f, p, seq, g, h, 0.0f, dv, ld);         // dV = P^T dO
+      Gemm(true, false, seq, d, seq, 1.0f, p, seq, g, h, beta_kv, drow + l.v(j),
+           ld);                        // dV = P^T dO
       for (int r = 0; r < seq; ++r) {  // dS = P * (dP - rowsum(P * dP)), in place in dp
         const float* pr = p + static_cast<std::size_t>(r) * seq;
         float* gr = dp.row(r);
@@ -253,8 +377,10 @@ void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& pro
         for (int c = 0; c <= r; ++c) gr[c] = pr[c] * (gr[c] - dot);
         std::fill(gr + r + 1, gr + seq, 0.0f);
       }
-      Gemm(false, false, seq, d, seq, scale, dp.data(), seq, k, ld, 0.0f, dq, ld);  // dQ = dS K
-      Gemm(true, false, seq, d, seq, scale, dp.data(), seq, q, ld, 0.0f, dk, ld);   // dK = dS^T Q
+      Gemm(false, false, seq, d, seq, scale, dp.data(), seq, k, ld, 0.0f, drow + l.q(j),
+           ld);  // dQ = dS K
+      Gemm(true, false, seq, d, seq, scale, dp.data(), seq, q, ld, beta_kv, drow + l.k(j),
+           ld);  // dK = dS^T Q
     }
   }
 }

@@ -1,5 +1,6 @@
 // Tensor and the dense kernels of the CPU engine: row-major fp32 matrices, GEMM through OpenBLAS
-// (cblas_sgemm) and the elementwise pieces of a GPT block (LayerNorm, GELU, causal softmax).
+// (cblas_sgemm) and the elementwise pieces of a GPT block (LayerNorm, GELU, causal softmax) and of
+// a Llama block (RMSNorm, RoPE, SwiGLU, grouped-query attention).
 //
 // A Tensor is a move-only rows x cols matrix. Every allocation is counted by a process-wide meter
 // (LiveTensorBytes, PeakTensorBytes), which is how the engine measures each rank's memory. The
@@ -94,12 +95,41 @@ void AffineWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma, Tens
 void GeluForward(const Tensor& x, Tensor& y);
 void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx);
 
-// Causal multi-head self-attention over `batch` sequences of `seq` tokens. qkv: (batch*seq) x 3h
-// with q, k, v in column blocks of h, head j in columns j*d..(j+1)*d of each block. probs:
-// (batch*heads*seq) x seq softmax probabilities (zero above the diagonal); out: (batch*seq) x h.
-void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, Tensor& probs, Tensor& out);
-// dqkv = the gradient of qkv for dout, given the forward's qkv and probs.
+// RMSNorm (Llama): rstd = 1/sqrt(mean(x^2) + eps), xhat = x * rstd, y = xhat * gamma, eps 1e-5.
+// xhat, y: same shape as x; rstd: rows x 1; gamma: 1 x cols.
+void RmsNormForward(const Tensor& x, const Tensor& gamma, Tensor& xhat, Tensor& rstd, Tensor& y);
+// dx (+)= RMSNorm input gradient for the output gradient dy: rstd * (dxhat - xhat *
+// mean(dxhat * xhat)) with dxhat = dy * gamma (accumulates into dx when `accumulate`).
+void RmsNormInputGrad(const Tensor& dy, const Tensor& xhat, const Tensor& rstd, const Tensor& gamma,
+                      Tensor& dx, bool accumulate);
+// dgamma += sum over rows of dy * xhat.
+void RmsNormWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma);
+
+// Rotary position embedding, HF "rotate half", theta 10000, in place on the q and k column blocks
+// of a (batch*seq) x (heads + 2*kv_heads)*d qkv tensor (layout of AttentionForward). Row r is
+// position r % seq. For i < d/2 the pair (i, i + d/2) of every q and k head rotates by angle
+// t * theta^(-2i/d): x'[i] = x[i] cos - x[i+d/2] sin, x'[i+d/2] = x[i+d/2] cos + x[i] sin.
+// `inverse` rotates by the negative angle: the backward of the forward rotation (it is
+// orthogonal), applied to dq and dk. REQUIRES: d even.
+void Rope(Tensor& qkv, int seq, int heads, int kv_heads, bool inverse);
+
+// SwiGLU: gate_up is n x 2f (columns 0..f-1 the gate g, f..2f-1 the up projection u);
+// y = silu(g) * u (n x f), silu(a) = a / (1 + exp(-a)).
+void SwigluForward(const Tensor& gate_up, Tensor& y);
+// dgate_up (n x 2f) for dy (n x f): dg = dy * u * silu'(g), du = dy * silu(g).
+void SwigluInputGrad(const Tensor& dy, const Tensor& gate_up, Tensor& dgate_up);
+
+// Causal self-attention with grouped-query heads over `batch` sequences of `seq` tokens, scale
+// 1/sqrt(d). qkv: (batch*seq) x (heads + 2*kv_heads)*d with column blocks q (heads*d), k
+// (kv_heads*d), v (kv_heads*d), head j in columns j*d..(j+1)*d of its block; query head j uses
+// kv head j / (heads / kv_heads). kv_heads == heads is GPT's multi-head attention (q, k, v in
+// column blocks of h). probs: (batch*heads*seq) x seq softmax probabilities (zero above the
+// diagonal); out: (batch*seq) x heads*d. REQUIRES: heads % kv_heads == 0.
+void AttentionForward(const Tensor& qkv, int batch, int seq, int heads, int kv_heads, Tensor& probs,
+                      Tensor& out);
+// dqkv = the gradient of qkv for dout, given the forward's qkv and probs (dk, dv summed over the
+// query heads of each group).
 void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& probs, int batch,
-                        int seq, int heads, Tensor& dqkv);
+                        int seq, int heads, int kv_heads, Tensor& dqkv);
 
 }  // namespace pipette::cpu

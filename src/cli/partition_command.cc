@@ -178,10 +178,10 @@ int Run(PartitionOptions o) {
 }
 
 int ListModelsCommand() {
-  fmt::print("# {:<14} {:<10} {:>14} {:>14}  {}\n", "name", "kind", "params", "published",
+  fmt::print("# {:<16} {:<10} {:>14} {:>14}  {}\n", "name", "kind", "params", "published",
              "source");
   for (const ModelListing& m : ListModels()) {
-    fmt::print("  {:<14} {:<10} {:>14} {:>14}  {}\n", m.name, m.kind, m.params,
+    fmt::print("  {:<16} {:<10} {:>14} {:>14}  {}\n", m.name, m.kind, m.params,
                m.published_params > 0 ? std::to_string(m.published_params) : "-", m.source);
   }
   return kExitOk;

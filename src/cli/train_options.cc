@@ -12,8 +12,9 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
       ->check(CLI::IsMember({"cpu", "cuda"}));
   TrainOptions& t = o->train;
   cmd->add_option("--model", t.model,
-                  "tiny, tiny-tied, a GPT- or Llama-style decoder preset (pipette models) or a "
-                  "model file (.toml) that is such a decoder chain")
+                  "tiny, tiny-tied, tiny-llama, tiny-llama-tied, a GPT- or Llama-style decoder "
+                  "preset (pipette models) or a model file (.toml) that is a GPT- or Llama-style "
+                  "decoder chain")
       ->capture_default_str()
       ->check(NonEmpty());
   cmd->add_option("--schedule", t.schedule, "Schedule name (pipette schedule --list) or csv:FILE")
@@ -57,7 +58,8 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_flag("--virtual-ranks", t.virtual_ranks,
                 "cuda: run every pipeline rank in this one process on one GPU (no mpirun; "
-                "--dp 1), transfers as device-to-device copies");
+                "--dp 1), transfers as device-to-device copies")
+      ->capture_default_str();
   cmd->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

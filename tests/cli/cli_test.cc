@@ -204,7 +204,7 @@ TEST(Cli, ModelsAndClustersListThePresets) {
   CommandResult models = Pipette("models");
   EXPECT_EQ(models.exit_code, 0);
   for (const char* name : {"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b",
-                           "llama3-8b", "llama3-70b"}) {
+                           "llama3-8b", "llama3-70b", "tiny-llama", "tiny-llama-tied"}) {
     EXPECT_NE(models.out.find(std::string("  ") + name + " "), std::string::npos) << name;
   }
   CommandResult clusters = Pipette("clusters");
@@ -493,10 +493,13 @@ TEST(Train, TraceStepsBoundsTheRecordedEvents) {
 }
 
 TEST(Train, BadInputNamesTheOption) {
+  // A RoPE preset without a context length needs --seq-len.
   auto run = Pipette("train --model llama3-8b --no-db");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--model llama3-8b"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("RoPE"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--seq-len: model 'llama3-8b' uses rotary positions and gives no context "
+                         "length (max_positions); pass --seq-len"),
+            std::string::npos)
+      << run.err;
   run = Pipette("train --schedule nope --no-db");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("nope"), std::string::npos) << run.err;

@@ -1,6 +1,7 @@
-// The CPU engine's math: every parameter gradient of the GPT modules against central finite
-// differences of the loss, the I/W split against the full backward, and initialisation that does
-// not depend on how the model is cut.
+// The CPU engine's math: every parameter gradient of the GPT and the Llama models against central
+// finite differences of the loss, the I/W split against the full backward, and initialisation
+// that does not depend on how the model is cut. (The Llama kernels and modules alone:
+// llama_test.cc.)
 #include "cpu/gpt.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "cpu/param_set.h"
 #include "pipette/engine/corpus.h"
 #include "pipette/engine/train_plan.h"
+#include "pipette/model/model_presets.h"
 
 namespace pipette::cpu {
 namespace {
@@ -22,6 +24,20 @@ DecoderSpec SmallSpec(bool tied) {
   spec.heads = 2;
   spec.kv_heads = 2;
   spec.ffn_hidden = 32;
+  spec.vocab = 11;
+  spec.max_positions = 8;
+  spec.tied_embeddings = tied;
+  return spec;
+}
+
+// tiny-llama scaled down: 2 blocks of width 16, 4 query heads sharing 2 kv heads, SwiGLU 24.
+DecoderSpec SmallLlamaSpec(bool tied) {
+  DecoderSpec spec = *FindDecoderPreset("tiny-llama");
+  spec.layers = 2;
+  spec.hidden = 16;
+  spec.heads = 4;
+  spec.kv_heads = 2;
+  spec.ffn_hidden = 24;
   spec.vocab = 11;
   spec.max_positions = 8;
   spec.tied_embeddings = tied;
@@ -44,11 +60,21 @@ double Loss(ModuleChain& model, const Batch& batch) {
 
 // For every parameter tensor: the directional derivative along a random direction inside that
 // tensor, by central differences of the loss, against the analytic gradient's projection.
-void CheckGradients(bool tied) {
-  const DecoderSpec spec = SmallSpec(tied);
+// `perturb` > 0 adds N(0, perturb^2) to every weight (every copy alike) first, so that attention
+// is far from uniform and the q and k paths carry gradients the tolerance can see.
+void CheckGradients(const DecoderSpec& spec, float perturb = 0) {
   ModuleChain model = WholeModel(spec, 7);
   ParamSet params;
   params.Add(model);
+  std::mt19937 init_rng(11);
+  std::normal_distribution<float> init(0.0f, perturb);
+  for (auto& [name, entry] : params.entries()) {
+    if (perturb == 0) break;
+    for (std::size_t i = 0; i < entry.copies.front()->value.size(); ++i) {
+      const float delta = init(init_rng);
+      for (Param* copy : entry.copies) copy->value[i] += delta;
+    }
+  }
   const Batch batch = MakeBatch(spec.vocab, 0, 3, 8, 1.0f / 24);  // 3 x 8 tokens, mean loss
   std::vector<Cache> caches;
   model.Forward(batch, Tensor(), caches);
@@ -88,12 +114,21 @@ void CheckGradients(bool tied) {
   }
 }
 
-TEST(GptGradients, MatchFiniteDifferencesForEveryParameter) { CheckGradients(false); }
+TEST(GptGradients, MatchFiniteDifferencesForEveryParameter) { CheckGradients(SmallSpec(false)); }
 
-TEST(GptGradients, TiedHeadSumsBothUsesOfTheTable) { CheckGradients(true); }
+TEST(GptGradients, TiedHeadSumsBothUsesOfTheTable) { CheckGradients(SmallSpec(true)); }
 
-TEST(GptGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
-  const DecoderSpec spec = SmallSpec(false);
+TEST(LlamaGradients, MatchFiniteDifferencesForEveryParameter) {
+  CheckGradients(SmallLlamaSpec(false));
+  CheckGradients(SmallLlamaSpec(false), 0.3f);
+}
+
+TEST(LlamaGradients, TiedHeadSumsBothUsesOfTheTable) {
+  CheckGradients(SmallLlamaSpec(true));
+  CheckGradients(SmallLlamaSpec(true), 0.3f);
+}
+
+void CheckInputThenWeightEqualsFullBackward(const DecoderSpec& spec) {
   const Batch batch = MakeBatch(spec.vocab, 5, 2, 8, 1.0f / 16);
   ModuleChain a = WholeModel(spec, 1);
   ModuleChain b = WholeModel(spec, 1);
@@ -116,6 +151,14 @@ TEST(GptGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
       }
     }
   }
+}
+
+TEST(GptGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
+  CheckInputThenWeightEqualsFullBackward(SmallSpec(false));
+}
+
+TEST(LlamaGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
+  CheckInputThenWeightEqualsFullBackward(SmallLlamaSpec(false));
 }
 
 TEST(GptInit, DependsOnSeedAndNameOnly) {
@@ -142,13 +185,61 @@ TEST(GptModules, UnknownLayerIsAnError) {
 }
 
 TEST(GptModules, RejectsArchitecturesTheEngineDoesNotImplement) {
-  DecoderSpec llama = TinyDecoder();
-  llama.name = "llamaish";
-  llama.learned_positions = false;
-  const Status status = CheckTrainable(llama);
+  DecoderSpec mixed = TinyDecoder();  // GPT-style but with RoPE
+  mixed.name = "llamaish";
+  mixed.learned_positions = false;
+  Status status = CheckTrainable(mixed);
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("RoPE"), std::string::npos);
+  EXPECT_EQ(status.message(),
+            "--model llamaish: the real engines (cpu, cuda) train GPT-style decoders (learned "
+            "positions, LayerNorm with biases, GELU MLP) and Llama-style ones (rotary positions "
+            "(RoPE), RMSNorm without biases, SwiGLU MLP); this model mixes them: rotary positions "
+            "(RoPE), LayerNorm with biases, GELU MLP");
+  DecoderSpec gqa = TinyDecoder();
+  gqa.kv_heads = 2;
+  status = CheckTrainable(gqa);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("kv_heads 2, heads 4"), std::string::npos) << status.message();
+  DecoderSpec odd = *FindDecoderPreset("tiny-llama");
+  odd.hidden = 12;
+  odd.heads = 4;  // heads of width 3: RoPE needs pairs
+  odd.kv_heads = 4;
+  status = CheckTrainable(odd);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("hidden/heads = 3"), std::string::npos) << status.message();
   EXPECT_TRUE(CheckTrainable(TinyDecoder()).ok());
+}
+
+// Llama-style decoders train: RoPE, RMSNorm without biases, SwiGLU, grouped-query attention.
+TEST(LlamaModules, CheckTrainableAcceptsLlamaStyleDecoders) {
+  for (const char* name :
+       {"tiny-llama", "tiny-llama-tied", "llama2-7b", "llama3-8b", "llama3.2-1b"}) {
+    EXPECT_TRUE(CheckTrainable(*FindDecoderPreset(name)).ok()) << name;
+  }
+}
+
+// A RoPE model's max_positions is its context: the default --seq-len and its bound; a RoPE model
+// with none (llama2-7b) needs --seq-len.
+TEST(LlamaModules, PlanTakesTheSequenceLengthFromTheContextOrSeqLen) {
+  TrainOptions options;
+  options.model = "tiny-llama";
+  options.p = 2;
+  Result<TrainPlan> plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->seq_len, 32);
+  EXPECT_EQ(plan->spec.kv_heads, 2);
+  options.seq_len = 33;
+  EXPECT_EQ(PlanTraining(options).status().message(),
+            "model 'tiny-llama' has 32 positions: --seq-len 33: must be in [1, 32]");
+  options.model = "llama2-7b";
+  options.seq_len = 0;
+  EXPECT_EQ(PlanTraining(options).status().message(),
+            "--seq-len: model 'llama2-7b' uses rotary positions and gives no context length "
+            "(max_positions); pass --seq-len");
+  options.seq_len = 16;
+  plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->seq_len, 16);
 }
 
 }  // namespace

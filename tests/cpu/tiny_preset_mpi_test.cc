@@ -27,7 +27,7 @@ nlohmann::json TrainJson(const std::string& args) {
 }
 
 TEST(TinyPreset, TrainReportsTheModelLayersParameterCount) {
-  for (const std::string model : {"tiny", "tiny-tied"}) {
+  for (const std::string model : {"tiny", "tiny-tied", "tiny-llama", "tiny-llama-tied"}) {
     Result<ModelGraph> graph = MakeModel(model, Workload{4, 32, DType::kFP32});
     ASSERT_TRUE(graph.ok()) << graph.status().message();
     const nlohmann::json json = TrainJson("--model " + model);
@@ -36,6 +36,7 @@ TEST(TinyPreset, TrainReportsTheModelLayersParameterCount) {
   }
   // The hand count of tests/model/model_presets_test.cc.
   EXPECT_EQ(MakeModel("tiny", Workload{1, 1, DType::kFP32})->TotalParams(), 210'304);
+  EXPECT_EQ(MakeModel("tiny-llama", Workload{1, 1, DType::kFP32})->TotalParams(), 156'224);
 }
 
 }  // namespace

@@ -111,6 +111,27 @@ std::vector<Case> AllCases() {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, Equivalence, ::testing::ValuesIn(AllCases()), Name);
 
+// The Llama block (RoPE, RMSNorm, SwiGLU, grouped-query attention): every schedule on 2 and 4
+// ranks within the same tolerance as GPT, and interleaving, data parallelism, a tied head and a
+// Llama-style model file.
+std::vector<Case> LlamaCases() {
+  std::vector<Case> cases;
+  for (const Case& c : AllCases()) {
+    if (c.args == "-p 2 -m 4" || c.args == "-p 4 -m 8") {
+      cases.push_back({c.schedule, c.np, c.args + " --model tiny-llama"});
+    }
+  }
+  cases.push_back({"interleaved-1f1b", 2, "-p 2 -v 3 -m 6 --model tiny-llama"});
+  cases.push_back({"zb-h1", 4, "-p 2 --dp 2 -m 4 --model tiny-llama"});
+  cases.push_back({"zbv", 4, "-p 2 --dp 2 -m 4 --model tiny-llama-tied"});
+  cases.push_back({"dualpipe-v", 2, "-p 2 -m 4 --model tiny-llama-tied"});
+  cases.push_back(
+      {"1f1b", 2, "-p 2 -m 4 --seq-len 16 --model " PIPETTE_MODEL_DATA_DIR "/llama-small.toml"});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Llama, Equivalence, ::testing::ValuesIn(LlamaCases()), Name);
+
 std::string FaultyRun(const std::string& fault, const std::string& args) {
   return "PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=" + fault + " " + Launcher() + " -np 2 " +
          PIPETTE_BINARY + " train " + args;

@@ -112,6 +112,82 @@ TEST(ModelFile, APresetsGraphGivesBackItsSpec) {
   }
 }
 
+TEST(ModelFile, LlamaChainBecomesADecoderSpec) {
+  const auto spec = DecoderFromModelFile(kDir + "/llama-small.toml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->name, "llama-small");
+  EXPECT_EQ(spec->layers, 2);
+  EXPECT_EQ(spec->hidden, 32);
+  EXPECT_EQ(spec->heads, 4);
+  EXPECT_EQ(spec->kv_heads, 2);
+  EXPECT_EQ(spec->ffn_hidden, 64);
+  EXPECT_EQ(spec->vocab, 64);
+  EXPECT_EQ(spec->max_positions, 0);  // RoPE: the file gives no context length
+  EXPECT_FALSE(spec->learned_positions);
+  EXPECT_FALSE(spec->bias);
+  EXPECT_TRUE(spec->gated_mlp);
+  TrainOptions options;
+  options.model = kDir + "/llama-small.toml";
+  options.p = 2;
+  EXPECT_EQ(PlanTraining(options).status().message(),
+            "--seq-len: model 'llama-small' uses rotary positions and gives no context length "
+            "(max_positions); pass --seq-len");
+  options.seq_len = 16;
+  const auto plan = PlanTraining(options);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->seq_len, 16);
+  EXPECT_EQ(plan->piece_layers.size(), 2u);
+}
+
+// A chain mixing the two styles is refused at the first layer of the other style.
+TEST(ModelFile, AMixedChainIsRefusedAtTheLayerOfTheOtherStyle) {
+  std::ifstream in(kDir + "/llama-small.toml");
+  const std::string original((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  const std::string path = ::testing::TempDir() + "mixed.toml";
+  auto refused = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return DecoderFromModelFile(path).status().message();
+  };
+  std::string text = original;
+  text.replace(text.rfind("ffn_hidden = 64\ngated = true"), 28, "ffn_hidden = 64");
+  EXPECT_NE(refused(text).find("layer 'block1.mlp' (mlp) is not gated in a Llama-style chain"),
+            std::string::npos)
+      << refused(text);
+  text = original;
+  text.replace(text.find("hidden = 32\n\n[[layer]]\nname = \"head\""), 11,
+               "hidden = 32\nbias = true");
+  EXPECT_NE(refused(text).find("layer 'final_norm' (norm) is LayerNorm (bias = true) in a "
+                               "Llama-style chain"),
+            std::string::npos)
+      << refused(text);
+  text = original;
+  text.replace(text.find("vocab = 64\nhidden = 32"), 22, "vocab = 64\nhidden = 32\npositions = 16");
+  EXPECT_NE(refused(text).find("layer 'block0.attn' (attention) has no biases in a GPT-style "
+                               "chain (the embedding has positions)"),
+            std::string::npos)
+      << refused(text);
+}
+
+TEST(ModelFile, ALlamaPresetsGraphGivesBackItsSpec) {
+  const DecoderSpec& spec = *FindDecoderPreset("tiny-llama-tied");
+  Result<ModelGraph> graph = BuildDecoder(spec, Workload{2, 8, DType::kFP32});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  Result<DecoderSpec> read = DecoderFromGraph(*graph, "preset");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->layers, spec.layers);
+  EXPECT_EQ(read->hidden, spec.hidden);
+  EXPECT_EQ(read->heads, spec.heads);
+  EXPECT_EQ(read->kv_heads, spec.kv_heads);
+  EXPECT_EQ(read->ffn_hidden, spec.ffn_hidden);
+  EXPECT_EQ(read->vocab, spec.vocab);
+  EXPECT_TRUE(read->tied_embeddings);
+  EXPECT_FALSE(read->bias);
+  EXPECT_FALSE(read->learned_positions);
+  EXPECT_TRUE(read->gated_mlp);
+  EXPECT_EQ(read->max_positions, 0);  // the graph has no table to read a context from
+}
+
 TEST(ModelFile, ABranchingGraphIsRefusedAtTheLayerThatJoins) {
   Result<ModelGraph> graph = BuildDecoder(*FindDecoderPreset("tiny"), Workload{2, 8, DType::kFP32});
   ASSERT_TRUE(graph.ok()) << graph.status().message();

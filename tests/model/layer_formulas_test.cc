@@ -20,13 +20,15 @@ TEST(LayerFormulas, AttentionCountsEveryMatrixAndTheFullScoreSquare) {
   EXPECT_DOUBLE_EQ(layer.fwd_flops, qkv + out + 2 * scores);
   EXPECT_DOUBLE_EQ(layer.wgrad_flops, qkv + out);
   EXPECT_DOUBLE_EQ(layer.igrad_flops, qkv + out + 4 * scores);
-  // 4 bytes × 16 tokens × (4·16 + 2·8) + 16·16 mask + 9 × b·a·s² scores.
-  EXPECT_EQ(layer.activation_bytes, 4 * 16 * (4 * 16 + 2 * 8) + 16 * 16 + 9 * (2 * 4 * 8 * 8));
+  // 4 bytes × 16 tokens × (4·16 + 2·8) + 4 × b·a·s² softmax outputs (no dropout without biases).
+  EXPECT_EQ(layer.activation_bytes, 4 * 16 * (4 * 16 + 2 * 8) + 4 * (2 * 4 * 8 * 8));
   EXPECT_EQ(layer.output_bytes, 4 * 16 * 16);
   EXPECT_EQ(layer.tp_allreduce_bytes, 4 * 16 * 16);
 
   const Layer biased = AttentionLayer("attn", AttentionShape{16, 4, 2, true}, kTokens);
   EXPECT_EQ(biased.params - layer.params, 16 /* LayerNorm bias */ + 16 + 8 + 8 + 16);
+  // GPT-style: + 16·16 output dropout mask + 5 × b·a·s² (dropout output and mask per score).
+  EXPECT_EQ(biased.activation_bytes, 4 * 16 * (4 * 16 + 2 * 8) + 16 * 16 + 9 * (2 * 4 * 8 * 8));
 }
 
 TEST(LayerFormulas, MlpHasTwoOrThreeMatrices) {
@@ -38,7 +40,7 @@ TEST(LayerFormulas, MlpHasTwoOrThreeMatrices) {
   const Layer swiglu = MlpLayer("mlp", MlpShape{16, 64, true, false}, kTokens);
   EXPECT_EQ(swiglu.params, 16 + 3 * 16 * 64);
   EXPECT_DOUBLE_EQ(swiglu.fwd_flops, 3 * (2.0 * 16 * 16 * 64));
-  EXPECT_EQ(swiglu.activation_bytes, 4 * 16 * (2 * 16 + 3 * 64) + 16 * 16);
+  EXPECT_EQ(swiglu.activation_bytes, 4 * 16 * (2 * 16 + 3 * 64));  // no dropout mask
 }
 
 TEST(LayerFormulas, EmbeddingNormHeadAndLossAreMostlyMemory) {

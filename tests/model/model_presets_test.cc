@@ -18,7 +18,7 @@ std::int64_t ParamsOf(const DecoderSpec& spec) {
 }
 
 TEST(ModelPresets, EveryPublishedDecoderIsWithinOnePercentOfItsPublishedCount) {
-  ASSERT_EQ(DecoderPresets().size(), 10u);
+  ASSERT_EQ(DecoderPresets().size(), 12u);
   for (const DecoderSpec& spec : DecoderPresets()) {
     // The CPU engine's own models are pipette's design: nothing published to compare with.
     const bool own = spec.name.starts_with("tiny");
@@ -59,6 +59,22 @@ TEST(ModelPresets, TinyModelsHaveTheirHandCountedParameters) {
   EXPECT_EQ(tied.max_positions, 32);
 }
 
+// tiny-llama, counted by hand (h = 64, 4 heads of 16, 2 kv heads, vocab 64, 4 blocks, SwiGLU 128,
+// no biases, no position table):
+//   token embedding 64*64 = 4096,
+//   per block: 2 RMSNorms 2*64 = 128, QKV (4 + 2*2)*16 * 64 = 8192, projection 64*64 = 4096,
+//              MLP 3 * 64*128 = 24576; 36992 per block, 147968 for four,
+//   final RMSNorm 64, LM head 64*64 = 4096, none when tied.
+TEST(ModelPresets, TinyLlamaModelsHaveTheirHandCountedParameters) {
+  EXPECT_EQ(ParamsOf(*FindDecoderPreset("tiny-llama")), 4096 + 147968 + 64 + 4096);
+  EXPECT_EQ(ParamsOf(*FindDecoderPreset("tiny-llama-tied")), 4096 + 147968 + 64);
+  const DecoderSpec& llama = *FindDecoderPreset("tiny-llama");
+  EXPECT_EQ(llama.kv_heads, 2);
+  EXPECT_EQ(llama.max_positions, 32);  // the context length: no table with RoPE
+  EXPECT_FALSE(llama.tied_embeddings);
+  EXPECT_TRUE(FindDecoderPreset("tiny-llama-tied")->tied_embeddings);
+}
+
 TEST(ModelPresets, NamesAreUniqueFindableAndSourced) {
   std::set<std::string> names;
   for (const DecoderSpec& spec : DecoderPresets()) {
@@ -72,18 +88,19 @@ TEST(ModelPresets, NamesAreUniqueFindableAndSourced) {
     EXPECT_EQ(FindTwoTowerPreset(spec.name), &spec);
     EXPECT_FALSE(spec.source.empty()) << spec.name;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b",
-                                          "llama2-7b", "llama3-8b", "llama3-70b", "llama3.2-1b",
-                                          "tiny", "tiny-tied", "vlm-small"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b",
+                                   "llama3-8b", "llama3-70b", "llama3.2-1b", "tiny", "tiny-tied",
+                                   "tiny-llama", "tiny-llama-tied", "vlm-small"}));
   EXPECT_EQ(FindDecoderPreset("gpt4"), nullptr);
   EXPECT_EQ(FindTwoTowerPreset("llama3-8b"), nullptr);
 }
 
 TEST(ModelPresets, ArchitecturesFollowTheirFamilies) {
   for (const DecoderSpec& spec : DecoderPresets()) {
-    // GPT-2/3 and the CPU engine's tiny models are GPT-style; the rest Llama-style.
+    // GPT-2/3 and the CPU engine's tiny and tiny-tied are GPT-style; the rest Llama-style.
     const bool gpt = spec.name.starts_with("gpt");
-    const bool gpt_style = gpt || spec.name.starts_with("tiny");
+    const bool gpt_style = gpt || spec.name == "tiny" || spec.name == "tiny-tied";
     EXPECT_EQ(spec.learned_positions, gpt_style) << spec.name;
     EXPECT_EQ(spec.bias, gpt_style) << spec.name;
     EXPECT_EQ(spec.gated_mlp, !gpt_style) << spec.name;

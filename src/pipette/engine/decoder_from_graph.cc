@@ -13,9 +13,10 @@ namespace {
 // Returns InvalidArgument: `layer` keeps the graph named `source` from being a trainable decoder.
 Status Refuse(const std::string& source, const Layer& layer, std::string_view why) {
   return Status::InvalidArgument(fmt::format(
-      "--model {}: layer '{}' ({}) {}; the cpu engine trains files that are GPT-style decoder "
-      "chains: embedding with positions, then attention and mlp pairs, norm, head, loss, with "
-      "bias = true",
+      "--model {}: layer '{}' ({}) {}; the real engines train files that are decoder chains: "
+      "embedding, then attention and mlp pairs, norm, head, loss; GPT-style (embedding with "
+      "positions, bias = true everywhere) or Llama-style (embedding without positions, "
+      "bias = false, gated = true mlps, any kv_heads)",
       source, layer.name, layer.type, why));
 }
 
@@ -32,6 +33,29 @@ const Layer* FirstOffChain(const ModelGraph& graph) {
   return nullptr;
 }
 
+// OK when the block (attn, mlp) has the style the embedding set: GPT-style (spec.bias: biases,
+// GELU, one KV head per query head) or Llama-style (no biases, SwiGLU, grouped-query heads).
+Status CheckBlockStyle(const Layer& attn, const Layer& mlp, const std::string& source,
+                       const DecoderSpec& spec) {
+  const bool llama = !spec.bias;
+  const char* style = llama ? "in a Llama-style chain (the embedding has no positions)"
+                            : "in a GPT-style chain (the embedding has positions)";
+  if (attn.shape.bias == llama) {
+    return Refuse(source, attn, fmt::format("has {} {}", llama ? "biases" : "no biases", style));
+  }
+  if (!llama && attn.shape.kv_heads != attn.shape.heads) {
+    return Refuse(source, attn, fmt::format("uses grouped-query attention {}", style));
+  }
+  if (mlp.shape.gated != llama) {
+    return Refuse(source, mlp,
+                  fmt::format("is {} {}", llama ? "not gated" : "gated (SwiGLU)", style));
+  }
+  if (mlp.shape.bias == llama) {
+    return Refuse(source, mlp, fmt::format("has {} {}", llama ? "biases" : "no biases", style));
+  }
+  return Status::Ok();
+}
+
 // Reads the (attention, mlp) blocks from layer `k` on into `spec`, leaving the last three layers
 // for norm, head and loss; returns the id after the last block.
 Result<LayerId> ReadBlocks(const ModelGraph& graph, LayerId k, const std::string& source,
@@ -46,20 +70,18 @@ Result<LayerId> ReadBlocks(const ModelGraph& graph, LayerId k, const std::string
       return Refuse(source, a.hidden != spec.hidden ? attn : mlp,
                     fmt::format("has another hidden than the embedding's {}", spec.hidden));
     }
-    if (a.kv_heads != a.heads) return Refuse(source, attn, "uses grouped-query attention");
-    if (!a.bias) return Refuse(source, attn, "has no biases (bias = false)");
-    if (f.gated) return Refuse(source, mlp, "is gated (SwiGLU)");
-    if (!f.bias) return Refuse(source, mlp, "has no biases (bias = false)");
+    PIPETTE_RETURN_IF_ERROR(CheckBlockStyle(attn, mlp, source, spec));
     if (spec.layers == 0) {
       spec.heads = static_cast<int>(a.heads);
+      spec.kv_heads = static_cast<int>(a.kv_heads);
       spec.ffn_hidden = static_cast<int>(f.ffn_hidden);
-    } else if (a.heads != spec.heads || f.ffn_hidden != spec.ffn_hidden) {
-      return Refuse(source, a.heads != spec.heads ? attn : mlp,
-                    "differs from the first block (heads, ffn_hidden)");
+    } else if (a.heads != spec.heads || a.kv_heads != spec.kv_heads ||
+               f.ffn_hidden != spec.ffn_hidden) {
+      return Refuse(source, f.ffn_hidden != spec.ffn_hidden ? mlp : attn,
+                    "differs from the first block (heads, kv_heads, ffn_hidden)");
     }
     ++spec.layers;
   }
-  spec.kv_heads = spec.heads;
   return k;
 }
 
@@ -75,7 +97,11 @@ Status ReadEnd(const ModelGraph& graph, LayerId k, const std::string& source, De
                     fmt::format("has another hidden than the embedding's {}", spec.hidden));
     }
   }
-  if (!norm.shape.bias) return Refuse(source, norm, "is RMSNorm (bias = false)");
+  if (norm.shape.bias != spec.bias) {
+    return Refuse(source, norm,
+                  spec.bias ? "is RMSNorm (bias = false) in a GPT-style chain"
+                            : "is LayerNorm (bias = true) in a Llama-style chain");
+  }
   if (head.type != "head") return Refuse(source, head, "follows the final norm; expected head");
   if (loss.type != "loss") return Refuse(source, loss, "follows the head; expected loss");
   if (head.shape.vocab != spec.vocab || loss.shape.vocab != spec.vocab) {
@@ -104,18 +130,18 @@ Result<DecoderSpec> DecoderFromGraph(const ModelGraph& graph, const std::string&
   DecoderSpec spec;
   spec.name = graph.name;
   spec.source = source;
-  spec.bias = true;
-  spec.learned_positions = true;
   const Layer& embedding = graph.layer(0);
   if (embedding.type != "embedding") {
     return Refuse(source, embedding, "comes first; expected embedding");
   }
   spec.vocab = static_cast<int>(embedding.shape.vocab);
   spec.hidden = static_cast<int>(embedding.shape.hidden);
+  // Learned positions make the chain GPT-style; none make it Llama-style (RoPE), whose file gives
+  // no context length: max_positions 0, so `pipette train` needs --seq-len.
   spec.max_positions = static_cast<int>(embedding.shape.positions);
-  if (spec.max_positions <= 0) {
-    return Refuse(source, embedding, "has no learned positions (positions)");
-  }
+  spec.learned_positions = spec.max_positions > 0;
+  spec.bias = spec.learned_positions;
+  spec.gated_mlp = !spec.learned_positions;
   PIPETTE_ASSIGN_OR_RETURN(const LayerId k, ReadBlocks(graph, 1, source, spec));
   if (spec.layers == 0)
     return Refuse(source, graph.layer(k), "follows the embedding; expected attention");

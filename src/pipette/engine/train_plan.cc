@@ -9,6 +9,7 @@
 #include "pipette/cost/cost_model.h"
 #include "pipette/engine/corpus.h"
 #include "pipette/engine/decoder_from_graph.h"
+#include "pipette/model/layer_formulas.h"
 #include "pipette/model/model_presets.h"
 #include "pipette/model/model_toml.h"
 #include "pipette/partition/partitioner.h"
@@ -117,21 +118,54 @@ Status CutModel(int pieces, TrainPlan& plan) {
   return Status::Ok();
 }
 
+// The sequence length: --seq-len, else the model's context (max_positions). A learned position
+// table bounds it; a RoPE model's context (max_positions, 0 when it gives none) is its default and
+// bound too, and without one --seq-len must be given (up to the model layer's kMaxSeqLen).
+Result<int> ResolveSeqLen(const DecoderSpec& spec, int seq_len) {
+  if (spec.max_positions == 0) {  // RoPE without a context length: a model file, llama2-7b, ...
+    if (seq_len == 0) {
+      return Status::InvalidArgument(
+          fmt::format("--seq-len: model '{}' uses rotary positions and gives no context length "
+                      "(max_positions); pass --seq-len",
+                      spec.name));
+    }
+    PIPETTE_RETURN_IF_ERROR(CheckCount("--seq-len", seq_len, 1, static_cast<int>(kMaxSeqLen)));
+    return seq_len;
+  }
+  const int resolved = seq_len == 0 ? spec.max_positions : seq_len;
+  PIPETTE_RETURN_IF_ERROR(
+      CheckCount("--seq-len", resolved, 1, spec.max_positions)
+          .WithContext(fmt::format("model '{}' has {} positions", spec.name, spec.max_positions)));
+  return resolved;
+}
+
 }  // namespace
 
 Status CheckTrainable(const DecoderSpec& spec) {
   PIPETTE_RETURN_IF_ERROR(ValidateDecoderSpec(spec));
-  auto unsupported = [&](std::string_view what) {
+  const bool gpt = spec.learned_positions && spec.bias && !spec.gated_mlp;
+  const bool llama = !spec.learned_positions && !spec.bias && spec.gated_mlp;
+  if (!gpt && !llama) {
+    return Status::InvalidArgument(fmt::format(
+        "--model {}: the real engines (cpu, cuda) train GPT-style decoders (learned positions, "
+        "LayerNorm with biases, GELU MLP) and Llama-style ones (rotary positions (RoPE), RMSNorm "
+        "without biases, SwiGLU MLP); this model mixes them: {}, {}, {} MLP",
+        spec.name, spec.learned_positions ? "learned positions" : "rotary positions (RoPE)",
+        spec.bias ? "LayerNorm with biases" : "RMSNorm without biases",
+        spec.gated_mlp ? "gated (SwiGLU)" : "GELU"));
+  }
+  if (gpt && spec.kv_heads != spec.heads) {
     return Status::InvalidArgument(
-        fmt::format("--model {}: the real engines (cpu, cuda) train GPT-style decoders (learned "
-                    "positions, LayerNorm with "
-                    "biases, GELU MLP, one KV head per query head); this model {}",
-                    spec.name, what));
-  };
-  if (!spec.learned_positions) return unsupported("uses rotary positions (RoPE)");
-  if (spec.gated_mlp) return unsupported("has a gated (SwiGLU) MLP");
-  if (!spec.bias) return unsupported("uses RMSNorm without biases");
-  if (spec.kv_heads != spec.heads) return unsupported("uses grouped-query attention");
+        fmt::format("--model {}: kv_heads {}, heads {}: the real engines' GPT-style decoder has "
+                    "one KV head per query head (grouped-query attention is Llama-style)",
+                    spec.name, spec.kv_heads, spec.heads));
+  }
+  if (llama && (spec.hidden / spec.heads) % 2 != 0) {
+    return Status::InvalidArgument(
+        fmt::format("--model {}: head width hidden/heads = {}: RoPE rotates pairs of a head's "
+                    "columns, so it must be even",
+                    spec.name, spec.hidden / spec.heads));
+  }
   if (spec.vocab < 3) {  // the training language needs three successors per token
     return Status::InvalidArgument(
         fmt::format("--model {}: vocab {}: the real engines' training corpus needs vocab >= 3",
@@ -170,8 +204,8 @@ Result<DecoderSpec> ResolveTrainModel(const std::string& model) {
   const DecoderSpec* preset = FindDecoderPreset(model);
   if (preset == nullptr) {
     return Status::NotFound(fmt::format(
-        "--model {}: no such decoder preset; 'pipette models' lists them (the cpu engine trains "
-        "'tiny' and the GPT-style ones)",
+        "--model {}: no such decoder preset; 'pipette models' lists them (the real engines train "
+        "'tiny', 'tiny-llama' and the other GPT- and Llama-style ones)",
         model));
   }
   PIPETTE_RETURN_IF_ERROR(CheckTrainable(*preset));
@@ -183,10 +217,7 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
   TrainPlan plan;
   PIPETTE_ASSIGN_OR_RETURN(plan.spec, ResolveTrainModel(o.model));
   plan.micro_batch_size = o.micro_batch_size;
-  plan.seq_len = o.seq_len == 0 ? plan.spec.max_positions : o.seq_len;
-  PIPETTE_RETURN_IF_ERROR(CheckCount("--seq-len", plan.seq_len, 1, plan.spec.max_positions)
-                              .WithContext(fmt::format("model '{}' has {} positions",
-                                                       plan.spec.name, plan.spec.max_positions)));
+  PIPETTE_ASSIGN_OR_RETURN(plan.seq_len, ResolveSeqLen(plan.spec, o.seq_len));
   plan.dp = o.dp;
   PIPETTE_ASSIGN_OR_RETURN(plan.schedule, MakeSchedule(o.schedule, {.p = o.p, .v = o.v, .m = o.m}));
   PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));

@@ -22,7 +22,7 @@
 namespace pipette {
 
 struct TrainOptions {
-  std::string model = "tiny";  // "tiny", "tiny-tied", a GPT-style preset or a .toml file
+  std::string model = "tiny";  // "tiny", "tiny-llama", another GPT- or Llama-style preset, a .toml
   std::string schedule = "1f1b";
   int p = 1;
   int v = 0;  // 0: the schedule's default
@@ -30,7 +30,9 @@ struct TrainOptions {
   int dp = 1;
   int steps = 20;
   int micro_batch_size = 4;
-  int seq_len = 0;  // 0: the model's context (max_positions)
+  // 0: the model's context (max_positions). A RoPE model's max_positions is its context length
+  // (no table): the default and the bound; a RoPE model without one needs --seq-len.
+  int seq_len = 0;
   std::uint64_t seed = 1;
   double lr = 3e-3;
   double weight_decay = 0.1;
@@ -69,15 +71,16 @@ struct TrainPlan {
 };
 
 // OK when the real engines implement `spec`'s architecture: a GPT-style decoder (learned
-// positions, LayerNorm with biases, GELU MLP, heads == kv_heads). Otherwise InvalidArgument
-// naming the model and the feature it lacks.
+// positions, LayerNorm with biases, GELU MLP, heads == kv_heads) or a Llama-style one (RoPE with
+// an even head width, RMSNorm without biases, SwiGLU MLP, kv_heads dividing heads). Otherwise
+// InvalidArgument naming the model and what it mixes or lacks.
 Status CheckTrainable(const DecoderSpec& spec);
 
-// Resolves `options.model` to a trainable decoder spec: a GPT-style preset of the model layer
-// (model/model_presets.h; among them the CPU engine's own "tiny" and "tiny-tied", tiny with the LM
-// head tied to the token embedding), or a model file (.toml, read by the model
-// layer) whose graph is a GPT-style decoder chain (decoder_from_graph.h); InvalidArgument or
-// NotFound naming --model otherwise.
+// Resolves `options.model` to a trainable decoder spec: a GPT- or Llama-style preset of the model
+// layer (model/model_presets.h; among them the CPU engine's own "tiny" and "tiny-tied", tiny with
+// the LM head tied to the token embedding, and "tiny-llama", "tiny-llama-tied"), or a model file
+// (.toml, read by the model layer) whose graph is a GPT- or Llama-style decoder chain
+// (decoder_from_graph.h); InvalidArgument or NotFound naming --model otherwise.
 Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 
 // OK for a --peer-timeout in [0.1, 1e6] seconds; InvalidArgument naming it otherwise. PlanTraining

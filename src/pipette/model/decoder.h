@@ -37,7 +37,9 @@ struct DecoderSpec {
   std::int64_t published_params = 0;  // the count its authors publish; 0 if none
   std::string source;                 // where the architecture and the count come from
   bool learned_positions = false;     // a learned position table (GPT-2, GPT-3) instead of RoPE
-  int max_positions = 0;              // rows of that table (its context length)
+  // Rows of that table (its context length); with RoPE the context length the real engines train
+  // at by default (no table), 0 when the model gives none.
+  int max_positions = 0;
 };
 
 // Returns OK or InvalidArgument naming the model, the field, its value and the rule: every count

@@ -114,7 +114,11 @@ Layer AttentionLayer(std::string name, const AttentionShape& shape, const TokenB
   // Korthikanti et al. §4.1 with GQA: norm input, QKV input, Q, K, V, output-projection input
   // (dtype each), its dropout mask (1 byte); softmax output and dropout output (dtype) and
   // attention dropout mask (1 byte) per score. 13·s·b·h + 5·a·s²·b at 16 bits and kv = h.
-  layer.activation_bytes = e * t * (4 * h + 2 * kv) + t * h + (2 * e + 1) * scores;
+  // Llama-style layers (bias = false) train without dropout (Llama 2/3; Megatron's Llama recipes
+  // set both dropouts to 0): no masks and no dropout output, which is what the CPU engine keeps
+  // (LlamaMemory in tests/cpu/llama_test.cc).
+  const std::int64_t dropout = shape.bias ? t * h + (e + 1) * scores : 0;
+  layer.activation_bytes = e * t * (4 * h + 2 * kv) + e * scores + dropout;
   layer.activation_bytes_recompute = e * t * h;
   layer.wgrad_input_bytes = 2 * e * t * h;  // inputs of the QKV and output projections
   layer.output_bytes = e * t * h;
@@ -142,8 +146,9 @@ Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens
 
   // Korthikanti et al. §4.1: norm input, first GEMM input (dtype), then GELU input and second
   // GEMM input (f wide), dropout mask (1 byte): 21·s·b·h at 16 bits and f = 4h. SwiGLU keeps the
-  // gate output, the up output and their product: three f-wide tensors.
-  layer.activation_bytes = e * t * (2 * h + (matrices == 3 ? 3 : 2) * f) + t * h;
+  // gate output, the up output and their product: three f-wide tensors. Llama-style layers
+  // (bias = false) have no dropout mask (see AttentionLayer).
+  layer.activation_bytes = e * t * (2 * h + (matrices == 3 ? 3 : 2) * f) + (shape.bias ? t * h : 0);
   layer.activation_bytes_recompute = e * t * h;
   layer.wgrad_input_bytes = e * t * (h + f);  // input of the first GEMM(s) and of the last
   layer.output_bytes = e * t * h;

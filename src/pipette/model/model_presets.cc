@@ -71,10 +71,23 @@ DecoderSpec TinyGpt(std::string name, bool tied) {
                      .max_positions = 32};
 }
 
+// The CPU engine's Llama-style model: tiny's shape with RoPE, RMSNorm, no biases, a SwiGLU MLP of
+// 128 and two KV heads for the four query heads. RoPE has no position table: max_positions is the
+// context length (the default and the limit of pipette train's --seq-len). pipette's design.
+DecoderSpec TinyLlama(std::string name, bool tied) {
+  DecoderSpec spec = Llama(std::move(name), 4, 64, 4, 2, 128, 64, tied, 0,
+                           tied ? "pipette's CPU engine Llama-style test model, LM head tied to "
+                                  "the token embedding (backends/cpu/README.md)"
+                                : "pipette's CPU engine Llama-style test model "
+                                  "(backends/cpu/README.md)");
+  spec.max_positions = 32;
+  return spec;
+}
+
 }  // namespace
 
 std::span<const DecoderSpec> DecoderPresets() {
-  static const std::array<DecoderSpec, 10> kPresets = {
+  static const std::array<DecoderSpec, 12> kPresets = {
       Gpt("gpt2-124m", 12, 768, 12, 1024, 124'000'000,
           "Radford et al. 2019 (GPT-2); HF openai-community/gpt2 config.json (n_layer 12, n_embd "
           "768, n_head 12, n_positions 1024, vocab 50257); OpenAI checkpoint '124M' "
@@ -101,6 +114,8 @@ std::span<const DecoderSpec> DecoderPresets() {
       Llama32_1B(),
       TinyGpt("tiny", false),
       TinyGpt("tiny-tied", true),
+      TinyLlama("tiny-llama", false),
+      TinyLlama("tiny-llama-tied", true),
   };
   return kPresets;
 }

@@ -406,8 +406,9 @@ AttentionResult CpuMultiHead(const Floats& qkv, const Floats& dout, const AttnDi
   const int rows = s.batch * s.seq, h = s.out_cols();
   Tensor probs(s.batch * s.heads * s.seq, s.seq), out(rows, h), dqkv(rows, 3 * h);
   const Tensor qkv_t = ToTensor(qkv, rows, 3 * h);
-  cpu::AttentionForward(qkv_t, s.batch, s.seq, s.heads, probs, out);
-  cpu::AttentionInputGrad(ToTensor(dout, rows, h), qkv_t, probs, s.batch, s.seq, s.heads, dqkv);
+  cpu::AttentionForward(qkv_t, s.batch, s.seq, s.heads, s.heads, probs, out);
+  cpu::AttentionInputGrad(ToTensor(dout, rows, h), qkv_t, probs, s.batch, s.seq, s.heads, s.heads,
+                          dqkv);
   return {ToFloats(out), {}, ToFloats(dqkv)};
 }
 

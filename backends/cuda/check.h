@@ -7,7 +7,9 @@
 //
 // PIPETTE_CUDA_CHECK needs only the CUDA runtime (included here). PIPETTE_CUBLAS_CHECK and
 // PIPETTE_NCCL_CHECK name cuBLAS's and NCCL's types and functions only where they are used, so
-// include <cublasLt.h> / <nccl.h> in the file that uses them; this header does not.
+// include <cublasLt.h> (the names come from cuBLASLt, so libcublas is not needed) / <nccl.h> in the
+// file that uses them; this header does not. PIPETTE_NCCL_CHECK lets ncclInProgress pass (a
+// non-blocking communicator's answer while an operation is under way).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -39,13 +41,15 @@ inline void CheckCuda(cudaError_t status, const char* expr, const char* file, in
 
 #define PIPETTE_CUDA_CHECK(expr) ::pipette::cuda::CheckCuda((expr), #expr, __FILE__, __LINE__)
 
-#define PIPETTE_CUBLAS_CHECK(expr)                                                               \
-  do {                                                                                           \
-    const cublasStatus_t pipette_status_ = (expr);                                               \
-    if (pipette_status_ != CUBLAS_STATUS_SUCCESS) {                                              \
-      ::pipette::cuda::ThrowDeviceError("cuBLAS", cublasGetStatusString(pipette_status_), #expr, \
-                                        __FILE__, __LINE__);                                     \
-    }                                                                                            \
+#define PIPETTE_CUBLAS_CHECK(expr)                                                            \
+  do {                                                                                        \
+    const cublasStatus_t pipette_status_ = (expr);                                            \
+    if (pipette_status_ != CUBLAS_STATUS_SUCCESS) {                                           \
+      ::pipette::cuda::ThrowDeviceError("cuBLAS",                                             \
+                                        std::string(cublasLtGetStatusName(pipette_status_)) + \
+                                            ": " + cublasLtGetStatusString(pipette_status_),  \
+                                        #expr, __FILE__, __LINE__);                           \
+    }                                                                                         \
   } while (0)
 
 // The message adds ncclGetLastError's detail when NCCL has one.

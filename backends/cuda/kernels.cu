@@ -281,6 +281,7 @@ void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch,
                          int hidden, float* dwte, float* dwpe, cudaStream_t stream) {
   const std::int64_t n = Elements(batch, seq);
   if (n == 0 || hidden == 0) return;
+  Require(n <= INT32_MAX, "the embedding gradient links at most 2^31 - 1 token positions");
   std::int32_t* chains = nullptr;
   PIPETTE_CUDA_CHECK(cudaMallocAsync(&chains, 2 * n * sizeof(std::int32_t), stream));
   PIPETTE_LAUNCH(EmbeddingChainKernel, n, stream, tokens, chains, chains + n);

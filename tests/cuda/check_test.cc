@@ -45,8 +45,7 @@ TEST(DeviceChecks, CudaFailureNamesHostPidFileLineExpressionAndError) {
 }
 
 TEST(DeviceChecks, CublasFailureNamesTheStatus) {
-  const std::string m =
-      ThrownMessage([] { PIPETTE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED); });
+  const std::string m = ThrownMessage([] { PIPETTE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED); });
   EXPECT_EQ(m.rfind("cuBLAS error on ", 0), 0u) << m;
   EXPECT_NE(m.find(": CUBLAS_STATUS_NOT_SUPPORTED: CUBLAS_STATUS_NOT_SUPPORTED: "),
             std::string::npos)
@@ -56,8 +55,9 @@ TEST(DeviceChecks, CublasFailureNamesTheStatus) {
 TEST(DeviceChecks, NcclFailureNamesTheResultAndInProgressPasses) {
   const std::string m = ThrownMessage([] { PIPETTE_NCCL_CHECK(ncclInvalidArgument); });
   EXPECT_EQ(m.rfind("NCCL error on ", 0), 0u) << m;
-  EXPECT_NE(m.find(": ncclInvalidArgument: " + std::string(ncclGetErrorString(ncclInvalidArgument))),
-            std::string::npos)
+  EXPECT_NE(
+      m.find(": ncclInvalidArgument: " + std::string(ncclGetErrorString(ncclInvalidArgument))),
+      std::string::npos)
       << m;
   EXPECT_EQ(ThrownMessage([] { PIPETTE_NCCL_CHECK(ncclInProgress); }), "");
 }

@@ -26,7 +26,7 @@ for t in "${targets[@]}"; do
 done
 
 # Libraries the image provides (CUDA, the driver) or every Linux has (glibc's own).
-provided='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread|libdl\.|librt\.|libcuda\.|libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcudnn)'
+provided='^(linux-vdso|ld-linux|libc\.|libm\.|libmvec|libpthread|libdl\.|librt\.|libcuda\.|libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcudnn)'
 for t in "${targets[@]}"; do
   ldd "$bundle/bin/$t" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     if [[ "$name" =~ $provided ]]; then continue; fi

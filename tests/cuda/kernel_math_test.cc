@@ -126,7 +126,8 @@ TEST(KernelMathNorms, AffineWeightGradAddsTheCpuSums) {
 }
 
 // The conventions' RMSNorm in double: y = x / sqrt(mean(x^2) + 1e-5) * gamma.
-// TODO(llama-cpu): cpu::RmsNormForward replaces this reference once it lands.
+// An independent reference from the convention (LlamaAgainstCpuEngine compares with the CPU
+// engine's own kernel).
 std::vector<double> RmsNormReference(const Floats& x, const Floats& gamma, int rows, int cols) {
   std::vector<double> y(x.size());
   for (int r = 0; r < rows; ++r) {
@@ -249,7 +250,8 @@ TEST(KernelMathActivations, GeluAndItsGradientMatchCpu) {
   ExpectClose(dx, dx_cpu, kRel, "gelu dx");
 }
 
-// TODO(llama-cpu): cpu::SwigluForward / SwigluInputGrad replace these references once they land.
+// Independent references from the convention (LlamaAgainstCpuEngine compares with the CPU
+// engine's own kernels).
 double Silu(double a) { return a / (1.0 + std::exp(-a)); }
 
 struct SwiGluCase {
@@ -293,7 +295,8 @@ TEST(KernelMathActivations, SwiGluInputGradMatchesFiniteDifferences) {
 // ---- RoPE -------------------------------------------------------------------------------------
 
 // The conventions' rotation of one pair in long double, angle t * theta^(-2p/d).
-// TODO(llama-cpu): cpu::Rope (theta 10000) replaces this reference for theta 10000 once it lands.
+// A long-double reference for any theta (LlamaAgainstCpuEngine compares with the CPU engine's
+// cpu::Rope at theta 10000).
 void RopeReference(Floats& qkv, const AttnDims& s, double theta) {
   const int half = s.head_dim / 2;
   for (int row = 0; row < s.batch * s.seq; ++row) {
@@ -400,8 +403,6 @@ AttentionResult KernelAttention(const Floats& qkv, const Floats& dout, const Att
 }
 
 // The CPU engine's multi-head attention (q, k, v in column blocks of heads * d).
-// TODO(llama-cpu): cpu::AttentionForward/InputGrad gain a kv_heads argument there (pass `heads`);
-// then GroupedQueryReference can call them with the real kv_heads.
 AttentionResult CpuMultiHead(const Floats& qkv, const Floats& dout, const AttnDims& s) {
   const int rows = s.batch * s.seq, h = s.out_cols();
   Tensor probs(s.batch * s.heads * s.seq, s.seq), out(rows, h), dqkv(rows, 3 * h);
@@ -744,6 +745,86 @@ TEST(KernelMathAdamW, MultiTensorStepsMatchParamSet) {
       ExpectClose(v[k], entry.v, 1e-6, "v");
       ++k;
     }
+  }
+}
+
+// ---- the Llama block against the CPU engine's own kernels (backends/cpu/tensor.h) -------------
+
+// RMSNorm forward, input gradient (overwriting and accumulating) and weight gradient.
+TEST(LlamaAgainstCpuEngine, RmsNorm) {
+  const int rows = 6, cols = 20;
+  const Floats x = Random(rows * cols, 31), gamma = Random(cols, 32, 0.5f, 1.5f),
+               dy = Random(rows * cols, 33), base = Random(rows * cols, 34);
+  Floats y(x.size()), rstd(rows), dx = base, dgamma = Random(cols, 35);
+  ForEachIndex(rows, [&](std::int64_t r) {
+    RmsNormForwardRow(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
+  });
+  ForEachIndex(rows, [&](std::int64_t r) {
+    RmsNormInputGradRow(r, dy.data(), x.data(), rstd.data(), gamma.data(), cols, dx.data(), true);
+  });
+  const Floats dgamma_before = dgamma;
+  ForEachIndex(cols, [&](std::int64_t c) {
+    RmsNormWeightGradCol(c, dy.data(), x.data(), rstd.data(), rows, cols, dgamma.data());
+  });
+  Tensor xhat(rows, cols), cpu_rstd(rows, 1), cpu_y(rows, cols),
+      cpu_dx = ToTensor(base, rows, cols);
+  Tensor cpu_dgamma = ToTensor(dgamma_before, 1, cols);
+  const Tensor g = ToTensor(gamma, 1, cols), d = ToTensor(dy, rows, cols);
+  cpu::RmsNormForward(ToTensor(x, rows, cols), g, xhat, cpu_rstd, cpu_y);
+  cpu::RmsNormInputGrad(d, xhat, cpu_rstd, g, cpu_dx, true);
+  cpu::RmsNormWeightGrad(d, xhat, cpu_dgamma);
+  ExpectClose(y, cpu_y, kRel, "y");
+  ExpectClose(rstd, cpu_rstd, kRel, "rstd");
+  ExpectClose(dx, cpu_dx, kRel, "dx");
+  ExpectClose(dgamma, cpu_dgamma, kRel, "dgamma");
+}
+
+// RoPE forward and inverse on q and k of a grouped-query qkv, theta 10000, v untouched.
+TEST(LlamaAgainstCpuEngine, Rope) {
+  const AttnDims s{2, 9, 4, 2, 6};
+  const int rows = s.batch * s.seq;
+  for (const bool inverse : {false, true}) {
+    Floats qkv = Random(static_cast<std::size_t>(rows) * s.qkv_cols(), inverse ? 41 : 42);
+    Tensor cpu_qkv = ToTensor(qkv, rows, s.qkv_cols());
+    ForEachIndex(std::int64_t{rows} * (s.heads + s.kv_heads) * (s.head_dim / 2),
+                 [&](std::int64_t i) { RopeAt(i, qkv.data(), s, 10000.0f, inverse); });
+    cpu::Rope(cpu_qkv, s.seq, s.heads, s.kv_heads, inverse);
+    ExpectClose(qkv, cpu_qkv, kRel, inverse ? "rope inverse" : "rope");
+  }
+}
+
+TEST(LlamaAgainstCpuEngine, SwiGlu) {
+  const int rows = 5, f = 7;
+  const Floats gate_up = Random(rows * 2 * f, 51, -5, 5), dy = Random(rows * f, 52);
+  Floats y(rows * f), dgate_up(gate_up.size(), -99.0f);
+  ForEachIndex(rows * f, [&](std::int64_t i) { SwiGluAt(i, gate_up.data(), f, y.data()); });
+  ForEachIndex(rows * f, [&](std::int64_t i) {
+    SwiGluInputGradAt(i, dy.data(), gate_up.data(), f, dgate_up.data());
+  });
+  Tensor cpu_y(rows, f), cpu_dgu(rows, 2 * f);
+  const Tensor gu = ToTensor(gate_up, rows, 2 * f);
+  cpu::SwigluForward(gu, cpu_y);
+  cpu::SwigluInputGrad(ToTensor(dy, rows, f), gu, cpu_dgu);
+  ExpectClose(y, cpu_y, kRel, "y");
+  ExpectClose(dgate_up, cpu_dgu, kRel, "dgate_up");
+}
+
+// Grouped-query attention (4 query heads on 2 and on 1 kv heads) against the CPU engine's.
+TEST(LlamaAgainstCpuEngine, GroupedQueryAttention) {
+  for (const int kv : {2, 1}) {
+    const AttnDims s{2, 7, 4, kv, 4};
+    const int rows = s.batch * s.seq;
+    const Floats qkv = Random(static_cast<std::size_t>(rows) * s.qkv_cols(), 60 + kv),
+                 dout = Random(static_cast<std::size_t>(rows) * s.out_cols(), 70 + kv);
+    const AttentionResult k = KernelAttention(qkv, dout, s);
+    Tensor probs(s.batch * s.heads * s.seq, s.seq), out(rows, s.out_cols()),
+        dqkv(rows, s.qkv_cols());
+    const Tensor qkv_t = ToTensor(qkv, rows, s.qkv_cols());
+    cpu::AttentionForward(qkv_t, s.batch, s.seq, s.heads, s.kv_heads, probs, out);
+    cpu::AttentionInputGrad(ToTensor(dout, rows, s.out_cols()), qkv_t, probs, s.batch, s.seq,
+                            s.heads, s.kv_heads, dqkv);
+    ExpectClose(k.out, out, kRel, "out");
+    ExpectClose(k.dqkv, dqkv, kRel, "dqkv");
   }
 }
 

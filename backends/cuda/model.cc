@@ -112,96 +112,51 @@ class Embedding final : public DeviceModule {
   DeviceParam* wpe_ = nullptr;
 };
 
-enum AttnSlot {
-  kAttnKept,
-  kAttnRstd,
-  kAttnA,
-  kAttnQkv,
-  kAttnLse,
-  kAttnOut,
-  kAttnDy,
-  kAttnDqkv,
-  kAttnDa,
-  kAttnSlots
+// What a block half computes between its two linear layers: attention (with RoPE on q and k for
+// rotary models) or the MLP's activation (GELU, or SwiGLU). It keeps its own tensors in `kept`
+// from Forward to InputGrad and frees them there.
+class Inner {
+ public:
+  virtual ~Inner() = default;
+  virtual int pre_cols() const = 0;  // columns of the first linear layer's output
+  virtual int act_cols() const = 0;  // columns of what the second linear layer reads
+  // act = inner(pre); `pre` may be kept (moved into `kept`).
+  virtual DeviceTensor Forward(RankDevice& d, const DeviceBatch& batch, DeviceTensor pre,
+                               std::vector<DeviceTensor>& kept) = 0;
+  // dpre for dact, given the forward's `act`.
+  virtual DeviceTensor InputGrad(RankDevice& d, const DeviceBatch& batch, const DeviceTensor& dact,
+                                 const DeviceTensor& act, std::vector<DeviceTensor>& kept) = 0;
 };
 
-// y = x + proj(attention(qkv(norm(x)))): GPT (LayerNorm, biases, learned positions elsewhere) or
-// Llama (RMSNorm, no biases, RoPE on q and k, grouped-query attention).
-class AttentionHalf final : public DeviceModule {
+// Causal attention over the fused QKV (grouped-query heads), RoPE first for rotary models.
+class AttentionInner final : public Inner {
  public:
-  AttentionHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed, RankDevice& dev)
-      : DeviceModule(std::move(name), dev),
-        h_(spec.hidden),
-        bias_(spec.bias),
-        rope_(!spec.learned_positions),
-        shape_{0, 0, spec.heads, spec.kv_heads, spec.hidden / spec.heads},
-        norm_(spec.bias, nullptr, nullptr) {
-    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    const int qkv = shape_.qkv_cols();
-    if (bias_) {
-      DeviceParam* gamma = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
-      DeviceParam* beta = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
-      norm_ = Norm(true, gamma, beta);
-    } else {
-      norm_ = Norm(false, &AddParam("norm.weight", 1, h_, seed, 0, 1, false), nullptr);
-    }
-    w_qkv_ = &AddParam("qkv.weight", qkv, h_, seed, kInitStd, 0, true);
-    if (bias_) b_qkv_ = &AddParam("qkv.bias", 1, qkv, seed, 0, 0, false);
-    w_o_ = &AddParam("proj.weight", h_, h_, seed, proj_std, 0, true);
-    if (bias_) b_o_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
-  }
-  int OutputCols() const override { return h_; }
-
-  DeviceTensor Forward(const DeviceBatch& batch, DeviceTensor x, DeviceCache& cache) override {
-    RankDevice& d = dev();
-    const int n = x.rows();
-    std::vector<DeviceTensor>& s = cache.saved;
-    s.resize(kAttnSlots);
-    s[kAttnA] = d.Tensor(n, h_);
-    norm_.Forward(d, x, s[kAttnA], s[kAttnKept], s[kAttnRstd]);
-    s[kAttnQkv] = d.Tensor(n, shape_.qkv_cols());
-    LinearForward(d, s[kAttnA], w_qkv_->value, bias_ ? &b_qkv_->value : nullptr, s[kAttnQkv]);
+  explicit AttentionInner(const DecoderSpec& spec)
+      : rope_(!spec.learned_positions),
+        shape_{0, 0, spec.heads, spec.kv_heads, spec.hidden / spec.heads} {}
+  int pre_cols() const override { return shape_.qkv_cols(); }
+  int act_cols() const override { return shape_.out_cols(); }
+  DeviceTensor Forward(RankDevice& d, const DeviceBatch& batch, DeviceTensor qkv,
+                       std::vector<DeviceTensor>& kept) override {
     const kernels::AttentionShape shape = Shape(batch);
-    if (rope_) kernels::RopeForward(s[kAttnQkv].data(), shape, kRopeTheta, d.stream());
-    s[kAttnOut] = d.Tensor(n, h_);
-    s[kAttnLse] = d.Tensor(shape.batch * shape.heads, shape.seq);
-    kernels::AttentionForward(s[kAttnQkv].data(), shape, s[kAttnOut].data(), s[kAttnLse].data(),
-                              d.stream());
-    DeviceTensor y = d.Tensor(n, h_);
-    LinearForward(d, s[kAttnOut], w_o_->value, bias_ ? &b_o_->value : nullptr, y);
-    kernels::Add(y.data(), x.data(), y.size(), y.data(), d.stream());
-    return y;
+    if (rope_) kernels::RopeForward(qkv.data(), shape, kRopeTheta, d.stream());
+    DeviceTensor out = d.Tensor(qkv.rows(), shape.out_cols());
+    DeviceTensor lse = d.Tensor(shape.batch * shape.heads, shape.seq);
+    kernels::AttentionForward(qkv.data(), shape, out.data(), lse.data(), d.stream());
+    kept.push_back(std::move(qkv));
+    kept.push_back(std::move(lse));
+    return out;
   }
-
-  DeviceTensor InputGrad(const DeviceBatch& batch, DeviceTensor dy, DeviceCache& cache) override {
-    RankDevice& d = dev();
-    std::vector<DeviceTensor>& s = cache.saved;
-    const int n = dy.rows();
-    DeviceTensor dout = d.Tensor(n, h_);
-    LinearInputGrad(d, dy, w_o_->value, dout);
+  DeviceTensor InputGrad(RankDevice& d, const DeviceBatch& batch, const DeviceTensor& dout,
+                         const DeviceTensor& out, std::vector<DeviceTensor>& kept) override {
     const kernels::AttentionShape shape = Shape(batch);
-    s[kAttnDqkv] = d.Tensor(n, shape_.qkv_cols());
+    DeviceTensor dqkv = d.Tensor(dout.rows(), shape.qkv_cols());
     DeviceTensor delta = d.Tensor(shape.batch * shape.heads, shape.seq);
-    kernels::AttentionInputGrad(dout.data(), s[kAttnQkv].data(), s[kAttnOut].data(),
-                                s[kAttnLse].data(), shape, s[kAttnDqkv].data(), delta.data(),
-                                d.stream());
-    if (rope_) kernels::RopeInputGrad(s[kAttnDqkv].data(), shape, kRopeTheta, d.stream());
-    s[kAttnQkv] = DeviceTensor();
-    s[kAttnLse] = DeviceTensor();
-    s[kAttnDa] = d.Tensor(n, h_);
-    LinearInputGrad(d, s[kAttnDqkv], w_qkv_->value, s[kAttnDa]);
-    DeviceTensor dx = ResidualInputGrad(d, norm_, dy, s[kAttnDa], s[kAttnKept], s[kAttnRstd]);
-    s[kAttnDy] = std::move(dy);
-    return dx;
-  }
-
-  void WeightGrad(const DeviceBatch&, DeviceCache& cache) override {
-    RankDevice& d = dev();
-    std::vector<DeviceTensor>& s = cache.saved;
-    LinearWeightGrad(d, s[kAttnDy], s[kAttnOut], w_o_->grad, bias_ ? &b_o_->grad : nullptr);
-    LinearWeightGrad(d, s[kAttnDqkv], s[kAttnA], w_qkv_->grad, bias_ ? &b_qkv_->grad : nullptr);
-    norm_.WeightGrad(d, s[kAttnDa], s[kAttnKept], s[kAttnRstd]);
-    s.clear();
+    kernels::AttentionInputGrad(dout.data(), kept.at(0).data(), out.data(), kept.at(1).data(),
+                                shape, dqkv.data(), delta.data(), d.stream());
+    if (rope_) kernels::RopeInputGrad(dqkv.data(), shape, kRopeTheta, d.stream());
+    kept.clear();  // qkv and the log-sum-exp
+    return dqkv;
   }
 
  private:
@@ -212,27 +167,63 @@ class AttentionHalf final : public DeviceModule {
     return shape;
   }
 
-  int h_;
-  bool bias_, rope_;
+  bool rope_;
   kernels::AttentionShape shape_;
-  Norm norm_;
-  DeviceParam *w_qkv_ = nullptr, *b_qkv_ = nullptr, *w_o_ = nullptr, *b_o_ = nullptr;
 };
 
-enum MlpSlot { kMlpKept, kMlpRstd, kMlpA, kMlpPre, kMlpAct, kMlpDy, kMlpDpre, kMlpDa, kMlpSlots };
-
-// y = x + proj(act(fc(norm(x)))): GELU with biases (GPT) or SwiGLU, fc = [gate | up] (Llama).
-class MlpHalf final : public DeviceModule {
+// The MLP's activation: GELU of f columns, or SwiGLU of [gate | up] (2f columns) into f.
+class ActivationInner final : public Inner {
  public:
-  MlpHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed, RankDevice& dev)
+  explicit ActivationInner(const DecoderSpec& spec) : f_(spec.ffn_hidden), gated_(spec.gated_mlp) {}
+  int pre_cols() const override { return gated_ ? 2 * f_ : f_; }
+  int act_cols() const override { return f_; }
+  DeviceTensor Forward(RankDevice& d, const DeviceBatch&, DeviceTensor pre,
+                       std::vector<DeviceTensor>& kept) override {
+    DeviceTensor act = d.Tensor(pre.rows(), f_);
+    if (gated_) {
+      kernels::SwiGluForward(pre.data(), pre.rows(), f_, act.data(), d.stream());
+    } else {
+      kernels::GeluForward(pre.data(), pre.size(), act.data(), d.stream());
+    }
+    kept.push_back(std::move(pre));
+    return act;
+  }
+  DeviceTensor InputGrad(RankDevice& d, const DeviceBatch&, const DeviceTensor& dact,
+                         const DeviceTensor&, std::vector<DeviceTensor>& kept) override {
+    const DeviceTensor& pre = kept.at(0);
+    DeviceTensor dpre = d.Tensor(dact.rows(), pre_cols());
+    if (gated_) {
+      kernels::SwiGluInputGrad(dact.data(), pre.data(), dact.rows(), f_, dpre.data(), d.stream());
+    } else {
+      kernels::GeluInputGrad(dact.data(), pre.data(), dact.size(), dpre.data(), d.stream());
+    }
+    kept.clear();
+    return dpre;
+  }
+
+ private:
+  int f_;
+  bool gated_;
+};
+
+// Slots of a block half's cache; the inner part's tensors follow at kInner.
+enum HalfSlot { kKept, kRstd, kA, kAct, kDy, kDpre, kDa, kInner };
+
+// A pre-norm residual half of a block: y = x + W2 inner(W1 norm(x) + b1) + b2 (biases with
+// spec.bias). `block{i}.attn` has W1 = qkv, W2 = proj around attention; `block{i}.mlp` has
+// W1 = fc, W2 = proj around the activation. I keeps what W needs (a, act, dpre, dy, the norm's
+// input statistics and da) and frees the inner part's tensors.
+class BlockHalf final : public DeviceModule {
+ public:
+  BlockHalf(const DecoderSpec& spec, std::string name, bool mlp, std::uint64_t seed,
+            RankDevice& dev)
       : DeviceModule(std::move(name), dev),
         h_(spec.hidden),
-        f_(spec.ffn_hidden),
         bias_(spec.bias),
-        gated_(spec.gated_mlp),
+        inner_(mlp ? std::unique_ptr<Inner>(new ActivationInner(spec))
+                   : std::unique_ptr<Inner>(new AttentionInner(spec))),
         norm_(spec.bias, nullptr, nullptr) {
     const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    const int fc_rows = gated_ ? 2 * f_ : f_;
     if (bias_) {
       DeviceParam* gamma = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
       DeviceParam* beta = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
@@ -240,71 +231,66 @@ class MlpHalf final : public DeviceModule {
     } else {
       norm_ = Norm(false, &AddParam("norm.weight", 1, h_, seed, 0, 1, false), nullptr);
     }
-    w_fc_ = &AddParam("fc.weight", fc_rows, h_, seed, kInitStd, 0, true);
-    if (bias_) b_fc_ = &AddParam("fc.bias", 1, fc_rows, seed, 0, 0, false);
-    w_proj_ = &AddParam("proj.weight", h_, f_, seed, proj_std, 0, true);
-    if (bias_) b_proj_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
+    const char* first = mlp ? "fc" : "qkv";
+    w1_ =
+        &AddParam(fmt::format("{}.weight", first), inner_->pre_cols(), h_, seed, kInitStd, 0, true);
+    if (bias_)
+      b1_ = &AddParam(fmt::format("{}.bias", first), 1, inner_->pre_cols(), seed, 0, 0, false);
+    w2_ = &AddParam("proj.weight", h_, inner_->act_cols(), seed, proj_std, 0, true);
+    if (bias_) b2_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
   }
   int OutputCols() const override { return h_; }
 
-  DeviceTensor Forward(const DeviceBatch&, DeviceTensor x, DeviceCache& cache) override {
+  DeviceTensor Forward(const DeviceBatch& batch, DeviceTensor x, DeviceCache& cache) override {
     RankDevice& d = dev();
     const int n = x.rows();
     std::vector<DeviceTensor>& s = cache.saved;
-    s.resize(kMlpSlots);
-    s[kMlpA] = d.Tensor(n, h_);
-    norm_.Forward(d, x, s[kMlpA], s[kMlpKept], s[kMlpRstd]);
-    s[kMlpPre] = d.Tensor(n, gated_ ? 2 * f_ : f_);
-    LinearForward(d, s[kMlpA], w_fc_->value, bias_ ? &b_fc_->value : nullptr, s[kMlpPre]);
-    s[kMlpAct] = d.Tensor(n, f_);
-    if (gated_) {
-      kernels::SwiGluForward(s[kMlpPre].data(), n, f_, s[kMlpAct].data(), d.stream());
-    } else {
-      kernels::GeluForward(s[kMlpPre].data(), s[kMlpPre].size(), s[kMlpAct].data(), d.stream());
-    }
+    s.resize(kInner);
+    s[kA] = d.Tensor(n, h_);
+    norm_.Forward(d, x, s[kA], s[kKept], s[kRstd]);
+    DeviceTensor pre = d.Tensor(n, inner_->pre_cols());
+    LinearForward(d, s[kA], w1_->value, bias_ ? &b1_->value : nullptr, pre);
+    std::vector<DeviceTensor> kept;
+    s[kAct] = inner_->Forward(d, batch, std::move(pre), kept);
+    for (DeviceTensor& t : kept) s.push_back(std::move(t));
     DeviceTensor y = d.Tensor(n, h_);
-    LinearForward(d, s[kMlpAct], w_proj_->value, bias_ ? &b_proj_->value : nullptr, y);
+    LinearForward(d, s[kAct], w2_->value, bias_ ? &b2_->value : nullptr, y);
     kernels::Add(y.data(), x.data(), y.size(), y.data(), d.stream());
     return y;
   }
 
-  DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
+  DeviceTensor InputGrad(const DeviceBatch& batch, DeviceTensor dy, DeviceCache& cache) override {
     RankDevice& d = dev();
     std::vector<DeviceTensor>& s = cache.saved;
     const int n = dy.rows();
-    DeviceTensor dact = d.Tensor(n, f_);
-    LinearInputGrad(d, dy, w_proj_->value, dact);
-    s[kMlpDpre] = d.Tensor(n, gated_ ? 2 * f_ : f_);
-    if (gated_) {
-      kernels::SwiGluInputGrad(dact.data(), s[kMlpPre].data(), n, f_, s[kMlpDpre].data(),
-                               d.stream());
-    } else {
-      kernels::GeluInputGrad(dact.data(), s[kMlpPre].data(), dact.size(), s[kMlpDpre].data(),
-                             d.stream());
-    }
-    dact = DeviceTensor();
-    s[kMlpPre] = DeviceTensor();
-    s[kMlpDa] = d.Tensor(n, h_);
-    LinearInputGrad(d, s[kMlpDpre], w_fc_->value, s[kMlpDa]);
-    DeviceTensor dx = ResidualInputGrad(d, norm_, dy, s[kMlpDa], s[kMlpKept], s[kMlpRstd]);
-    s[kMlpDy] = std::move(dy);
+    DeviceTensor dact = d.Tensor(n, inner_->act_cols());
+    LinearInputGrad(d, dy, w2_->value, dact);
+    std::vector<DeviceTensor> kept;
+    for (std::size_t i = kInner; i < s.size(); ++i) kept.push_back(std::move(s[i]));
+    s.resize(kInner);
+    s[kDpre] = inner_->InputGrad(d, batch, dact, s[kAct], kept);
+    s[kDa] = d.Tensor(n, h_);
+    LinearInputGrad(d, s[kDpre], w1_->value, s[kDa]);
+    DeviceTensor dx = ResidualInputGrad(d, norm_, dy, s[kDa], s[kKept], s[kRstd]);
+    s[kDy] = std::move(dy);
     return dx;
   }
 
   void WeightGrad(const DeviceBatch&, DeviceCache& cache) override {
     RankDevice& d = dev();
     std::vector<DeviceTensor>& s = cache.saved;
-    LinearWeightGrad(d, s[kMlpDy], s[kMlpAct], w_proj_->grad, bias_ ? &b_proj_->grad : nullptr);
-    LinearWeightGrad(d, s[kMlpDpre], s[kMlpA], w_fc_->grad, bias_ ? &b_fc_->grad : nullptr);
-    norm_.WeightGrad(d, s[kMlpDa], s[kMlpKept], s[kMlpRstd]);
+    LinearWeightGrad(d, s[kDy], s[kAct], w2_->grad, bias_ ? &b2_->grad : nullptr);
+    LinearWeightGrad(d, s[kDpre], s[kA], w1_->grad, bias_ ? &b1_->grad : nullptr);
+    norm_.WeightGrad(d, s[kDa], s[kKept], s[kRstd]);
     s.clear();
   }
 
  private:
-  int h_, f_;
-  bool bias_, gated_;
+  int h_;
+  bool bias_;
+  std::unique_ptr<Inner> inner_;
   Norm norm_;
-  DeviceParam *w_fc_ = nullptr, *b_fc_ = nullptr, *w_proj_ = nullptr, *b_proj_ = nullptr;
+  DeviceParam *w1_ = nullptr, *b1_ = nullptr, *w2_ = nullptr, *b2_ = nullptr;
 };
 
 class FinalNorm final : public DeviceModule {
@@ -445,10 +431,8 @@ Result<std::unique_ptr<DeviceModule>> MakeDeviceModule(const DecoderSpec& spec,
                                                        RankDevice& dev) {
   bool mlp = false;
   const int block = BlockIndex(layer, mlp);
-  std::unique_ptr<DeviceModule> module;
   if (block >= 0 && block < spec.layers) {
-    if (mlp) return std::unique_ptr<DeviceModule>(new MlpHalf(spec, std::string(layer), seed, dev));
-    return std::unique_ptr<DeviceModule>(new AttentionHalf(spec, std::string(layer), seed, dev));
+    return std::unique_ptr<DeviceModule>(new BlockHalf(spec, std::string(layer), mlp, seed, dev));
   }
   if (layer == "embedding") return std::unique_ptr<DeviceModule>(new Embedding(spec, seed, dev));
   if (layer == "final_norm") return std::unique_ptr<DeviceModule>(new FinalNorm(spec, seed, dev));

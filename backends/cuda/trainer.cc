@@ -176,13 +176,14 @@ std::vector<int> JoinWithin(VirtualRun& run, std::vector<std::thread>& threads, 
 }
 
 // The run's error: the first rank's own failure (not the others' reactions to it), else a hung
-// rank; OK when every rank finished.
+// rank; OK when every rank finished. A failed or hung rank is not the user's input: Internal
+// (exit 1, as a rank the watchdog ends).
 Status FirstFailure(const VirtualRun& run, const std::vector<int>& hung) {
   const int p = static_cast<int>(run.results.size());
   for (int r = 0; r < p; ++r) {
     const std::string& error = run.results[r].error;
     if (!error.empty() && error.find("gave up") == std::string::npos) {
-      return Status::FailedPrecondition(fmt::format("rank {}: {}", r, error));
+      return Status::Internal(fmt::format("rank {}: {}", r, error));
     }
   }
   if (!hung.empty()) {
@@ -191,7 +192,7 @@ Status FirstFailure(const VirtualRun& run, const std::vector<int>& hung) {
   }
   for (int r = 0; r < p; ++r) {
     if (!run.results[r].error.empty()) {
-      return Status::FailedPrecondition(fmt::format("rank {}: {}", r, run.results[r].error));
+      return Status::Internal(fmt::format("rank {}: {}", r, run.results[r].error));
     }
   }
   return Status::Ok();

@@ -187,7 +187,7 @@ Status FirstFailure(const VirtualRun& run, const std::vector<int>& hung) {
     }
   }
   if (!hung.empty()) {
-    return Status::FailedPrecondition(fmt::format(
+    return Status::Internal(fmt::format(
         "rank {} stopped making progress (the others waited --peer-timeout)", hung.front()));
   }
   for (int r = 0; r < p; ++r) {

@@ -328,8 +328,18 @@ Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
 Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& plan, Watchdog& dog,
                                 const cpu::StepCallback& on_step) {
   const TrainOptions& t = o.train;
-  Result<cuda::CudaTrainResult> result = t.virtual_ranks ? cuda::TrainVirtualRanks(plan, t, on_step)
-                                                         : cuda::TrainOnNccl(plan, t, dog, on_step);
+  // A device or NCCL error of this rank (NCCL path) becomes its Internal status.
+  auto train = [&]() -> Result<cuda::CudaTrainResult> {
+    if (t.virtual_ranks) return cuda::TrainVirtualRanks(plan, t, on_step);
+    try {
+      return cuda::TrainOnNccl(plan, t, dog, on_step);
+    } catch (const std::exception& e) {
+      int world_rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      return Status::Internal(fmt::format("world rank {}: {}", world_rank, e.what()));
+    }
+  };
+  Result<cuda::CudaTrainResult> result = train();
   if (!result.ok()) return result.status();
   int rank = 0;
   if (!t.virtual_ranks) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -397,7 +407,7 @@ void TakeCsvCountsFromFile(TrainCommandOptions& o) {
 
 // Trains and, on world rank 0, records and prints; returns this rank's exit code.
 int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank, Watchdog& dog,
-                   RunRecorder& recorder) {
+                   std::optional<RunRecorder>& recorder) {
   const bool text = rank == 0 && o.format == "text";
   if (text) PrintHeader(o, plan);
   const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
@@ -405,13 +415,16 @@ int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   };
   Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step);
   if (!report.ok()) {
-    if (rank == 0) {
-      (void)ReportError("train", report.status());
-      (void)recorder.Fail(report.status().message());
-    }
+    // A GPU rank's own failure (a CUDA, cuBLAS or NCCL error) is known to that rank alone: it
+    // says so and ends the job, so that no peer waits for it until the watchdog.
+    const bool own_failure = o.engine == "cuda" && !o.train.virtual_ranks &&
+                             report.status().code() == StatusCode::kInternal;
+    if (rank == 0 || own_failure) (void)ReportError("train", report.status());
+    if (rank == 0) (void)recorder->Fail(report.status().message());
+    if (own_failure) MPI_Abort(MPI_COMM_WORLD, kExitFailure);
     return ExitCodeOf(report.status());
   }
-  return rank == 0 ? Report(o, plan, *report, recorder) : kExitOk;
+  return rank == 0 ? Report(o, plan, *report, *recorder) : kExitOk;
 }
 
 // --virtual-ranks: every rank is a thread of this one process on one GPU, so there is no MPI.
@@ -424,7 +437,7 @@ int RunVirtualTrain(const TrainCommandOptions& o, Watchdog& dog) {
     return ReportPointHeld("train", o.record, *recorder, o.format == "json");
   }
   if (code != kExitOk) return code;
-  return TrainAndReport(o, *plan, 0, dog, *recorder);
+  return TrainAndReport(o, *plan, 0, dog, recorder);
 }
 
 int RunTrain(const TrainCommandOptions& o) {
@@ -465,7 +478,7 @@ int RunTrain(const TrainCommandOptions& o) {
     return finish(code);
   }
 
-  return finish(TrainAndReport(o, *plan, rank, dog, *recorder));
+  return finish(TrainAndReport(o, *plan, rank, dog, recorder));
 }
 
 }  // namespace

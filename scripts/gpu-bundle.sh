@@ -8,17 +8,23 @@
 #
 #   bash scripts/gpu-bundle.sh        builds what is missing (the build needs CUDA: nvcc in
 #                                     /usr/local/cuda), then packs
+#
+# The gpu tests and the benchmark link no MPI (virtual ranks need none); pipette-train does, and
+# the image has no MPI launcher, so the NCCL path (two GPUs, mpirun) is not exercised from here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
 targets=(cuda_engine_gpu_test kernels_gpu_test cuda_engine_benchmark pipette-train)
 
 if [ ! -f build/CMakeCache.txt ]; then bash scripts/build.sh >/dev/null; fi
-grep -q '^PIPETTE_CUDA_ENGINE' build/CMakeCache.txt 2>/dev/null || true
+if ! cmake --build build --target help | grep kernels_gpu_test >/dev/null; then
+  echo "gpu-bundle: this build has no CUDA engine (pipette --version says why)" >&2
+  exit 1
+fi
 cmake --build build -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
 
 rm -rf "$bundle"
-mkdir -p "$bundle/bin" "$bundle/lib"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/lib-fallback"
 for t in "${targets[@]}"; do
   bin=$(find build -type f -name "$t" -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "gpu-bundle: $t was not built (is the CUDA engine in this build?)" >&2; exit 1; }
@@ -27,13 +33,18 @@ done
 
 # Libraries the image provides (CUDA, the driver) or every Linux has (glibc's own).
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libmvec|libpthread|libdl\.|librt\.|libcuda\.|libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcudnn)'
+# The C++ runtime the image has is used unless it is missing or too old (gpu-test.sh decides):
+# ours needs glibc 2.36, which older images lack.
+fallback='^(libstdc\+\+|libgcc_s)'
 for t in "${targets[@]}"; do
   ldd "$bundle/bin/$t" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     if [[ "$name" =~ $provided ]]; then continue; fi
-    [ -f "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
+    dir=lib
+    if [[ "$name" =~ $fallback ]]; then dir=lib-fallback; fi
+    [ -f "$bundle/$dir/$name" ] || cp -L "$path" "$bundle/$dir/$name"
   done
 done
-strip --strip-unneeded "$bundle"/lib/*.so* 2>/dev/null || true
+strip --strip-unneeded "$bundle"/lib*/*.so* 2>/dev/null || true
 git rev-parse --short=12 HEAD >"$bundle/COMMIT" 2>/dev/null || echo unknown >"$bundle/COMMIT"
 size=$(du -sm "$bundle" | cut -f1)
 echo "gpu-bundle: $(ls "$bundle/bin" | wc -l) binaries, $(ls "$bundle/lib" | wc -l) libraries, ${size} MiB in $bundle/"

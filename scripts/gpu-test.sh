@@ -26,6 +26,10 @@ for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
   [ -n "$dir" ] && libdirs="$libdirs:$dir"
 done
 export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
+# The image's C++ runtime unless it is missing or older than the build's: then the bundle's.
+if ldd "$bundle/bin/cuda_engine_gpu_test" 2>&1 | grep -q 'not found'; then
+  export LD_LIBRARY_PATH="$PWD/$bundle/lib-fallback:$LD_LIBRARY_PATH"
+fi
 export PIPETTE_TRAIN_BINARY="$PWD/$bundle/bin/pipette-train"
 
 {

@@ -1,6 +1,8 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <stdexcept>
 #include <utility>
 
 #include "check.h"
@@ -92,16 +94,27 @@ void DeviceTensor::Release() {
 // -----------------------------------------------------------------------------------
 
 RankDevice::RankDevice(GemmPrecision precision) : precision_(precision) {
+  // The stream-ordered pool keeps what it has: with its default release threshold (0) every
+  // synchronisation (one per instruction) would return its memory to the OS and the next
+  // instruction would map it again, inside the timed instructions.
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  PIPETTE_CUDA_CHECK(cudaGetDevice(&device));
+  PIPETTE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t keep = UINT64_MAX;
+  PIPETTE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   PIPETTE_CUBLAS_CHECK(cublasLtCreate(&lt_));
   workspace_bytes_ = kWorkspaceBytes;
-  PIPETTE_CUDA_CHECK(cudaMalloc(&workspace_, static_cast<std::size_t>(workspace_bytes_)));
+  PIPETTE_CUDA_CHECK(
+      cudaMallocAsync(&workspace_, static_cast<std::size_t>(workspace_bytes_), stream_));
+  meter_.Add(workspace_bytes_);
 }
 
 RankDevice::~RankDevice() {
+  for (void* p : bf16_) (void)cudaFreeAsync(p, stream_);
+  (void)cudaFreeAsync(workspace_, stream_);
   (void)cudaStreamSynchronize(stream_);
-  for (void* p : bf16_) (void)cudaFree(p);
-  (void)cudaFree(workspace_);
   (void)cublasLtDestroy(lt_);
   (void)cudaStreamDestroy(stream_);
 }
@@ -157,11 +170,12 @@ void RankDevice::Free(void* device_pointer) {
 void RankDevice::Synchronize() { PIPETTE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 const void* RankDevice::AsBf16(const float* x, std::int64_t n, int slot) {
-  if (bf16_elements_[slot] < n) {
-    PIPETTE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    (void)cudaFree(bf16_[slot]);
-    PIPETTE_CUDA_CHECK(cudaMalloc(&bf16_[slot], static_cast<std::size_t>(n) * 2));
+  if (bf16_elements_[slot] < n) {  // grown in stream order; counted as the rank's memory
+    if (bf16_[slot] != nullptr) PIPETTE_CUDA_CHECK(cudaFreeAsync(bf16_[slot], stream_));
+    meter_.live -= bf16_elements_[slot] * 2;
+    PIPETTE_CUDA_CHECK(cudaMallocAsync(&bf16_[slot], static_cast<std::size_t>(n) * 2, stream_));
     bf16_elements_[slot] = n;
+    meter_.Add(n * 2);
   }
   kernels::CastToBf16(x, n, static_cast<__nv_bfloat16*>(bf16_[slot]), stream_);
   return bf16_[slot];
@@ -192,8 +206,14 @@ ColumnMajorGemm AsColumnMajor(bool trans_a, bool trans_b, int m, int n, int k, i
 void RankDevice::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0) alpha = 0;  // cuBLASLt refuses k = 0: C = beta C through a 1-deep product of zeros
-  const ColumnMajorGemm g = AsColumnMajor(trans_a, trans_b, m, n, std::max(k, 1), lda, ldb, ldc);
+  if (k == 0) {  // an empty product: C = beta C (cuBLASLt refuses k = 0)
+    if (beta == 1.0f) return;
+    if (beta != 0.0f) throw std::invalid_argument("Gemm: k = 0 with beta other than 0 or 1");
+    PIPETTE_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(float), 0,
+                                         static_cast<std::size_t>(n) * sizeof(float), m, stream_));
+    return;
+  }
+  const ColumnMajorGemm g = AsColumnMajor(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   const bool bf16 = precision_ == GemmPrecision::kBf16;
   const cudaDataType_t in_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   // Elements each operand spans in memory: all columns but the last whole, the last to its rows.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -31,6 +32,8 @@ NcclFabric::NcclFabric(int p, Watchdog& dog) : dog_(dog), p_(p) {
 }
 
 NcclFabric::~NcclFabric() {
+  // Torn down by an exception, kernels may still wait on a peer: abort rather than wait for them.
+  if (std::uncaught_exceptions() > 0) AbortAll();
   (void)cudaStreamSynchronize(comm_);
   for (auto& [key, event] : arrived_) (void)cudaEventDestroy(event);
   for (auto& [ranks, comm] : groups_) (void)ncclCommDestroy(comm);
@@ -111,16 +114,19 @@ void NcclFabric::PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, Rank
 void NcclFabric::Flush(RankDevice& dev) {
   if (queued_.empty()) return;
   Order(dev.stream(), comm_);  // the sends' data and the receives' buffers exist on the stream
-  PIPETTE_NCCL_CHECK(ncclGroupStart());
-  for (const PendingOp& op : queued_) {
-    const auto n = static_cast<std::size_t>(op.n);
-    if (op.send) {
-      PIPETTE_NCCL_CHECK(ncclSend(op.data, n, ncclFloat, op.peer, pp_, comm_));
-    } else {
-      PIPETTE_NCCL_CHECK(ncclRecv(op.data, n, ncclFloat, op.peer, pp_, comm_));
+  // Connections are set up lazily, inside the first call to each peer: watched like a wait.
+  Watched(dog_, "the pipeline peers to connect (NCCL send/recv)", [&] {
+    PIPETTE_NCCL_CHECK(ncclGroupStart());
+    for (const PendingOp& op : queued_) {
+      const auto n = static_cast<std::size_t>(op.n);
+      if (op.send) {
+        PIPETTE_NCCL_CHECK(ncclSend(op.data, n, ncclFloat, op.peer, pp_, comm_));
+      } else {
+        PIPETTE_NCCL_CHECK(ncclRecv(op.data, n, ncclFloat, op.peer, pp_, comm_));
+      }
     }
-  }
-  PIPETTE_NCCL_CHECK(ncclGroupEnd());
+    PIPETTE_NCCL_CHECK(ncclGroupEnd());
+  });
   for (const PendingOp& op : queued_) {
     if (op.send) continue;
     cudaEvent_t event = nullptr;
@@ -169,8 +175,10 @@ void NcclFabric::Barrier(const std::string& what) {
 
 void NcclFabric::AllReduceReplicas(float* data, std::int64_t n, RankDevice& dev) {
   Order(dev.stream(), comm_);
-  PIPETTE_NCCL_CHECK(
-      ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum, dp_, comm_));
+  Watched(dog_, "the other replicas to connect (NCCL all-reduce)", [&] {
+    PIPETTE_NCCL_CHECK(
+        ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum, dp_, comm_));
+  });
   Order(comm_, dev.stream());
   WaitStream(comm_, "the data-parallel gradient all-reduce");
 }
@@ -226,8 +234,10 @@ void NcclFabric::SplitGroups(const std::vector<std::vector<int>>& groups) {
 void NcclFabric::AllReduceAmong(const std::vector<int>& ranks, const std::string& name, float* data,
                                 std::int64_t n, RankDevice& dev) {
   Order(dev.stream(), comm_);
-  PIPETTE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum,
-                                   groups_.at(ranks), comm_));
+  Watched(dog_, fmt::format("the other holders of {} to connect (NCCL all-reduce)", name), [&] {
+    PIPETTE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum,
+                                     groups_.at(ranks), comm_));
+  });
   Order(comm_, dev.stream());
   WaitStream(comm_, fmt::format("the other holders of {} to sum its gradient", name));
 }

@@ -1,7 +1,6 @@
 #include "trainer.h"
 
 #include <fmt/format.h>
-#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,21 +11,16 @@
 #include <thread>
 
 #include "check.h"
-#include "nccl_fabric.h"
-#include "pipette/common/byte_codec.h"
 #include "pipette/engine/step_loop.h"
 #include "virtual_fabric.h"
 
 namespace pipette::cuda {
 namespace {
 
-GemmPrecision PrecisionOf(const TrainOptions& options) {
-  return options.dtype == "bf16" ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
-}
-
 // One virtual rank's share of the run.
 struct VirtualRankResult {
-  std::string error;  // empty when it finished
+  std::string error;     // empty when it finished
+  bool gave_up = false;  // the error is a wait on the others that ended (PeerTimeout)
   RankContribution contribution;
   std::vector<double> losses, step_times;
   NamedTensors first_grads, final_params;
@@ -63,36 +57,11 @@ void RunVirtualRank(const TrainPlan& plan, const TrainOptions& options, int rank
   }
 }
 
-std::vector<char> PackTensors(const NamedTensors& tensors) {
-  ByteWriter out;
-  out.Put(static_cast<std::uint64_t>(tensors.size()));
-  for (const auto& [name, values] : tensors) {
-    out.PutString(name);
-    out.PutVector(values);
-  }
-  return out.bytes();
-}
-
-void UnpackTensors(const std::vector<char>& bytes, NamedTensors& into) {
-  ByteReader in(bytes);
-  const auto n = in.Get<std::uint64_t>();
-  for (std::uint64_t i = 0; i < n; ++i) {
-    std::string name = in.GetString();
-    in.AppendVector(into[name]);
-  }
-}
-
-// This process's GPU: its local rank (mpirun's) modulo the node's devices.
-int LocalDevice() {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int local = 0;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
-  return local % std::max(1, DeviceCount());
-}
-
 }  // namespace
+
+GemmPrecision PrecisionOf(const TrainOptions& options) {
+  return options.dtype == "bf16" ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+}
 
 int DeviceCount() {
   int count = 0;
@@ -140,7 +109,20 @@ Status CheckCudaOptions(const TrainPlan& plan, const TrainOptions& options) {
 // The threads of a virtual-ranks run and what they share. Owned jointly by the threads, so that a
 // rank that hangs (and is left behind) never touches freed memory.
 struct VirtualRun {
-  VirtualRun(int p, double timeout_s) : hub(p, timeout_s), results(p), done(p, false) {}
+  VirtualRun(const TrainPlan& plan, const TrainOptions& options, StepCallback on_step)
+      : plan(plan),
+        options(options),
+        hub(plan.p(), options.peer_timeout_s),
+        results(plan.p()),
+        done(plan.p(), false) {
+    // A rank left behind may wake after the run returned: it reports no more steps then.
+    this->on_step = [this, report = std::move(on_step)](int step, double loss, double s) {
+      if (report && !hub.failed()) report(step, loss, s);
+    };
+  }
+  const TrainPlan plan;  // copies: a rank left behind never reads the caller's
+  const TrainOptions options;
+  StepCallback on_step;
   VirtualHub hub;
   std::vector<VirtualRankResult> results;
   std::mutex mu;
@@ -175,24 +157,21 @@ std::vector<int> JoinWithin(VirtualRun& run, std::vector<std::thread>& threads, 
   return hung;
 }
 
-// The run's error: the first rank's own failure (not the others' reactions to it), else a hung
-// rank; OK when every rank finished. A failed or hung rank is not the user's input: Internal
-// (exit 1, as a rank the watchdog ends).
+// The run's error: a rank that stopped making progress, else the first rank's own failure (not
+// the others' reactions to it: they gave up waiting); OK when every rank finished. A failed or
+// hung rank is not the user's input: Internal (exit 1, as a rank the watchdog ends).
 Status FirstFailure(const VirtualRun& run, const std::vector<int>& hung) {
-  const int p = static_cast<int>(run.results.size());
-  for (int r = 0; r < p; ++r) {
-    const std::string& error = run.results[r].error;
-    if (!error.empty() && error.find("gave up") == std::string::npos) {
-      return Status::Internal(fmt::format("rank {}: {}", r, error));
-    }
-  }
   if (!hung.empty()) {
     return Status::Internal(fmt::format(
         "rank {} stopped making progress (the others waited --peer-timeout)", hung.front()));
   }
-  for (int r = 0; r < p; ++r) {
-    if (!run.results[r].error.empty()) {
-      return Status::Internal(fmt::format("rank {}: {}", r, run.results[r].error));
+  const int p = static_cast<int>(run.results.size());
+  for (const bool reactions : {false, true}) {
+    for (int r = 0; r < p; ++r) {
+      const VirtualRankResult& result = run.results[r];
+      if (!result.error.empty() && result.gave_up == reactions) {
+        return Status::Internal(fmt::format("rank {}: {}", r, result.error));
+      }
     }
   }
   return Status::Ok();
@@ -202,14 +181,18 @@ Result<CudaTrainResult> TrainVirtualRanks(const TrainPlan& plan, const TrainOpti
                                           const StepCallback& on_step) {
   PIPETTE_RETURN_IF_ERROR(CheckCudaOptions(plan, options));
   const int p = plan.p();
-  auto run = std::make_shared<VirtualRun>(p, options.peer_timeout_s);
+  auto run = std::make_shared<VirtualRun>(plan, options, on_step);
   const double t0 =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   std::vector<std::thread> threads;
   for (int r = 0; r < p; ++r) {
-    threads.emplace_back([&plan, &options, &on_step, run, r, t0] {
+    threads.emplace_back([run, r, t0] {
       try {
-        RunVirtualRank(plan, options, r, run->hub, on_step, t0, run->results[r]);
+        RunVirtualRank(run->plan, run->options, r, run->hub, run->on_step, t0, run->results[r]);
+      } catch (const PeerTimeout& e) {
+        run->results[r].error = e.what();
+        run->results[r].gave_up = true;
+        run->hub.Fail(fmt::format("rank {} gave up: {}", r, e.what()));
       } catch (const std::exception& e) {
         run->results[r].error = e.what();
         run->hub.Fail(fmt::format("rank {} failed: {}", r, e.what()));
@@ -231,58 +214,6 @@ Result<CudaTrainResult> TrainVirtualRanks(const TrainPlan& plan, const TrainOpti
   }
   result.report =
       AssembleReport(plan, options, run->results[0].losses, run->results[0].step_times, ranks);
-  return result;
-}
-
-Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& options,
-                                    Watchdog& dog, const StepCallback& on_step) {
-  PIPETTE_RETURN_IF_ERROR(CheckCudaOptions(plan, options));
-  int world_rank = 0, world_size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  if (world_size != plan.world_size()) {
-    return Status::InvalidArgument(
-        fmt::format("-p {} --dp {} needs {} processes (mpirun -np {}), but {} were started",
-                    plan.p(), plan.dp, plan.world_size(), plan.world_size(), world_size));
-  }
-  const int pp_rank = world_rank % plan.p(), replica = world_rank / plan.p();
-  PIPETTE_CUDA_CHECK(cudaSetDevice(LocalDevice()));
-  RankDevice dev(PrecisionOf(options));
-  NcclFabric fabric(plan.p(), dog);
-  CudaRankRuntime runtime(plan, options, {world_rank, pp_rank, replica}, dev, fabric, on_step);
-  runtime.ShareParameters();
-  StepLoopOptions loop;
-  loop.steps = options.steps;
-  loop.trace_steps = replica == 0 ? options.trace_steps : 0;  // replica 0 is traced
-  RankLog log;
-  fabric.Barrier("the other ranks to start");
-  runtime.set_start(
-      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
-  PIPETTE_RETURN_IF_ERROR(
-      RunSteps(plan.program, pp_rank, MessageSizesOf(plan), loop, runtime, log));
-  RankContribution c;
-  c.peak_bytes = static_cast<double>(dev.meter().peak);
-  c.static_bytes = static_cast<double>(runtime.static_bytes());
-  c.peak_rss_bytes = PeakRssBytes();
-  c.owned_elements = replica == 0 ? runtime.owned_elements() : 0;
-  c.stage_memory = runtime.stage_memory();
-  if (replica == 0) c.log = std::move(log);
-  const std::vector<std::vector<char>> gathered = fabric.GatherBytes(PackContribution(c));
-  NamedTensors none;
-  const bool report_tensors = options.verify && replica == 0;
-  const std::vector<std::vector<char>> grads =
-      fabric.GatherBytes(PackTensors(report_tensors ? runtime.first_grads() : none));
-  const std::vector<std::vector<char>> params =
-      fabric.GatherBytes(PackTensors(report_tensors ? runtime.Snapshot(false) : none));
-  if (world_rank != 0) return CudaTrainResult();
-  CudaTrainResult result;
-  std::vector<RankContribution> ranks;
-  for (const std::vector<char>& bytes : gathered) {
-    ranks.push_back(UnpackContribution(bytes, plan.schedule.num_stages()));
-  }
-  for (const std::vector<char>& bytes : grads) UnpackTensors(bytes, result.first_grads);
-  for (const std::vector<char>& bytes : params) UnpackTensors(bytes, result.final_params);
-  result.report = AssembleReport(plan, options, runtime.losses(), runtime.step_times(), ranks);
   return result;
 }
 

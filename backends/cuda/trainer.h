@@ -3,8 +3,8 @@
 //
 //   TrainVirtualRanks  every pipeline rank a thread of this process on one GPU (--virtual-ranks):
 //                      how a single GPU runs and checks the identical programs;
-//   TrainOnNccl        one MPI process per GPU (mpirun -np P*D), cudaSetDevice(local rank), NCCL
-//                      between the GPUs (communicator id sent over MPI).
+//   TrainOnNccl        one MPI process per GPU (nccl_trainer.h, library pipette_cuda_nccl: the
+//                      only part with MPI, so the virtual-ranks binaries need no MPI at all).
 //
 // Both return world rank 0's report (pipette/engine/train_report.h) and, with options.verify, the
 // tensors a caller checks against the unpipelined reference (the CPU engine's; engines do not
@@ -17,7 +17,6 @@
 #include "pipette/common/status.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
-#include "pipette/engine/watchdog.h"
 
 namespace pipette::cuda {
 
@@ -26,6 +25,9 @@ struct CudaTrainResult {
   NamedTensors first_grads;   // with options.verify: gradients after step 1 (summed copies)
   NamedTensors final_params;  // with options.verify: parameters after the last step
 };
+
+// The GEMM precision --dtype asks for.
+GemmPrecision PrecisionOf(const TrainOptions& options);
 
 // CUDA devices this process sees (0 without a GPU or a driver).
 int DeviceCount();
@@ -39,11 +41,5 @@ Status CheckCudaOptions(const TrainPlan& plan, const TrainOptions& options);
 
 Result<CudaTrainResult> TrainVirtualRanks(const TrainPlan& plan, const TrainOptions& options,
                                           const StepCallback& on_step = {});
-
-// Trains on MPI_COMM_WORLD (MPI initialised by the caller), whose size must be plan.world_size(),
-// on the GPU (local rank) modulo the devices this node has. Every rank calls it; world rank 0's
-// result is complete. Every wait on peers runs under `dog`.
-Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& options,
-                                    Watchdog& dog, const StepCallback& on_step = {});
 
 }  // namespace pipette::cuda

@@ -12,7 +12,13 @@
 namespace pipette::cuda {
 
 VirtualHub::~VirtualHub() {
-  for (auto& [key, item] : mail_) (void)cudaEventDestroy(item.second);
+  // Messages never received (a failed run): their senders' streams may be gone, so they are freed
+  // in the default stream's order once the device is idle.
+  if (!mail_.empty()) (void)cudaDeviceSynchronize();
+  for (auto& [key, item] : mail_) {
+    item.first.set_stream(nullptr);
+    (void)cudaEventDestroy(item.second);
+  }
 }
 
 void VirtualHub::Fail(const std::string& why) {

@@ -29,7 +29,7 @@
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/store/trace_rows.h"
 #if PIPETTE_HAS_CUDA_ENGINE
-#include "cuda/trainer.h"
+#include "cuda/nccl_trainer.h"
 #endif
 
 namespace pipette::cli {

@@ -9,13 +9,15 @@
 // 4 blocks) and of Llama blocks (h 2048, 32 heads, 8 KV heads, SwiGLU 8192, s 1024, micro-batch 2,
 // 2 blocks), F, I and W each timed with CUDA events (median of 10 after 2 warm-ups), in fp32 and
 // bf16, with the model layer's FLOPs per pass and the rate they imply.
-// Part 2, bubbles: every built-in schedule at p = 4, m = 8 on an 8-block model (h 512), 3 steps in
+// Part 2, bubbles: every built-in schedule at p = 4, m = 8 on an 8-block GPT (h 512, s 512, a model
+// file written to $TMPDIR), 3 steps in
 // virtual-ranks mode; the last step's measured bubble 1 - busy / (p * makespan) from the trace, and
 // evaluate()'s bubble for the run's own median stage costs (pipette schedule's model).
 // Without a GPU it says so and exits 0 (nothing to measure).
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -185,13 +187,38 @@ double MeasuredBubble(const std::vector<TraceEvent>& trace, int p, int step) {
   return last > first ? 1 - busy / (p * (last - first)) : 0;
 }
 
+// A GPT-style model file of `blocks` blocks of width `hidden` (the engines train model files), in
+// the temporary directory; returns its path.
+std::string WriteBubbleModel(int blocks, int hidden, int heads, int vocab, int context) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/pipette-bubble-model.toml";
+  std::ofstream out(path);
+  out << "name = \"bubble-gpt\"\n\n[[layer]]\nname = \"embedding\"\ntype = \"embedding\"\n"
+      << "vocab = " << vocab << "\nhidden = " << hidden << "\npositions = " << context << "\n";
+  for (int b = 0; b < blocks; ++b) {
+    out << fmt::format(
+        "\n[[layer]]\nname = \"block{0}.attn\"\ntype = \"attention\"\nhidden = {1}\nheads = "
+        "{2}\nbias = true\n\n[[layer]]\nname = \"block{0}.mlp\"\ntype = \"mlp\"\nhidden = "
+        "{1}\nffn_hidden = {3}\nbias = true\n",
+        b, hidden, heads, 4 * hidden);
+  }
+  out << fmt::format(
+      "\n[[layer]]\nname = \"final_norm\"\ntype = \"norm\"\nhidden = {0}\nbias = true\n\n"
+      "[[layer]]\nname = \"head\"\ntype = \"head\"\nhidden = {0}\nvocab = {1}\n\n[[layer]]\n"
+      "name = \"loss\"\ntype = \"loss\"\nvocab = {1}\n",
+      hidden, vocab);
+  return path;
+}
+
 nlohmann::ordered_json Bubbles(bool quick) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  const std::string model = WriteBubbleModel(8, 512, 8, 4096, 512);
   fmt::print("\n# bubble per schedule, virtual ranks p=4 m=8 (8 blocks, h 512, s 512, mb 2)\n");
   fmt::print("{:<28} {:>10} {:>10} {:>12}\n", "schedule", "measured", "predicted", "step ms");
   for (const ScheduleGenerator* generator : AllScheduleGenerators()) {
     TrainOptions o;
-    o.model = "tiny";
+    o.model = model;
     o.schedule = std::string(generator->name());
     o.p = 4;
     o.m = 8;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 
 #include "pipette/engine/param_init.h"
@@ -470,20 +469,6 @@ class Loss final : public Module {
   int vocab_;
 };
 
-// Parses "block{i}.attn" / "block{i}.mlp": returns i and sets `mlp`, or -1.
-int BlockIndex(std::string_view layer, bool& mlp) {
-  if (!layer.starts_with("block")) return -1;
-  const std::size_t dot = layer.find('.');
-  if (dot == std::string_view::npos) return -1;
-  int index = -1;
-  const auto [end, ec] = std::from_chars(layer.data() + 5, layer.data() + dot, index);
-  if (ec != std::errc() || end != layer.data() + dot) return -1;
-  const std::string_view part = layer.substr(dot + 1);
-  if (part != "attn" && part != "mlp") return -1;
-  mlp = part == "mlp";
-  return index;
-}
-
 }  // namespace
 
 DecoderSpec TinyDecoder() { return *FindDecoderPreset("tiny"); }
@@ -525,16 +510,6 @@ Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_
   if (layer == "loss") return std::unique_ptr<Module>(new Loss(spec));
   return Status::InvalidArgument(
       fmt::format("model '{}' has no layer '{}' the cpu engine can build", spec.name, layer));
-}
-
-std::vector<std::string> LayerNames(const DecoderSpec& spec) {
-  std::vector<std::string> names = {"embedding"};
-  for (int i = 0; i < spec.layers; ++i) {
-    names.push_back(fmt::format("block{}.attn", i));
-    names.push_back(fmt::format("block{}.mlp", i));
-  }
-  for (const char* name : {"final_norm", "head", "loss"}) names.emplace_back(name);
-  return names;
 }
 
 Tensor ModuleChain::Forward(const Batch& batch, Tensor x, std::vector<Cache>& caches) {

@@ -29,6 +29,7 @@
 
 #include "pipette/common/status.h"
 #include "pipette/engine/corpus.h"
+#include "pipette/engine/decoder_layers.h"  // LayerNames: the layers MakeModule builds
 #include "pipette/model/decoder.h"
 #include "tensor.h"
 
@@ -82,9 +83,6 @@ class Module {
 // InvalidArgument for a layer name the decoder does not have.
 Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_view layer,
                                            std::uint64_t seed);
-
-// The graph layer names of `spec` in model order.
-std::vector<std::string> LayerNames(const DecoderSpec& spec);
 
 // A run of consecutive modules: one pipeline stage, or the whole model for the reference.
 class ModuleChain {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 
 #include "pipette/engine/param_init.h"
@@ -10,27 +9,6 @@
 
 namespace pipette::cpu {
 namespace {
-
-// Tokens x h LayerNorm with affine parameters, the first part of attn/mlp halves and final_norm.
-struct Norm {
-  Param* gamma;
-  Param* beta;
-};
-
-// Slots of the block halves' caches.
-enum AttnSlot {
-  kAttnXhat,
-  kAttnRstd,
-  kAttnA,
-  kAttnQkv,
-  kAttnProbs,
-  kAttnOut,
-  kAttnDy,
-  kAttnDqkv,
-  kAttnDa,
-  kAttnSlots
-};
-enum MlpSlot { kMlpXhat, kMlpRstd, kMlpA, kMlpPre, kMlpAct, kMlpDy, kMlpDpre, kMlpDa, kMlpSlots };
 
 class Embedding final : public Module {
  public:
@@ -77,326 +55,235 @@ class Embedding final : public Module {
   Param* wpe_ = nullptr;
 };
 
-// Pre-norm residual half of a block: y = x + f(LayerNorm(x)).
-class AttentionHalf final : public Module {
+// The pre-norm of a block half and the final norm, over tokens x h: LayerNorm with gamma and beta
+// (GPT: spec.bias) or RMSNorm with gamma alone (Llama). Forward keeps xhat (the normalised input,
+// which gamma's gradient multiplies) and rstd; InputGrad reads both, WeightGrad reads xhat and the
+// norm's output gradient. The module holding a Norm owns its parameters and keeps those tensors in
+// its cache.
+class Norm {
  public:
-  AttentionHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
-      : Module(std::move(name)), h_(spec.hidden), heads_(spec.heads) {
-    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    gamma_ = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
-    beta_ = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
-    w_qkv_ = &AddParam("qkv.weight", 3 * h_, h_, seed, kInitStd, 0, true);
-    b_qkv_ = &AddParam("qkv.bias", 1, 3 * h_, seed, 0, 0, false);
-    w_o_ = &AddParam("proj.weight", h_, h_, seed, proj_std, 0, true);
-    b_o_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
+  Norm() = default;
+  // `beta` null: an RMSNorm.
+  Norm(Param* gamma, Param* beta) : gamma_(gamma), beta_(beta) {}
+  bool layer_norm() const { return beta_ != nullptr; }
+
+  // y = norm(x); allocates xhat (n x h) and rstd (n x 1). y may be x itself: both norms read an
+  // element of x before they write it.
+  void Forward(const Tensor& x, Tensor& y, Tensor& xhat, Tensor& rstd) const {
+    xhat = Tensor(x.rows(), x.cols());
+    rstd = Tensor(x.rows(), 1);
+    if (layer_norm()) {
+      LayerNormForward(x, xhat, rstd);
+      Affine(xhat, gamma_->value, beta_->value, y);
+    } else {
+      RmsNormForward(x, gamma_->value, xhat, rstd, y);
+    }
   }
-  int OutputCols() const override { return h_; }
-  Tensor Forward(const Batch& batch, Tensor x, Cache& cache) override {
-    const int n = x.rows();
-    std::vector<Tensor>& s = cache.saved;
-    s.resize(kAttnSlots);
-    s[kAttnXhat] = Tensor(n, h_);
-    s[kAttnRstd] = Tensor(n, 1);
-    LayerNormForward(x, s[kAttnXhat], s[kAttnRstd]);
-    s[kAttnA] = Tensor(n, h_);
-    Affine(s[kAttnXhat], gamma_->value, beta_->value, s[kAttnA]);
-    s[kAttnQkv] = Tensor(n, 3 * h_);
-    LinearForward(s[kAttnA], w_qkv_->value, &b_qkv_->value, s[kAttnQkv]);
-    s[kAttnProbs] = Tensor(batch.sequences * heads_ * batch.seq, batch.seq);
-    s[kAttnOut] = Tensor(n, h_);
-    AttentionForward(s[kAttnQkv], batch.sequences, batch.seq, heads_, heads_, s[kAttnProbs],
-                     s[kAttnOut]);
-    Tensor y(n, h_);
-    LinearForward(s[kAttnOut], w_o_->value, &b_o_->value, y);
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
-    return y;
+  // dx (+)= the input gradient for the norm's output gradient dy (accumulates when `accumulate`).
+  void InputGrad(const Tensor& dy, const Tensor& xhat, const Tensor& rstd, Tensor& dx,
+                 bool accumulate) const {
+    if (layer_norm()) {
+      LayerNormInputGrad(dy, xhat, rstd, gamma_->value, dx, accumulate);
+    } else {
+      RmsNormInputGrad(dy, xhat, rstd, gamma_->value, dx, accumulate);
+    }
   }
-  Tensor InputGrad(const Batch& batch, Tensor dy, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    const int n = dy.rows();
-    Tensor dout(n, h_);
-    LinearInputGrad(dy, w_o_->value, dout);
-    s[kAttnDqkv] = Tensor(n, 3 * h_);
-    AttentionInputGrad(dout, s[kAttnQkv], s[kAttnProbs], batch.sequences, batch.seq, heads_, heads_,
-                       s[kAttnDqkv]);
-    s[kAttnQkv] = Tensor();
-    s[kAttnProbs] = Tensor();
-    s[kAttnDa] = Tensor(n, h_);
-    LinearInputGrad(s[kAttnDqkv], w_qkv_->value, s[kAttnDa]);
-    // dx = dy (residual) + the LayerNorm's input gradient; dout's buffer becomes dx.
-    Tensor& dx = dout;
-    std::copy(dy.data(), dy.data() + dy.size(), dx.data());
-    LayerNormInputGrad(s[kAttnDa], s[kAttnXhat], s[kAttnRstd], gamma_->value, dx, true);
-    s[kAttnRstd] = Tensor();
-    s[kAttnDy] = std::move(dy);
-    return std::move(dx);
-  }
-  void WeightGrad(const Batch&, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    LinearWeightGrad(s[kAttnDy], s[kAttnOut], w_o_->grad, &b_o_->grad);
-    LinearWeightGrad(s[kAttnDqkv], s[kAttnA], w_qkv_->grad, &b_qkv_->grad);
-    AffineWeightGrad(s[kAttnDa], s[kAttnXhat], gamma_->grad, beta_->grad);
-    s.clear();
+  // The gradients of gamma (and beta) += those for dy.
+  void WeightGrad(const Tensor& dy, const Tensor& xhat) const {
+    if (layer_norm()) {
+      AffineWeightGrad(dy, xhat, gamma_->grad, beta_->grad);
+    } else {
+      RmsNormWeightGrad(dy, xhat, gamma_->grad);
+    }
   }
 
  private:
-  int h_, heads_;
-  Param *gamma_, *beta_, *w_qkv_, *b_qkv_, *w_o_, *b_o_;
+  Param* gamma_ = nullptr;
+  Param* beta_ = nullptr;
 };
 
-class MlpHalf final : public Module {
+// What sits between a block half's two projections: attention over the heads, or the MLP's
+// activation. `pre` is the first projection's output (tokens x PreCols), `act` the second's input
+// (tokens x ActCols); `kept` is what the backward needs besides pre, if anything. The block half
+// holds all three in its cache and frees pre and kept once InputGrad has run.
+class Inner {
  public:
-  MlpHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
-      : Module(std::move(name)), h_(spec.hidden), f_(spec.ffn_hidden) {
-    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    gamma_ = &AddParam("ln.gamma", 1, h_, seed, 0, 1, false);
-    beta_ = &AddParam("ln.beta", 1, h_, seed, 0, 0, false);
-    w_fc_ = &AddParam("fc.weight", f_, h_, seed, kInitStd, 0, true);
-    b_fc_ = &AddParam("fc.bias", 1, f_, seed, 0, 0, false);
-    w_proj_ = &AddParam("proj.weight", h_, f_, seed, proj_std, 0, true);
-    b_proj_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
-  }
-  int OutputCols() const override { return h_; }
-  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
-    const int n = x.rows();
-    std::vector<Tensor>& s = cache.saved;
-    s.resize(kMlpSlots);
-    s[kMlpXhat] = Tensor(n, h_);
-    s[kMlpRstd] = Tensor(n, 1);
-    LayerNormForward(x, s[kMlpXhat], s[kMlpRstd]);
-    s[kMlpA] = Tensor(n, h_);
-    Affine(s[kMlpXhat], gamma_->value, beta_->value, s[kMlpA]);
-    s[kMlpPre] = Tensor(n, f_);
-    LinearForward(s[kMlpA], w_fc_->value, &b_fc_->value, s[kMlpPre]);
-    s[kMlpAct] = Tensor(n, f_);
-    GeluForward(s[kMlpPre], s[kMlpAct]);
-    Tensor y(n, h_);
-    LinearForward(s[kMlpAct], w_proj_->value, &b_proj_->value, y);
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
-    return y;
-  }
-  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    const int n = dy.rows();
-    Tensor dact(n, f_);
-    LinearInputGrad(dy, w_proj_->value, dact);
-    s[kMlpDpre] = Tensor(n, f_);
-    GeluInputGrad(dact, s[kMlpPre], s[kMlpDpre]);
-    dact = Tensor();
-    s[kMlpPre] = Tensor();
-    s[kMlpDa] = Tensor(n, h_);
-    LinearInputGrad(s[kMlpDpre], w_fc_->value, s[kMlpDa]);
-    Tensor dx = dy.Clone();
-    LayerNormInputGrad(s[kMlpDa], s[kMlpXhat], s[kMlpRstd], gamma_->value, dx, true);
-    s[kMlpRstd] = Tensor();
-    s[kMlpDy] = std::move(dy);
-    return dx;
-  }
-  void WeightGrad(const Batch&, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    LinearWeightGrad(s[kMlpDy], s[kMlpAct], w_proj_->grad, &b_proj_->grad);
-    LinearWeightGrad(s[kMlpDpre], s[kMlpA], w_fc_->grad, &b_fc_->grad);
-    AffineWeightGrad(s[kMlpDa], s[kMlpXhat], gamma_->grad, beta_->grad);
-    s.clear();
-  }
-
- private:
-  int h_, f_;
-  Param *gamma_, *beta_, *w_fc_, *b_fc_, *w_proj_, *b_proj_;
+  virtual ~Inner() = default;
+  virtual int PreCols() const = 0;
+  virtual int ActCols() const = 0;
+  // Allocates and fills act (and kept) from pre, which it may rewrite in place.
+  virtual void Forward(const Batch& batch, Tensor& pre, Tensor& kept, Tensor& act) const = 0;
+  // dpre = the gradient of pre for dact, from the forward's pre and kept.
+  virtual void InputGrad(const Batch& batch, const Tensor& dact, const Tensor& pre,
+                         const Tensor& kept, Tensor& dpre) const = 0;
 };
 
-class FinalNorm final : public Module {
+// Causal self-attention with grouped-query heads (kv_heads = heads in a GPT); pre is qkv (column
+// blocks: the q heads, the k heads, the v heads), RoPE-rotated in place in a model without learned
+// positions; kept is the softmax probabilities.
+class Attention final : public Inner {
  public:
-  FinalNorm(const DecoderSpec& spec, std::uint64_t seed) : Module("final_norm"), h_(spec.hidden) {
-    gamma_ = &AddParam("gamma", 1, h_, seed, 0, 1, false);
-    beta_ = &AddParam("beta", 1, h_, seed, 0, 0, false);
+  explicit Attention(const DecoderSpec& spec)
+      : h_(spec.hidden),
+        heads_(spec.heads),
+        kv_heads_(spec.kv_heads),
+        rope_(!spec.learned_positions) {}
+  int PreCols() const override { return (heads_ + 2 * kv_heads_) * (h_ / heads_); }
+  int ActCols() const override { return h_; }
+  void Forward(const Batch& batch, Tensor& qkv, Tensor& probs, Tensor& out) const override {
+    if (rope_) Rope(qkv, batch.seq, heads_, kv_heads_, false);
+    probs = Tensor(batch.sequences * heads_ * batch.seq, batch.seq);
+    out = Tensor(qkv.rows(), h_);
+    AttentionForward(qkv, batch.sequences, batch.seq, heads_, kv_heads_, probs, out);
   }
-  int OutputCols() const override { return h_; }
-  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    s.resize(3);  // xhat, rstd, dy
-    s[0] = Tensor(x.rows(), h_);
-    s[1] = Tensor(x.rows(), 1);
-    LayerNormForward(x, s[0], s[1]);
-    Affine(s[0], gamma_->value, beta_->value, x);  // x's buffer becomes y
-    return x;
-  }
-  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    Tensor dx(dy.rows(), h_);
-    LayerNormInputGrad(dy, s[0], s[1], gamma_->value, dx, false);
-    s[1] = Tensor();
-    s[2] = std::move(dy);
-    return dx;
-  }
-  void WeightGrad(const Batch&, Cache& cache) override {
-    AffineWeightGrad(cache.saved[2], cache.saved[0], gamma_->grad, beta_->grad);
-    cache.saved.clear();
-  }
-
- private:
-  int h_;
-  Param *gamma_, *beta_;
-};
-
-// Llama's pre-norm attention half: y = x + proj(attention(RoPE(qkv(RMSNorm(x))))), grouped-query
-// heads, no biases. qkv.weight rows: the q heads, then the k heads, then the v heads.
-class LlamaAttentionHalf final : public Module {
- public:
-  LlamaAttentionHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
-      : Module(std::move(name)), h_(spec.hidden), heads_(spec.heads), kv_heads_(spec.kv_heads) {
-    const int qkv_rows = (heads_ + 2 * kv_heads_) * (h_ / heads_);
-    const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    gamma_ = &AddParam("norm.weight", 1, h_, seed, 0, 1, false);
-    w_qkv_ = &AddParam("qkv.weight", qkv_rows, h_, seed, kInitStd, 0, true);
-    w_o_ = &AddParam("proj.weight", h_, h_, seed, proj_std, 0, true);
-  }
-  int OutputCols() const override { return h_; }
-  Tensor Forward(const Batch& batch, Tensor x, Cache& cache) override {
-    const int n = x.rows();
-    std::vector<Tensor>& s = cache.saved;
-    s.resize(kAttnSlots);
-    s[kAttnXhat] = Tensor(n, h_);
-    s[kAttnRstd] = Tensor(n, 1);
-    s[kAttnA] = Tensor(n, h_);
-    RmsNormForward(x, gamma_->value, s[kAttnXhat], s[kAttnRstd], s[kAttnA]);
-    s[kAttnQkv] = Tensor(n, w_qkv_->value.rows());
-    LinearForward(s[kAttnA], w_qkv_->value, nullptr, s[kAttnQkv]);
-    Rope(s[kAttnQkv], batch.seq, heads_, kv_heads_, false);
-    s[kAttnProbs] = Tensor(batch.sequences * heads_ * batch.seq, batch.seq);
-    s[kAttnOut] = Tensor(n, h_);
-    AttentionForward(s[kAttnQkv], batch.sequences, batch.seq, heads_, kv_heads_, s[kAttnProbs],
-                     s[kAttnOut]);
-    Tensor y(n, h_);
-    LinearForward(s[kAttnOut], w_o_->value, nullptr, y);
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
-    return y;
-  }
-  Tensor InputGrad(const Batch& batch, Tensor dy, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    const int n = dy.rows();
-    Tensor dout(n, h_);
-    LinearInputGrad(dy, w_o_->value, dout);
-    s[kAttnDqkv] = Tensor(n, w_qkv_->value.rows());
-    AttentionInputGrad(dout, s[kAttnQkv], s[kAttnProbs], batch.sequences, batch.seq, heads_,
-                       kv_heads_, s[kAttnDqkv]);
-    Rope(s[kAttnDqkv], batch.seq, heads_, kv_heads_, true);  // gradients of the unrotated q, k
-    s[kAttnQkv] = Tensor();
-    s[kAttnProbs] = Tensor();
-    s[kAttnDa] = Tensor(n, h_);
-    LinearInputGrad(s[kAttnDqkv], w_qkv_->value, s[kAttnDa]);
-    Tensor& dx = dout;  // dx = dy (residual) + the RMSNorm's input gradient
-    std::copy(dy.data(), dy.data() + dy.size(), dx.data());
-    RmsNormInputGrad(s[kAttnDa], s[kAttnXhat], s[kAttnRstd], gamma_->value, dx, true);
-    s[kAttnRstd] = Tensor();
-    s[kAttnDy] = std::move(dy);
-    return std::move(dx);
-  }
-  void WeightGrad(const Batch&, Cache& cache) override {
-    std::vector<Tensor>& s = cache.saved;
-    LinearWeightGrad(s[kAttnDy], s[kAttnOut], w_o_->grad, nullptr);
-    LinearWeightGrad(s[kAttnDqkv], s[kAttnA], w_qkv_->grad, nullptr);
-    RmsNormWeightGrad(s[kAttnDa], s[kAttnXhat], gamma_->grad);
-    s.clear();
+  void InputGrad(const Batch& batch, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
+                 Tensor& dqkv) const override {
+    AttentionInputGrad(dout, qkv, probs, batch.sequences, batch.seq, heads_, kv_heads_, dqkv);
+    if (rope_) Rope(dqkv, batch.seq, heads_, kv_heads_, true);  // gradients of the unrotated q, k
   }
 
  private:
   int h_, heads_, kv_heads_;
-  Param *gamma_, *w_qkv_, *w_o_;
+  bool rope_;
 };
 
-// Llama's pre-norm SwiGLU half: y = x + proj(silu(gate) * up), [gate; up] = fc(RMSNorm(x)), no
-// biases. fc.weight rows 0..f-1 are the gate, f..2f-1 the up projection.
-class LlamaMlpHalf final : public Module {
+// The MLP's activation: GELU of pre (f columns), or with spec.gated_mlp SwiGLU of pre = [gate | up]
+// (2f columns). Keeps nothing besides pre.
+class Activation final : public Inner {
  public:
-  LlamaMlpHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed)
-      : Module(std::move(name)), h_(spec.hidden), f_(spec.ffn_hidden) {
+  explicit Activation(const DecoderSpec& spec) : f_(spec.ffn_hidden), gated_(spec.gated_mlp) {}
+  int PreCols() const override { return gated_ ? 2 * f_ : f_; }
+  int ActCols() const override { return f_; }
+  void Forward(const Batch&, Tensor& pre, Tensor&, Tensor& act) const override {
+    act = Tensor(pre.rows(), f_);
+    if (gated_) {
+      SwigluForward(pre, act);
+    } else {
+      GeluForward(pre, act);
+    }
+  }
+  void InputGrad(const Batch&, const Tensor& dact, const Tensor& pre, const Tensor&,
+                 Tensor& dpre) const override {
+    if (gated_) {
+      SwigluInputGrad(dact, pre, dpre);
+    } else {
+      GeluInputGrad(dact, pre, dpre);
+    }
+  }
+
+ private:
+  int f_;
+  bool gated_;
+};
+
+// Slots of a block half's cache.
+enum HalfSlot { kXhat, kRstd, kA, kPre, kKept, kAct, kDy, kDpre, kDa, kHalfSlots };
+
+const Tensor* ValueOf(const Param* p) { return p != nullptr ? &p->value : nullptr; }
+Tensor* GradOf(Param* p) { return p != nullptr ? &p->grad : nullptr; }
+
+// A pre-norm residual half of a block: y = x + W2 inner(W1 norm(x) + b1) + b2, the biases with
+// spec.bias. The attention half's W1 is "qkv", the MLP half's "fc"; W2 is "proj" in both. I frees
+// pre and kept (qkv and the probabilities, or the activation's input) and keeps for W the inputs
+// of the weight gradients: a, act, dy, dpre, da and the norm's xhat.
+class BlockHalf final : public Module {
+ public:
+  BlockHalf(const DecoderSpec& spec, std::string name, std::uint64_t seed, std::string_view w1,
+            std::unique_ptr<Inner> inner)
+      : Module(std::move(name)), h_(spec.hidden), inner_(std::move(inner)) {
     const float proj_std = kInitStd / std::sqrt(2.0f * spec.layers);
-    gamma_ = &AddParam("norm.weight", 1, h_, seed, 0, 1, false);
-    w_fc_ = &AddParam("fc.weight", 2 * f_, h_, seed, kInitStd, 0, true);
-    w_proj_ = &AddParam("proj.weight", h_, f_, seed, proj_std, 0, true);
+    const int pre = inner_->PreCols();
+    Param* gamma = &AddParam(spec.bias ? "ln.gamma" : "norm.weight", 1, h_, seed, 0, 1, false);
+    norm_ = Norm(gamma, spec.bias ? &AddParam("ln.beta", 1, h_, seed, 0, 0, false) : nullptr);
+    w1_ = &AddParam(fmt::format("{}.weight", w1), pre, h_, seed, kInitStd, 0, true);
+    if (spec.bias) b1_ = &AddParam(fmt::format("{}.bias", w1), 1, pre, seed, 0, 0, false);
+    w2_ = &AddParam("proj.weight", h_, inner_->ActCols(), seed, proj_std, 0, true);
+    if (spec.bias) b2_ = &AddParam("proj.bias", 1, h_, seed, 0, 0, false);
   }
   int OutputCols() const override { return h_; }
-  Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
+  Tensor Forward(const Batch& batch, Tensor x, Cache& cache) override {
     const int n = x.rows();
     std::vector<Tensor>& s = cache.saved;
-    s.resize(kMlpSlots);
-    s[kMlpXhat] = Tensor(n, h_);
-    s[kMlpRstd] = Tensor(n, 1);
-    s[kMlpA] = Tensor(n, h_);
-    RmsNormForward(x, gamma_->value, s[kMlpXhat], s[kMlpRstd], s[kMlpA]);
-    s[kMlpPre] = Tensor(n, 2 * f_);  // [gate | up]
-    LinearForward(s[kMlpA], w_fc_->value, nullptr, s[kMlpPre]);
-    s[kMlpAct] = Tensor(n, f_);
-    SwigluForward(s[kMlpPre], s[kMlpAct]);
+    s.resize(kHalfSlots);
+    s[kA] = Tensor(n, h_);
+    norm_.Forward(x, s[kA], s[kXhat], s[kRstd]);
+    s[kPre] = Tensor(n, inner_->PreCols());
+    LinearForward(s[kA], w1_->value, ValueOf(b1_), s[kPre]);
+    inner_->Forward(batch, s[kPre], s[kKept], s[kAct]);
     Tensor y(n, h_);
-    LinearForward(s[kMlpAct], w_proj_->value, nullptr, y);
+    LinearForward(s[kAct], w2_->value, ValueOf(b2_), y);
     for (std::size_t i = 0; i < y.size(); ++i) y[i] += x[i];
     return y;
   }
-  Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
+  Tensor InputGrad(const Batch& batch, Tensor dy, Cache& cache) override {
     std::vector<Tensor>& s = cache.saved;
     const int n = dy.rows();
-    Tensor dact(n, f_);
-    LinearInputGrad(dy, w_proj_->value, dact);
-    s[kMlpDpre] = Tensor(n, 2 * f_);
-    SwigluInputGrad(dact, s[kMlpPre], s[kMlpDpre]);
+    Tensor dact(n, inner_->ActCols());
+    LinearInputGrad(dy, w2_->value, dact);
+    s[kDpre] = Tensor(n, inner_->PreCols());
+    inner_->InputGrad(batch, dact, s[kPre], s[kKept], s[kDpre]);
     dact = Tensor();
-    s[kMlpPre] = Tensor();
-    s[kMlpDa] = Tensor(n, h_);
-    LinearInputGrad(s[kMlpDpre], w_fc_->value, s[kMlpDa]);
-    Tensor dx = dy.Clone();
-    RmsNormInputGrad(s[kMlpDa], s[kMlpXhat], s[kMlpRstd], gamma_->value, dx, true);
-    s[kMlpRstd] = Tensor();
-    s[kMlpDy] = std::move(dy);
+    s[kPre] = Tensor();
+    s[kKept] = Tensor();
+    s[kDa] = Tensor(n, h_);
+    LinearInputGrad(s[kDpre], w1_->value, s[kDa]);
+    Tensor dx = dy.Clone();  // the residual's path; the norm's input gradient adds to it
+    norm_.InputGrad(s[kDa], s[kXhat], s[kRstd], dx, true);
+    s[kRstd] = Tensor();
+    s[kDy] = std::move(dy);
     return dx;
   }
   void WeightGrad(const Batch&, Cache& cache) override {
     std::vector<Tensor>& s = cache.saved;
-    LinearWeightGrad(s[kMlpDy], s[kMlpAct], w_proj_->grad, nullptr);
-    LinearWeightGrad(s[kMlpDpre], s[kMlpA], w_fc_->grad, nullptr);
-    RmsNormWeightGrad(s[kMlpDa], s[kMlpXhat], gamma_->grad);
+    LinearWeightGrad(s[kDy], s[kAct], w2_->grad, GradOf(b2_));
+    LinearWeightGrad(s[kDpre], s[kA], w1_->grad, GradOf(b1_));
+    norm_.WeightGrad(s[kDa], s[kXhat]);
     s.clear();
   }
 
  private:
-  int h_, f_;
-  Param *gamma_, *w_fc_, *w_proj_;
+  int h_;
+  std::unique_ptr<Inner> inner_;
+  Norm norm_;
+  Param *w1_ = nullptr, *b1_ = nullptr, *w2_ = nullptr, *b2_ = nullptr;
 };
 
-// Llama's final RMSNorm (final_norm.weight).
-class FinalRmsNorm final : public Module {
+// The norm after the last block: final_norm.gamma and .beta (LayerNorm) or final_norm.weight
+// (RMSNorm).
+class FinalNorm final : public Module {
  public:
-  FinalRmsNorm(const DecoderSpec& spec, std::uint64_t seed)
-      : Module("final_norm"), h_(spec.hidden) {
-    gamma_ = &AddParam("weight", 1, h_, seed, 0, 1, false);
+  FinalNorm(const DecoderSpec& spec, std::uint64_t seed) : Module("final_norm"), h_(spec.hidden) {
+    Param* gamma = &AddParam(spec.bias ? "gamma" : "weight", 1, h_, seed, 0, 1, false);
+    norm_ = Norm(gamma, spec.bias ? &AddParam("beta", 1, h_, seed, 0, 0, false) : nullptr);
   }
   int OutputCols() const override { return h_; }
   Tensor Forward(const Batch&, Tensor x, Cache& cache) override {
     std::vector<Tensor>& s = cache.saved;
-    s.resize(3);  // xhat, rstd, dy
-    s[0] = Tensor(x.rows(), h_);
-    s[1] = Tensor(x.rows(), 1);
+    s.resize(3);               // xhat, rstd, dy
+    if (norm_.layer_norm()) {  // GPT's y takes x's buffer; Llama's a new one
+      norm_.Forward(x, x, s[0], s[1]);
+      return x;
+    }
     Tensor y(x.rows(), h_);
-    RmsNormForward(x, gamma_->value, s[0], s[1], y);
+    norm_.Forward(x, y, s[0], s[1]);
     return y;
   }
   Tensor InputGrad(const Batch&, Tensor dy, Cache& cache) override {
     std::vector<Tensor>& s = cache.saved;
     Tensor dx(dy.rows(), h_);
-    RmsNormInputGrad(dy, s[0], s[1], gamma_->value, dx, false);
+    norm_.InputGrad(dy, s[0], s[1], dx, false);
     s[1] = Tensor();
     s[2] = std::move(dy);
     return dx;
   }
   void WeightGrad(const Batch&, Cache& cache) override {
-    RmsNormWeightGrad(cache.saved[2], cache.saved[0], gamma_->grad);
+    norm_.WeightGrad(cache.saved[2], cache.saved[0]);
     cache.saved.clear();
   }
 
  private:
   int h_;
-  Param* gamma_;
+  Norm norm_;
 };
 
 class Head final : public Module {
@@ -470,20 +357,6 @@ class Loss final : public Module {
   int vocab_;
 };
 
-// Parses "block{i}.attn" / "block{i}.mlp": returns i and sets `mlp`, or -1.
-int BlockIndex(std::string_view layer, bool& mlp) {
-  if (!layer.starts_with("block")) return -1;
-  const std::size_t dot = layer.find('.');
-  if (dot == std::string_view::npos) return -1;
-  int index = -1;
-  const auto [end, ec] = std::from_chars(layer.data() + 5, layer.data() + dot, index);
-  if (ec != std::errc() || end != layer.data() + dot) return -1;
-  const std::string_view part = layer.substr(dot + 1);
-  if (part != "attn" && part != "mlp") return -1;
-  mlp = part == "mlp";
-  return index;
-}
-
 }  // namespace
 
 DecoderSpec TinyDecoder() { return *FindDecoderPreset("tiny"); }
@@ -504,37 +377,23 @@ Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_
                                            std::uint64_t seed) {
   bool mlp = false;
   const int block = BlockIndex(layer, mlp);
-  // A Llama-style spec (CheckTrainable: RMSNorm without biases, RoPE, SwiGLU, GQA) gets the
-  // Llama modules; the embedding, head and loss are the same for both.
-  const bool llama = !spec.bias;
   const std::string name(layer);
+  // One module for the halves of both decoders: the spec picks the norm, the biases, RoPE, the
+  // KV heads and the activation (CheckTrainable: GPT-style or Llama-style, never a mix).
   if (block >= 0 && block < spec.layers) {
     if (mlp) {
-      return llama ? std::unique_ptr<Module>(new LlamaMlpHalf(spec, name, seed))
-                   : std::unique_ptr<Module>(new MlpHalf(spec, name, seed));
+      return std::unique_ptr<Module>(
+          new BlockHalf(spec, name, seed, "fc", std::make_unique<Activation>(spec)));
     }
-    return llama ? std::unique_ptr<Module>(new LlamaAttentionHalf(spec, name, seed))
-                 : std::unique_ptr<Module>(new AttentionHalf(spec, name, seed));
+    return std::unique_ptr<Module>(
+        new BlockHalf(spec, name, seed, "qkv", std::make_unique<Attention>(spec)));
   }
   if (layer == "embedding") return std::unique_ptr<Module>(new Embedding(spec, seed));
-  if (layer == "final_norm") {
-    return llama ? std::unique_ptr<Module>(new FinalRmsNorm(spec, seed))
-                 : std::unique_ptr<Module>(new FinalNorm(spec, seed));
-  }
+  if (layer == "final_norm") return std::unique_ptr<Module>(new FinalNorm(spec, seed));
   if (layer == "head") return std::unique_ptr<Module>(new Head(spec, seed));
   if (layer == "loss") return std::unique_ptr<Module>(new Loss(spec));
   return Status::InvalidArgument(
       fmt::format("model '{}' has no layer '{}' the cpu engine can build", spec.name, layer));
-}
-
-std::vector<std::string> LayerNames(const DecoderSpec& spec) {
-  std::vector<std::string> names = {"embedding"};
-  for (int i = 0; i < spec.layers; ++i) {
-    names.push_back(fmt::format("block{}.attn", i));
-    names.push_back(fmt::format("block{}.mlp", i));
-  }
-  for (const char* name : {"final_norm", "head", "loss"}) names.emplace_back(name);
-  return names;
 }
 
 Tensor ModuleChain::Forward(const Batch& batch, Tensor x, std::vector<Cache>& caches) {

@@ -1,9 +1,10 @@
 // The GPT and Llama decoders of the CPU engine, as modules that match the model graph's layers one
 // to one (model/decoder.h): `embedding`, `block{i}.attn`, `block{i}.mlp`, `final_norm`, `head`,
-// `loss`. A Llama-style spec (bias = false: RMSNorm, RoPE, SwiGLU, grouped-query attention) gets
-// the Llama block halves and final RMSNorm, whose parameter names and layouts the CUDA engine
-// mirrors (backends/cpu/README.md, "The Llama block"); embedding (without a position table under
-// RoPE), head and loss are shared.
+// `loss` (engine/decoder_layers.h). One block-half module serves both halves of both decoders:
+// a GPT spec gets LayerNorm, biases and GELU, a Llama-style one (bias = false) RMSNorm, RoPE,
+// SwiGLU and grouped-query attention, whose parameter names and layouts the CUDA engine mirrors
+// (backends/cpu/README.md, "The Llama block"); the final norm follows the same choice, and the
+// embedding (without a position table under RoPE), head and loss are shared.
 // A pipeline stage is a run of consecutive modules, so the partitioner's cut of the graph is the
 // engine's cut of the model.
 //
@@ -29,6 +30,7 @@
 
 #include "pipette/common/status.h"
 #include "pipette/engine/corpus.h"
+#include "pipette/engine/decoder_layers.h"  // LayerNames: the layers MakeModule builds
 #include "pipette/model/decoder.h"
 #include "tensor.h"
 
@@ -82,9 +84,6 @@ class Module {
 // InvalidArgument for a layer name the decoder does not have.
 Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_view layer,
                                            std::uint64_t seed);
-
-// The graph layer names of `spec` in model order.
-std::vector<std::string> LayerNames(const DecoderSpec& spec);
 
 // A run of consecutive modules: one pipeline stage, or the whole model for the reference.
 class ModuleChain {

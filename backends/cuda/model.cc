@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 
 #include "check.h"
 #include "kernels.h"
+#include "pipette/engine/decoder_layers.h"
 #include "pipette/engine/param_init.h"
 
 namespace pipette::cuda {
@@ -395,20 +395,6 @@ class Loss final : public DeviceModule {
  private:
   int vocab_;
 };
-
-// Parses "block{i}.attn" / "block{i}.mlp": returns i and sets `mlp`, or -1.
-int BlockIndex(std::string_view layer, bool& mlp) {
-  if (!layer.starts_with("block")) return -1;
-  const std::size_t dot = layer.find('.');
-  if (dot == std::string_view::npos) return -1;
-  int index = -1;
-  const auto [end, ec] = std::from_chars(layer.data() + 5, layer.data() + dot, index);
-  if (ec != std::errc() || end != layer.data() + dot) return -1;
-  const std::string_view part = layer.substr(dot + 1);
-  if (part != "attn" && part != "mlp") return -1;
-  mlp = part == "mlp";
-  return index;
-}
 
 }  // namespace
 

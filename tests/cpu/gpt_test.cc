@@ -13,36 +13,13 @@
 #include "pipette/engine/corpus.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/model/model_presets.h"
+#include "small_specs.h"
 
 namespace pipette::cpu {
 namespace {
 
-DecoderSpec SmallSpec(bool tied) {
-  DecoderSpec spec = TinyDecoder();
-  spec.layers = 2;
-  spec.hidden = 16;
-  spec.heads = 2;
-  spec.kv_heads = 2;
-  spec.ffn_hidden = 32;
-  spec.vocab = 11;
-  spec.max_positions = 8;
-  spec.tied_embeddings = tied;
-  return spec;
-}
-
-// tiny-llama scaled down: 2 blocks of width 16, 4 query heads sharing 2 kv heads, SwiGLU 24.
-DecoderSpec SmallLlamaSpec(bool tied) {
-  DecoderSpec spec = *FindDecoderPreset("tiny-llama");
-  spec.layers = 2;
-  spec.hidden = 16;
-  spec.heads = 4;
-  spec.kv_heads = 2;
-  spec.ffn_hidden = 24;
-  spec.vocab = 11;
-  spec.max_positions = 8;
-  spec.tied_embeddings = tied;
-  return spec;
-}
+using test_specs::SmallGptSpec;
+using test_specs::SmallLlamaSpec;
 
 ModuleChain WholeModel(const DecoderSpec& spec, std::uint64_t seed) {
   ModuleChain chain;
@@ -114,9 +91,9 @@ void CheckGradients(const DecoderSpec& spec, float perturb = 0) {
   }
 }
 
-TEST(GptGradients, MatchFiniteDifferencesForEveryParameter) { CheckGradients(SmallSpec(false)); }
+TEST(GptGradients, MatchFiniteDifferencesForEveryParameter) { CheckGradients(SmallGptSpec(false)); }
 
-TEST(GptGradients, TiedHeadSumsBothUsesOfTheTable) { CheckGradients(SmallSpec(true)); }
+TEST(GptGradients, TiedHeadSumsBothUsesOfTheTable) { CheckGradients(SmallGptSpec(true)); }
 
 TEST(LlamaGradients, MatchFiniteDifferencesForEveryParameter) {
   CheckGradients(SmallLlamaSpec(false));
@@ -154,7 +131,7 @@ void CheckInputThenWeightEqualsFullBackward(const DecoderSpec& spec) {
 }
 
 TEST(GptGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
-  CheckInputThenWeightEqualsFullBackward(SmallSpec(false));
+  CheckInputThenWeightEqualsFullBackward(SmallGptSpec(false));
 }
 
 TEST(LlamaGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
@@ -162,7 +139,7 @@ TEST(LlamaGradients, InputThenWeightEqualsFullBackwardAndFreesTheCache) {
 }
 
 TEST(GptInit, DependsOnSeedAndNameOnly) {
-  const DecoderSpec spec = SmallSpec(true);
+  const DecoderSpec spec = SmallGptSpec(true);
   auto head = MakeModule(spec, "head", 42).value();
   auto embedding = MakeModule(spec, "embedding", 42).value();
   auto other_seed = MakeModule(spec, "embedding", 43).value();
@@ -179,7 +156,7 @@ TEST(GptInit, DependsOnSeedAndNameOnly) {
 }
 
 TEST(GptModules, UnknownLayerIsAnError) {
-  const auto module = MakeModule(SmallSpec(false), "block9.attn", 1);
+  const auto module = MakeModule(SmallGptSpec(false), "block9.attn", 1);
   ASSERT_FALSE(module.ok());
   EXPECT_NE(module.status().message().find("block9.attn"), std::string::npos);
 }

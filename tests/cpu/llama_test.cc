@@ -17,6 +17,7 @@
 #include "pipette/engine/corpus.h"
 #include "pipette/model/decoder.h"
 #include "pipette/model/model_presets.h"
+#include "small_specs.h"
 
 namespace pipette::cpu {
 namespace {
@@ -213,22 +214,10 @@ TEST(GqaAttentionKernel, EqualsMultiHeadAttentionWithSharedKvHeadsCopied) {
   }
 }
 
-DecoderSpec SmallLlama() {
-  DecoderSpec spec = *FindDecoderPreset("tiny-llama");
-  spec.layers = 2;
-  spec.hidden = 16;
-  spec.heads = 4;
-  spec.kv_heads = 2;
-  spec.ffn_hidden = 24;
-  spec.vocab = 11;
-  spec.max_positions = 8;
-  return spec;
-}
-
 // A module's dx and every parameter gradient against central differences of sum(w * y) over
 // 2 sequences of 5 tokens (so RoPE sees positions 0..4 twice), with weights of order 1.
 void CheckModule(const std::string& layer) {
-  const DecoderSpec spec = SmallLlama();
+  const DecoderSpec spec = test_specs::SmallLlamaSpec(false);
   std::unique_ptr<Module> module = MakeModule(spec, layer, 3).value();
   // Weights of order 1 instead of the initial 0.02: scores far from uniform, so the q and k paths
   // (RoPE, the softmax) carry gradients the tolerance can see.
@@ -261,7 +250,8 @@ TEST(LlamaModules, FinalRmsNormGradientsMatchFiniteDifferences) { CheckModule("f
 
 // The conventions the CUDA engine mirrors: names, shapes, initial values, decay.
 TEST(LlamaModules, ParametersFollowTheConventions) {
-  const DecoderSpec spec = SmallLlama();  // h 16, 4 heads of 4, 2 kv heads, f 24, 2 layers
+  const DecoderSpec spec =
+      test_specs::SmallLlamaSpec(false);  // h 16, 4 heads of 4, 2 kv heads, f 24, 2 layers
   struct Expected {
     std::string layer, name;
     int rows, cols;

@@ -21,6 +21,8 @@
 #include "cpu/reference.h"
 #include "cuda/trainer.h"
 #include "pipette/engine/train_plan.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/schedule/schedule_generator.h"
 
 namespace pipette::cuda {
 namespace {
@@ -81,22 +83,10 @@ TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
 }
 
 std::vector<Case> AllCases() {
-  const char* schedules[] = {"gpipe",
-                             "1f1b",
-                             "eager-1f1b",
-                             "zb-h1",
-                             "zb-h2",
-                             "interleaved-1f1b",
-                             "interleaved-1f1b-plus-one",
-                             "kimi-k2",
-                             "interleaved-gpipe",
-                             "interleaved-zb",
-                             "zbv",
-                             "dualpipe",
-                             "dualpipe-v"};
   std::vector<Case> cases;
   for (const char* model : {"tiny", "tiny-llama"}) {
-    for (const char* s : schedules) {
+    for (const ScheduleGenerator* generator : AllScheduleGenerators()) {  // every built-in
+      const std::string s(generator->name());
       cases.push_back({s, model, 2, 0, 4});
       cases.push_back({s, model, 4, 0, 8});
     }

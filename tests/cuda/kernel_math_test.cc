@@ -18,27 +18,17 @@
 #include "cpu/gpt.h"
 #include "cpu/param_set.h"
 #include "cpu/tensor.h"
+#include "kernel_test_util.h"
 #include "pipette/engine/corpus.h"
 
 namespace pipette::cuda::math {
 namespace {
 
 using cpu::Tensor;
-using Floats = std::vector<float>;
+using test_util::Floats;
 
-// Calls f(i) for every thread index i < n, as a launch would.
-template <class F>
-void ForEachIndex(std::int64_t n, F f) {
-  for (std::int64_t i = 0; i < n; ++i) f(i);
-}
-
-Floats Random(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Floats v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using test_util::ForEachIndex;
+using test_util::Random;
 
 Tensor ToTensor(const Floats& v, int rows, int cols) {
   Tensor t(rows, cols);

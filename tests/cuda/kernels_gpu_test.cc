@@ -15,25 +15,16 @@
 #include "cuda/check.h"
 #include "cuda/kernel_math.h"
 #include "cuda/kernels.h"
+#include "kernel_test_util.h"
 
 namespace pipette::cuda::kernels {
 namespace {
 
-using Floats = std::vector<float>;
+using test_util::Floats;
 using Ints = std::vector<std::int32_t>;
 
-template <class F>
-void ForEachIndex(std::int64_t n, F f) {
-  for (std::int64_t i = 0; i < n; ++i) f(i);
-}
-
-Floats Random(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Floats v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using test_util::ForEachIndex;
+using test_util::Random;
 
 // Device memory holding a copy of a host vector (or n zero bytes' worth of T). Not copyable.
 template <class T>

@@ -401,6 +401,14 @@ TEST(Validation, EngineOptionsNameTheEngineAndTheRule) {
       << virtual_cpu.err;
   CommandResult dtype = Pipette("train --engine cuda --dtype fp8 --no-db");
   EXPECT_EQ(dtype.exit_code, 2) << dtype.err;
+  CommandResult version = Pipette("--version");
+  if (Contains(version.out, "cuda engine    built")) {  // checked before the GPU is looked for
+    CommandResult replicas = Pipette("train --engine cuda --virtual-ranks -p 2 --dp 2 --no-db");
+    EXPECT_EQ(replicas.exit_code, 2) << replicas.err;
+    EXPECT_EQ(replicas.err,
+              "pipette train: --dp 2 with --virtual-ranks: virtual ranks run one replica (--dp 1) "
+              "on one GPU\n");
+  }
   EXPECT_FALSE(Exists("pipette.db"));
 }
 

@@ -284,9 +284,6 @@ Status CheckOptions(const TrainCommandOptions& o) {
   return Status::Ok();
 }
 
-// Every rank plans the run; the ranks agree that they were started with the same configuration
-// and that there are as many of them as the plan needs. Returns the plan, or the first error of
-// any rank.
 // The plan, refused when its estimated memory exceeds this machine's (before anything is
 // allocated: gpt3-175b grew to 12 GB before bad_alloc), or, for the CUDA engine, when this machine
 // cannot run it.
@@ -308,6 +305,9 @@ Result<TrainPlan> PlanWithinMemory(const TrainCommandOptions& o) {
   return plan;
 }
 
+// Every rank plans the run; the ranks agree that they were started with the same configuration
+// and that there are as many of them as the plan needs. Returns the plan, or the first error of
+// any rank.
 Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   Result<TrainPlan> plan = PlanWithinMemory(o);
   std::string config;

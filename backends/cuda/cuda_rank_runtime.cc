@@ -112,6 +112,9 @@ void CudaRankRuntime::Compute(const Instruction& ins) {
   Run(ins.action);
   PIPETTE_CUDA_CHECK(cudaEventRecord(end_, dev_.stream()));
   PIPETTE_CUDA_CHECK(cudaEventSynchronize(end_));  // the contract: Compute returns when done
+  float ms = 0;
+  PIPETTE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin_, end_));
+  device_compute_seconds_ += ms * 1e-3;
   if (ins.action.kind != ActionKind::kOverlapped) {
     StageMemory& memory = stage_memory_[ins.action.stage];
     memory.workspace_bytes =

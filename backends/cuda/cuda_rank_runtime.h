@@ -65,6 +65,8 @@ class CudaRankRuntime final : public RankRuntime {
   // Gradients after step 1, taken when options.verify.
   const NamedTensors& first_grads() const { return first_grads_; }
   const std::vector<double>& losses() const { return losses_; }
+  // The device time of this rank's compute instructions so far (CUDA events around each).
+  double device_compute_seconds() const { return device_compute_seconds_; }
   const std::vector<double>& step_times() const { return step_times_; }
 
   double Now() override;
@@ -107,7 +109,8 @@ class CudaRankRuntime final : public RankRuntime {
   std::int64_t static_bytes_ = 0;
   NamedTensors first_grads_;
   std::vector<double> losses_, step_times_;
-  cudaEvent_t begin_ = nullptr, end_ = nullptr;
+  cudaEvent_t begin_ = nullptr, end_ = nullptr;  // around each compute instruction
+  double device_compute_seconds_ = 0;
 
   int step_ = 0;
   double t0_ = 0;

@@ -75,6 +75,7 @@ Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& o
   c.peak_bytes = static_cast<double>(dev.meter().peak);
   c.static_bytes = static_cast<double>(runtime.static_bytes());
   c.peak_rss_bytes = PeakRssBytes();
+  c.device_compute_seconds = runtime.device_compute_seconds();
   c.owned_elements = replica == 0 ? runtime.owned_elements() : 0;
   c.stage_memory = runtime.stage_memory();
   if (replica == 0) c.log = std::move(log);

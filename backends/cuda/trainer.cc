@@ -46,6 +46,7 @@ void RunVirtualRank(const TrainPlan& plan, const TrainOptions& options, int rank
   c.peak_bytes = static_cast<double>(dev.meter().peak);
   c.static_bytes = static_cast<double>(runtime.static_bytes());
   c.peak_rss_bytes = PeakRssBytes();
+  c.device_compute_seconds = runtime.device_compute_seconds();
   c.owned_elements = runtime.owned_elements();
   c.stage_memory = runtime.stage_memory();
   c.log = std::move(log);

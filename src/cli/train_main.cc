@@ -113,6 +113,7 @@ RunData RunDataOf(const TrainPlan& plan, const TrainReport& r, bool virtual_rank
   AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
   AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
   AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
+  AddPerRank(data.metrics, "device_compute_s", r.device_compute_seconds, "s");
   AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
   // The bytes the engine holds, so a simulation can model its memory (simulate --costs-from).
   AddPerRank(data.metrics, "static_bytes", r.static_bytes, "B");
@@ -153,6 +154,7 @@ nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const TrainPlan& pla
   json["tokens_per_s"] = r.tokens_per_s;
   json["peak_memory_bytes"] = r.peak_memory_bytes;
   json["peak_rss_bytes"] = r.peak_rss_bytes;
+  if (!r.device_compute_seconds.empty()) json["device_compute_s"] = r.device_compute_seconds;
   if (r.verification) {
     auto& v = json["verify"];
     v["grad_rel_err"] = r.verification->gradients.max_relative_error;

@@ -80,6 +80,16 @@ TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
   EXPECT_EQ(run->report.trace.size(),
             static_cast<std::size_t>(plan->program.num_instructions() * options.steps));
   for (const double peak : run->report.peak_memory_bytes) EXPECT_GT(peak, 0);
+  // The device time of each rank's computes (CUDA events) fits inside their host-clock durations.
+  std::vector<double> host(plan->p(), 0);
+  for (const TraceEvent& e : run->report.trace) {
+    if (IsCompute(e.action.kind)) host[e.rank] += e.end - e.start;
+  }
+  ASSERT_EQ(run->report.device_compute_seconds.size(), static_cast<std::size_t>(plan->p()));
+  for (int r = 0; r < plan->p(); ++r) {
+    EXPECT_GT(run->report.device_compute_seconds[r], 0) << "rank " << r;
+    EXPECT_LE(run->report.device_compute_seconds[r], host[r] * 1.001 + 1e-4) << "rank " << r;
+  }
 }
 
 std::vector<Case> AllCases() {

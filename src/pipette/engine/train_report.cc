@@ -13,6 +13,7 @@ std::vector<char> PackContribution(const RankContribution& c) {
   out.Put(c.peak_bytes);
   out.Put(c.static_bytes);
   out.Put(c.peak_rss_bytes);
+  out.Put(c.device_compute_seconds);
   out.Put(c.owned_elements);
   out.PutVector(c.stage_memory);
   out.PutVector(c.log.trace);
@@ -27,6 +28,7 @@ RankContribution UnpackContribution(const std::vector<char>& bytes, int num_stag
   c.peak_bytes = in.Get<double>();
   c.static_bytes = in.Get<double>();
   c.peak_rss_bytes = in.Get<double>();
+  c.device_compute_seconds = in.Get<double>();
   c.owned_elements = in.Get<std::int64_t>();
   in.AppendVector(c.stage_memory);
   c.stage_memory.resize(num_stages);
@@ -53,6 +55,11 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
     report.peak_memory_bytes[r] = std::max(report.peak_memory_bytes[r], c.peak_bytes);
     report.static_bytes[r] = std::max(report.static_bytes[r], c.static_bytes);
     report.peak_rss_bytes[r] = std::max(report.peak_rss_bytes[r], c.peak_rss_bytes);
+    if (c.device_compute_seconds >= 0) {
+      report.device_compute_seconds.resize(p, 0);
+      report.device_compute_seconds[r] =
+          std::max(report.device_compute_seconds[r], c.device_compute_seconds);
+    }
     report.params += c.owned_elements;
     for (std::size_t s = 0; s < c.stage_memory.size() && s < report.stage_memory.size(); ++s) {
       StageMemory& m = report.stage_memory[s];

@@ -53,16 +53,21 @@ struct TrainReport {                       // complete on world rank 0 only
   std::vector<double> peak_memory_bytes;
   std::vector<double> static_bytes;
   std::vector<double> peak_rss_bytes;
+  // Per pipeline rank, the engine's device time of its compute instructions over all steps (the
+  // CUDA engine's events; empty for an engine without a device clock), beside the trace's
+  // host-clock durations.
+  std::vector<double> device_compute_seconds;
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
   std::optional<Verification> verification;
 };
 
 // What one rank of a real run contributes to world rank 0's report.
 struct RankContribution {
-  double peak_bytes = 0;            // tensor bytes at their peak
-  double static_bytes = 0;          // held for the whole run: weights, gradients, optimizer state
-  double peak_rss_bytes = 0;        // the process's peak resident set
-  std::int64_t owned_elements = 0;  // parameters this rank reports (0 outside replica 0)
+  double peak_bytes = 0;      // tensor bytes at their peak
+  double static_bytes = 0;    // held for the whole run: weights, gradients, optimizer state
+  double peak_rss_bytes = 0;  // the process's peak resident set
+  double device_compute_seconds = -1;     // device time of its computes; < 0: not measured
+  std::int64_t owned_elements = 0;        // parameters this rank reports (0 outside replica 0)
   std::vector<StageMemory> stage_memory;  // per stage of the schedule (zero where not held)
   RankLog log;                            // replica 0: trace, all-reduces, updates (spans unused)
 };

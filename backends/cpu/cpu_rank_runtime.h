@@ -33,9 +33,6 @@
 
 namespace pipette::cpu {
 
-// Called on world rank 0 after each step (step from 0, its loss and time).
-using StepCallback = std::function<void(int step, double loss, double seconds)>;
-
 // Where a process sits in the run: world rank w is pipeline rank w % p of replica w / p.
 struct RankPlace {
   int world_rank = 0;

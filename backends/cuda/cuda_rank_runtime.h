@@ -33,9 +33,6 @@
 
 namespace pipette::cuda {
 
-// Called on world rank 0 after each step (step from 0, its loss and time).
-using StepCallback = std::function<void(int step, double loss, double seconds)>;
-
 struct CudaRankPlace {
   int world_rank = 0;
   int pp_rank = 0;

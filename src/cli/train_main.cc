@@ -328,7 +328,7 @@ Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
 // The CUDA engine's run; with --verify, world rank 0 checks it against the CPU engine's
 // unpipelined reference (the engines do not link each other; this binary links both).
 Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& plan, Watchdog& dog,
-                                const cpu::StepCallback& on_step) {
+                                const StepCallback& on_step) {
   const TrainOptions& t = o.train;
   // A device or NCCL error of this rank (NCCL path) becomes its Internal status.
   auto train = [&]() -> Result<cuda::CudaTrainResult> {
@@ -356,7 +356,7 @@ Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& p
 #endif
 
 Result<TrainReport> TrainOnEngine(const TrainCommandOptions& o, const TrainPlan& plan,
-                                  Watchdog& dog, const cpu::StepCallback& on_step) {
+                                  Watchdog& dog, const StepCallback& on_step) {
 #if PIPETTE_HAS_CUDA_ENGINE
   if (o.engine == "cuda") return TrainOnCuda(o, plan, dog, on_step);
 #endif
@@ -412,7 +412,7 @@ int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank
                    std::optional<RunRecorder>& recorder) {
   const bool text = rank == 0 && o.format == "text";
   if (text) PrintHeader(o, plan);
-  const cpu::StepCallback on_step = [&](int step, double loss, double seconds) {
+  const StepCallback on_step = [&](int step, double loss, double seconds) {
     if (text) PrintStep(plan, step, loss, seconds);
   };
   Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step);

@@ -3,6 +3,7 @@
 // it the same way, so `pipette train` records and prints one kind of report.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,6 +61,9 @@ struct TrainReport {                       // complete on world rank 0 only
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
   std::optional<Verification> verification;
 };
+
+// Called on world rank 0 after each step of a real run (step from 0, its mean loss and time).
+using StepCallback = std::function<void(int step, double loss, double seconds)>;
 
 // What one rank of a real run contributes to world rank 0's report.
 struct RankContribution {

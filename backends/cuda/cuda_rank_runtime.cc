@@ -80,10 +80,19 @@ void CudaRankRuntime::ShareParameters() {
   }
 }
 
-std::int64_t CudaRankRuntime::owned_elements() const {
-  std::int64_t n = 0;
-  for (const std::string& name : owned_) n += entries_.at(name).copies.front()->value.size();
-  return n;
+RankContribution CudaRankRuntime::Contribution(RankLog log, bool replica0) const {
+  RankContribution c;
+  c.peak_bytes = static_cast<double>(dev_.meter().peak);
+  c.static_bytes = static_cast<double>(static_bytes_);
+  c.peak_rss_bytes = PeakRssBytes();
+  c.device_compute_seconds = device_compute_seconds_;
+  c.stage_memory = stage_memory_;
+  if (!replica0) return c;
+  for (const std::string& name : owned_) {
+    c.owned_elements += entries_.at(name).copies.front()->value.size();
+  }
+  c.log = std::move(log);
+  return c;
 }
 
 NamedTensors CudaRankRuntime::Snapshot(bool grads) {

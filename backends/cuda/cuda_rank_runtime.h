@@ -52,18 +52,16 @@ class CudaRankRuntime final : public RankRuntime {
   // The common start of the run's clock (seconds on the host's steady clock).
   void set_start(double t0) { t0_ = t0; }
 
-  const std::vector<StageMemory>& stage_memory() const { return stage_memory_; }
-  // The bytes held for the whole run: weights, gradients, AdamW moments.
-  std::int64_t static_bytes() const { return static_bytes_; }
-  // Elements of the parameters this rank reports (the first holder of each shared one).
-  std::int64_t owned_elements() const;
+  // What this rank contributes to the run's report after its steps: its memory (peak, static:
+  // weights, gradients, AdamW moments), its device compute time and the bytes its stages held; from
+  // replica 0 (`replica0`) also `log` and the elements of the parameters it reports (the first
+  // holder of each shared one).
+  RankContribution Contribution(RankLog log, bool replica0) const;
   // Values (grads = false) or gradients of the parameters this rank reports.
   NamedTensors Snapshot(bool grads);
   // Gradients after step 1, taken when options.verify.
   const NamedTensors& first_grads() const { return first_grads_; }
   const std::vector<double>& losses() const { return losses_; }
-  // The device time of this rank's compute instructions so far (CUDA events around each).
-  double device_compute_seconds() const { return device_compute_seconds_; }
   const std::vector<double>& step_times() const { return step_times_; }
 
   double Now() override;
@@ -107,7 +105,7 @@ class CudaRankRuntime final : public RankRuntime {
   NamedTensors first_grads_;
   std::vector<double> losses_, step_times_;
   cudaEvent_t begin_ = nullptr, end_ = nullptr;  // around each compute instruction
-  double device_compute_seconds_ = 0;
+  double device_compute_seconds_ = 0;            // so far, from those events
 
   int step_ = 0;
   double t0_ = 0;

@@ -64,9 +64,6 @@ class Fabric {
   // Sums the losses and takes the earliest start and latest end over every rank; the result is
   // complete on world rank 0.
   virtual StepTotals ReduceStep(double loss, double start, double end) = 0;
-  // Gathers `values` (the same count on every rank) from every rank onto world rank 0, in world
-  // rank order; empty elsewhere.
-  virtual std::vector<double> GatherToRoot(const std::vector<double>& values) = 0;
 };
 
 }  // namespace pipette::cuda

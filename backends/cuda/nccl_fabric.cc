@@ -252,15 +252,6 @@ StepTotals NcclFabric::ReduceStep(double loss, double start, double end) {
   return {sum, -max[0], max[1]};
 }
 
-std::vector<double> NcclFabric::GatherToRoot(const std::vector<double>& values) {
-  std::vector<double> all(world_rank_ == 0 ? values.size() * world_size_ : 0);
-  MPI_Request request;
-  MPI_Igather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(),
-              static_cast<int>(values.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD, &request);
-  WaitMpi(&request, "the other ranks to report");
-  return all;
-}
-
 std::vector<std::vector<char>> NcclFabric::GatherBytes(const std::vector<char>& mine) {
   const int count = static_cast<int>(mine.size());
   std::vector<int> counts(world_size_), offsets(world_size_);

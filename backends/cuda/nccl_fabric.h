@@ -46,7 +46,6 @@ class NcclFabric final : public Fabric {
   void AllReduceAmong(const std::vector<int>& ranks, const std::string& name, float* data,
                       std::int64_t n, RankDevice& dev) override;
   StepTotals ReduceStep(double loss, double start, double end) override;
-  std::vector<double> GatherToRoot(const std::vector<double>& values) override;
 
   // Every world rank's bytes on world rank 0 (empty elsewhere).
   std::vector<std::vector<char>> GatherBytes(const std::vector<char>& mine);

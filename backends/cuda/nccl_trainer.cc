@@ -71,15 +71,8 @@ Result<CudaTrainResult> TrainOnNccl(const TrainPlan& plan, const TrainOptions& o
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   PIPETTE_RETURN_IF_ERROR(
       RunSteps(plan.program, pp_rank, MessageSizesOf(plan), loop, runtime, log));
-  RankContribution c;
-  c.peak_bytes = static_cast<double>(dev.meter().peak);
-  c.static_bytes = static_cast<double>(runtime.static_bytes());
-  c.peak_rss_bytes = PeakRssBytes();
-  c.device_compute_seconds = runtime.device_compute_seconds();
-  c.owned_elements = replica == 0 ? runtime.owned_elements() : 0;
-  c.stage_memory = runtime.stage_memory();
-  if (replica == 0) c.log = std::move(log);
-  const std::vector<std::vector<char>> gathered = fabric.GatherBytes(PackContribution(c));
+  const std::vector<std::vector<char>> gathered =
+      fabric.GatherBytes(PackContribution(runtime.Contribution(std::move(log), replica == 0)));
   NamedTensors none;
   const bool report_tensors = options.verify && replica == 0;
   const std::vector<std::vector<char>> grads =

@@ -42,14 +42,7 @@ void RunVirtualRank(const TrainPlan& plan, const TrainOptions& options, int rank
   fabric.Barrier("the other ranks to start");
   const Status status = RunSteps(plan.program, rank, MessageSizesOf(plan), loop, runtime, log);
   if (!status.ok()) throw std::runtime_error(status.message());
-  RankContribution& c = out.contribution;
-  c.peak_bytes = static_cast<double>(dev.meter().peak);
-  c.static_bytes = static_cast<double>(runtime.static_bytes());
-  c.peak_rss_bytes = PeakRssBytes();
-  c.device_compute_seconds = runtime.device_compute_seconds();
-  c.owned_elements = runtime.owned_elements();
-  c.stage_memory = runtime.stage_memory();
-  c.log = std::move(log);
+  out.contribution = runtime.Contribution(std::move(log), /*replica0=*/true);
   out.losses = runtime.losses();
   out.step_times = runtime.step_times();
   if (options.verify) {

@@ -188,19 +188,4 @@ StepTotals VirtualFabric::ReduceStep(double loss, double start, double end) {
   return s.result;
 }
 
-std::vector<double> VirtualFabric::GatherToRoot(const std::vector<double>& values) {
-  VirtualHub::Scratch& s = hub_.scratch();
-  hub_.Meet(
-      "gather", hub_.ranks(),
-      [&] {
-        s.gathered.resize(hub_.ranks());
-        s.gathered[rank_] = values;
-      },
-      [] {}, "the other ranks to report");
-  if (rank_ != 0) return {};
-  std::vector<double> all;
-  for (const std::vector<double>& v : s.gathered) all.insert(all.end(), v.begin(), v.end());
-  return all;
-}
-
 }  // namespace pipette::cuda

@@ -32,7 +32,6 @@ class VirtualHub {
     std::map<std::string, std::vector<std::pair<float*, RankDevice*>>> sums;
     StepTotals accumulated, result;
     int accumulated_count = 0;
-    std::vector<std::vector<double>> gathered;
   };
   Scratch& scratch() { return scratch_; }
   // Ends every wait, now and later, with PeerTimeout carrying `why`.
@@ -82,7 +81,6 @@ class VirtualFabric final : public Fabric {
   void AllReduceAmong(const std::vector<int>& ranks, const std::string& name, float* data,
                       std::int64_t n, RankDevice& dev) override;
   StepTotals ReduceStep(double loss, double start, double end) override;
-  std::vector<double> GatherToRoot(const std::vector<double>& values) override;
 
  private:
   VirtualHub& hub_;

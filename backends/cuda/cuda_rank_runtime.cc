@@ -55,14 +55,18 @@ CudaRankRuntime::CudaRankRuntime(const TrainPlan& plan, const TrainOptions& opti
   }
   static_bytes_ = dev_.meter().live;
   stage_memory_.resize(plan.schedule.num_stages());
-  PIPETTE_CUDA_CHECK(cudaEventCreate(&begin_));
-  PIPETTE_CUDA_CHECK(cudaEventCreate(&end_));
+  PIPETTE_CUDA_CHECK(cudaEventCreate(&anchor_));
+  marks_.resize(plan.program.ranks[place.pp_rank].instructions.size());
 }
 
 CudaRankRuntime::~CudaRankRuntime() {
   ClearBatches();
-  (void)cudaEventDestroy(begin_);
-  (void)cudaEventDestroy(end_);
+  (void)cudaEventDestroy(anchor_);
+  for (const Marks& m : marks_) {
+    for (cudaEvent_t e : {m.begin, m.end}) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
+  }
 }
 
 void CudaRankRuntime::ShareParameters() {
@@ -106,6 +110,20 @@ NamedTensors CudaRankRuntime::Snapshot(bool grads) {
 
 double CudaRankRuntime::Now() { return SteadySeconds() - t0_; }
 
+void CudaRankRuntime::Mark(const Instruction& ins, bool begin) {
+  const auto& instructions = plan_.program.ranks[place_.pp_rank].instructions;
+  Marks& marks = marks_.at(static_cast<std::size_t>(&ins - instructions.data()));
+  cudaEvent_t& event = begin ? marks.begin : marks.end;
+  if (event == nullptr) PIPETTE_CUDA_CHECK(cudaEventCreate(&event));
+  PIPETTE_CUDA_CHECK(cudaEventRecord(event, dev_.stream()));
+}
+
+double CudaRankRuntime::TimeOf(cudaEvent_t event) const {
+  float ms = 0;
+  PIPETTE_CUDA_CHECK(cudaEventElapsedTime(&ms, anchor_, event));
+  return anchor_time_ + static_cast<double>(ms) * 1e-3;
+}
+
 // ---- the program's instructions ----
 
 void CudaRankRuntime::Compute(const Instruction& ins) {
@@ -117,13 +135,9 @@ void CudaRankRuntime::Compute(const Instruction& ins) {
   DeviceMeter& meter = dev_.meter();
   const std::int64_t before = meter.live, peak = meter.peak;
   meter.ResetPeak();
-  PIPETTE_CUDA_CHECK(cudaEventRecord(begin_, dev_.stream()));
+  Mark(ins, true);
   Run(ins.action);
-  PIPETTE_CUDA_CHECK(cudaEventRecord(end_, dev_.stream()));
-  PIPETTE_CUDA_CHECK(cudaEventSynchronize(end_));  // the contract: Compute returns when done
-  float ms = 0;
-  PIPETTE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin_, end_));
-  device_compute_seconds_ += ms * 1e-3;
+  Mark(ins, false);
   if (ins.action.kind != ActionKind::kOverlapped) {
     StageMemory& memory = stage_memory_[ins.action.stage];
     memory.workspace_bytes =
@@ -139,11 +153,13 @@ void CudaRankRuntime::Run(const Action& a) {
 }
 
 void CudaRankRuntime::Send(const Instruction& ins, std::int64_t) {
+  Mark(ins, true);
   const Message message = MessageOf(ins.action);
   fabric_.Send(ins.peer, message.slot(plan_.m()), io_.TakeOutgoing(ins.action), dev_);
 }
 
 void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
+  Mark(ins, true);
   const Message message = MessageOf(ins.action);
   DeviceTensor buffer =
       dev_.Tensor(plan_.tokens_per_microbatch(), plan_.stage_output_cols[message.shape_stage()]);
@@ -155,7 +171,30 @@ double CudaRankRuntime::WaitRecv(const Instruction& ins) {
   io_.Arrived(ins.action, fabric_.WaitRecv(ins.peer, message.slot(plan_.m()), dev_,
                                            fmt::format("{} from rank {} (step {})",
                                                        ToString(ins.action), ins.peer, step_ + 1)));
-  return Now();
+  Mark(ins, false);
+  return Now();  // a dispatch time: TimeProgram sets the arrival
+}
+
+void CudaRankRuntime::TimeProgram(int, std::span<TraceEvent> events) {
+  for (TraceEvent& e : events) {  // EndProgram waited for the stream: every event happened
+    const Marks& marks = marks_.at(static_cast<std::size_t>(e.instr_id));
+    switch (e.action.kind) {
+      case ActionKind::kSendForward:
+      case ActionKind::kSendBackward:
+        e.start = e.end = TimeOf(marks.begin);
+        break;
+      case ActionKind::kRecvForward:
+      case ActionKind::kRecvBackward:
+        e.start = TimeOf(marks.begin);
+        e.end = std::max(e.start, TimeOf(marks.end));
+        break;
+      default:
+        e.start = TimeOf(marks.begin);
+        e.end = TimeOf(marks.end);
+        device_compute_seconds_ += e.end - e.start;
+        break;
+    }
+  }
 }
 
 const DeviceBatch& CudaRankRuntime::BatchOf(int microbatch) {
@@ -218,7 +257,13 @@ Status CudaRankRuntime::BeginStep(int step) {
   fabric_.Barrier(fmt::format("the other ranks to start step {}", step + 1));
   step_ = step;
   ClearBatches();
+  // Every microbatch's tokens go up now, while the stream is idle: an upload from pageable memory
+  // inside the program could wait for the stream.
+  for (int mb = 0; mb < plan_.m(); ++mb) BatchOf(mb);
   loss_sum_ = 0;
+  PIPETTE_CUDA_CHECK(cudaEventRecord(anchor_, dev_.stream()));
+  PIPETTE_CUDA_CHECK(cudaEventSynchronize(anchor_));
+  anchor_time_ = Now();
   return Status::Ok();
 }
 

@@ -6,9 +6,15 @@
 // sums the copies of shared parameters, applies AdamW (one multi-tensor launch) and reduces the
 // loss onto world rank 0.
 //
-// Timing: the contract's Compute returns when the work is done, so each compute instruction ends
-// with a wait on its stream (CUDA events bracket it and an NVTX range names it like the trace
-// event); the clock is the host's, from the run's common start. Used from the rank's thread only.
+// Timing: the host never waits inside a step. Compute queues the instruction's kernels on the
+// rank's stream between two CUDA events (an NVTX range names it like the trace event), WaitRecv
+// orders the message before the computes that follow, sends and receive posts mark where they were
+// dispatched in the stream's order; the host runs ahead to the end of the program, and EndProgram
+// waits (bounded) for the device. TimeProgram then gives every trace event its device time on the
+// host clock (seconds from the run's common start): an event recorded at the step's start, after
+// its barrier, is the anchor. A receive ends when the stream passed its wait (the data had arrived
+// and the compute before it was done), as a host blocked in it would see. Used from the rank's
+// thread only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +76,7 @@ class CudaRankRuntime final : public RankRuntime {
   void Send(const Instruction& ins, std::int64_t bytes) override;
   void PostRecv(const Instruction& ins, std::int64_t bytes) override;
   double WaitRecv(const Instruction& ins) override;
+  void TimeProgram(int step, std::span<TraceEvent> events) override;
 
   Status BeginStep(int step) override;
   void EndProgram(int step) override;
@@ -81,6 +89,16 @@ class CudaRankRuntime final : public RankRuntime {
     std::vector<DeviceParam*> copies;  // copies[0] is the one updated
     DeviceTensor m, v;                 // AdamW moments
   };
+
+  // The events of one instruction of the step: around a compute; `begin` alone where a send or
+  // a receive post was dispatched, `end` of a receive where the stream passed its wait.
+  struct Marks {
+    cudaEvent_t begin = nullptr, end = nullptr;
+  };
+  // Records instruction `ins`'s begin or end event on the stream now.
+  void Mark(const Instruction& ins, bool begin);
+  // The host-clock time of the recorded, completed `event`.
+  double TimeOf(cudaEvent_t event) const;
 
   const DeviceBatch& BatchOf(int microbatch);
   void Run(const Action& a);
@@ -104,8 +122,10 @@ class CudaRankRuntime final : public RankRuntime {
   std::int64_t static_bytes_ = 0;
   NamedTensors first_grads_;
   std::vector<double> losses_, step_times_;
-  cudaEvent_t begin_ = nullptr, end_ = nullptr;  // around each compute instruction
-  double device_compute_seconds_ = 0;            // so far, from those events
+  std::vector<Marks> marks_;           // by instruction index, created on first use, reused
+  cudaEvent_t anchor_ = nullptr;       // recorded when the step starts
+  double anchor_time_ = 0;             // its host-clock time
+  double device_compute_seconds_ = 0;  // so far, from the events around the computes
 
   int step_ = 0;
   double t0_ = 0;

@@ -41,12 +41,15 @@ class Fabric {
   virtual void Send(int peer, std::int64_t slot, DeviceTensor tensor, RankDevice& dev) = 0;
   // Posts the receive of `slot` from `peer` into `buffer` (of the message's shape).
   virtual void PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, RankDevice& dev) = 0;
-  // Blocks until the posted receive has arrived on dev's stream; returns its tensor.
+  // Orders the posted receive's data before whatever dev's stream runs next and returns its
+  // tensor; the host does not wait for the data (EndProgram does). `what` names the message for
+  // an error.
   virtual DeviceTensor WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
                                 const std::string& what) = 0;
   // Issues what Send and PostRecv queued (a fabric may batch them until the next compute).
   virtual void Flush(RankDevice& /*dev*/) {}
-  // Completes this step's sends.
+  // Completes this step's sends and waits until dev's stream has run the step's program (every
+  // receive arrived), bounded by the peer timeout.
   virtual void EndProgram(RankDevice& dev) = 0;
 
   // ---- collectives ----

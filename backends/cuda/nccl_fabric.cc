@@ -36,6 +36,7 @@ NcclFabric::~NcclFabric() {
   if (std::uncaught_exceptions() > 0) AbortAll();
   (void)cudaStreamSynchronize(comm_);
   for (auto& [key, event] : arrived_) (void)cudaEventDestroy(event);
+  for (auto& [event, what] : waited_) (void)cudaEventDestroy(event);
   for (auto& [ranks, comm] : groups_) (void)ncclCommDestroy(comm);
   for (ncclComm_t comm : {dp_, pp_, world_}) {
     if (comm != nullptr) (void)ncclCommDestroy(comm);
@@ -79,14 +80,7 @@ void NcclFabric::WaitStream(cudaStream_t stream, const std::string& what) {
   cudaEvent_t event = nullptr;
   PIPETTE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   PIPETTE_CUDA_CHECK(cudaEventRecord(event, stream));
-  Watched(dog_, what, [&] {
-    cudaError_t state;
-    while ((state = cudaEventQuery(event)) == cudaErrorNotReady) {
-      CheckAsync();
-      std::this_thread::yield();
-    }
-    PIPETTE_CUDA_CHECK(state);
-  });
+  WaitEvent(event, what);
   PIPETTE_CUDA_CHECK(cudaEventDestroy(event));
 }
 
@@ -143,6 +137,15 @@ DeviceTensor NcclFabric::WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
   const auto key = std::make_pair(peer, slot);
   const cudaEvent_t event = arrived_.at(key);
   arrived_.erase(key);
+  PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), event, 0));
+  waited_.emplace_back(event, what);  // EndProgram waits for it, naming it
+  auto it = posted_.find(key);
+  DeviceTensor buffer = std::move(it->second);
+  posted_.erase(it);
+  return buffer;
+}
+
+void NcclFabric::WaitEvent(cudaEvent_t event, const std::string& what) {
   Watched(dog_, what, [&] {
     cudaError_t state;
     while ((state = cudaEventQuery(event)) == cudaErrorNotReady) {
@@ -151,16 +154,16 @@ DeviceTensor NcclFabric::WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
     }
     PIPETTE_CUDA_CHECK(state);
   });
-  PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), event, 0));
-  PIPETTE_CUDA_CHECK(cudaEventDestroy(event));
-  auto it = posted_.find(key);
-  DeviceTensor buffer = std::move(it->second);
-  posted_.erase(it);
-  return buffer;
 }
 
 void NcclFabric::EndProgram(RankDevice& dev) {
   Flush(dev);
+  for (auto& [event, what] : waited_) {  // in program order: the first missing one is named
+    WaitEvent(event, what);
+    PIPETTE_CUDA_CHECK(cudaEventDestroy(event));
+  }
+  waited_.clear();
+  WaitStream(dev.stream(), "this rank's computes of the step");
   WaitStream(comm_, "this step's sends to complete");
   sending_.clear();  // freed on the compute stream; the communication stream is done with them
 }

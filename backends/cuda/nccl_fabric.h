@@ -5,6 +5,9 @@
 // communicator, shared parameters over communicators split for their holders. Barriers, the loss
 // and the report's gather use MPI.
 //
+// The host never waits inside a step: a receive orders its data before the consuming compute on
+// the device, and EndProgram waits for every receive in program order (naming the first one that
+// does not arrive), the rank's computes and its sends.
 // Waits are bounded: each polls its CUDA event (or MPI request) under the run's watchdog and
 // checks NCCL's asynchronous error; an NCCL error aborts the communicators and throws. A dead peer
 // makes the watchdog end the process after --peer-timeout, and mpirun the others.
@@ -60,6 +63,8 @@ class NcclFabric final : public Fabric {
   };
   // Makes `later` wait for what `earlier` has enqueued so far.
   void Order(cudaStream_t earlier, cudaStream_t later);
+  // Waits (host) until `event` has happened, under the watchdog; NCCL errors throw.
+  void WaitEvent(cudaEvent_t event, const std::string& what);
   // Waits (host) until `stream` has done its work, under the watchdog; NCCL errors throw.
   void WaitStream(cudaStream_t stream, const std::string& what);
   void CheckAsync();
@@ -80,6 +85,7 @@ class NcclFabric final : public Fabric {
   std::vector<DeviceTensor> sending_;                            // until EndProgram
   std::map<std::pair<int, std::int64_t>, DeviceTensor> posted_;  // (peer, slot) -> buffer
   std::map<std::pair<int, std::int64_t>, cudaEvent_t> arrived_;  // recorded after the receive
+  std::vector<std::pair<cudaEvent_t, std::string>> waited_;      // this step's, program order
 };
 
 }  // namespace pipette::cuda

@@ -73,7 +73,9 @@ class VirtualFabric final : public Fabric {
   void PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, RankDevice& dev) override;
   DeviceTensor WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
                         const std::string& what) override;
-  void EndProgram(RankDevice&) override {}  // a send is complete once its receiver copied it
+  // A send is complete once its receiver copied it; the stream's waits are on events the peers
+  // have recorded already (Take returned), so the wait ends.
+  void EndProgram(RankDevice& dev) override { dev.Synchronize(); }
 
   void Barrier(const std::string& what) override;
   void AllReduceReplicas(float* data, std::int64_t n, RankDevice& dev) override;

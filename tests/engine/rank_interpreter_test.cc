@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <span>
 #include <thread>
 
 #include "fake_runtime.h"
@@ -119,6 +120,13 @@ class StepRecorder : public FakeRuntime {
     return FakeRuntime::BeginStep(step);
   }
   void EndProgram(int step) override { calls.push_back(fmt::format("program {}", step)); }
+  // Sees exactly this step's events, program order, and retimes them (as a device-timed engine).
+  void TimeProgram(int step, std::span<TraceEvent> events) override {
+    calls.push_back(fmt::format("time {}: {} events of step {}, ids {}..{}", step, events.size(),
+                                events.front().step, events.front().instr_id,
+                                events.back().instr_id));
+    for (TraceEvent& e : events) e.end = e.start + 0.125;
+  }
   std::optional<Span> ReduceGradients(int step) override {
     calls.push_back(fmt::format("reduce {}", step));
     const double start = clock_;
@@ -148,15 +156,19 @@ TEST(RunSteps, RunsTheProgramThenReducesUpdatesAndEndsEachStep) {
   RankLog log;
   ASSERT_TRUE(RunSteps(program, 0, {}, options, runtime, log).ok());
   // Each step: 2 F + 2 B of cost 1 + 2 = 6 s, a reduction of 0.5 s and an update of 0.25 s.
-  EXPECT_EQ(runtime.calls,
-            (std::vector<std::string>{"begin 0", "program 0", "reduce 0", "update 0",
-                                      "end 0 [0, 6.75]", "begin 1", "program 1", "reduce 1",
-                                      "update 1", "end 1 [6.75, 13.5]", "begin 2", "program 2",
-                                      "reduce 2", "update 2", "end 2 [13.5, 20.25]"}));
+  EXPECT_EQ(
+      runtime.calls,
+      (std::vector<std::string>{
+          "begin 0", "program 0", "time 0: 4 events of step 0, ids 0..3", "reduce 0", "update 0",
+          "end 0 [0, 6.75]", "begin 1", "program 1", "time 1: 4 events of step 1, ids 0..3",
+          "reduce 1", "update 1", "end 1 [6.75, 13.5]", "begin 2", "program 2",
+          "time 2: 4 events of step 2, ids 0..3", "reduce 2", "update 2", "end 2 [13.5, 20.25]"}));
   ASSERT_EQ(log.trace.size(), 8u);  // two traced steps of four instructions
   EXPECT_EQ(log.trace[3].step, 0);
   EXPECT_EQ(log.trace[4].step, 1);
   EXPECT_EQ(log.trace[4].start, 6.75);
+  EXPECT_EQ(log.trace[4].end, 6.875);  // TimeProgram's times are the log's
+  EXPECT_EQ(log.trace[7].end, log.trace[7].start + 0.125);
   ASSERT_EQ(log.allreduces.size(), 2u);
   EXPECT_EQ(log.allreduces[1].step, 1);
   EXPECT_EQ(log.allreduces[1].start, 12.75);

@@ -13,16 +13,6 @@
 
 namespace pipette {
 
-struct TraceEvent {
-  int rank = 0;
-  int instr_id = 0;  // index in the rank's program
-  int step = 0;      // training step
-  Action action;
-  double start = 0;  // seconds; for a RECV: when posted
-  double end = 0;    // for a RECV: when its data arrived (never before it was posted)
-  std::int64_t bytes = 0;
-};
-
 // One data-parallel gradient all-reduce of one rank in one step (it follows the rank's program).
 struct AllReduceEvent {
   int rank = 0;

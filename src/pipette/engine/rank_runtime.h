@@ -13,11 +13,23 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "pipette/common/status.h"
 #include "pipette/schedule/program.h"
 
 namespace pipette {
+
+// One executed instruction of one rank (RunRank yields one per instruction).
+struct TraceEvent {
+  int rank = 0;
+  int instr_id = 0;  // index in the rank's program
+  int step = 0;      // training step
+  Action action;
+  double start = 0;  // seconds; for a RECV: when posted
+  double end = 0;    // for a RECV: when its data arrived (never before it was posted)
+  std::int64_t bytes = 0;
+};
 
 // A stretch of one rank's time: a step (from its start to its last part) or a collective. A
 // collective's start is engine-defined: the SimGrid runtime starts it once every participant is
@@ -38,15 +50,22 @@ class RankRuntime {
   // Called before each instruction, outside its traced event: what dispatching it costs. A real
   // engine spends that time anyway (nothing to do here); a simulated one spends its model of it.
   virtual void Dispatch(const Instruction& /*ins*/) {}
-  // Runs the compute instruction `ins`; returns when done.
+  // Runs the compute instruction `ins`; returns when done, or, for a runtime that times its
+  // instructions on a device (see TimeProgram), once the work is queued there.
   virtual void Compute(const Instruction& ins) = 0;
   // Starts sending `bytes` for the SEND instruction `ins` to ins.peer; returns at once.
   virtual void Send(const Instruction& ins, std::int64_t bytes) = 0;
   // Posts the receive instruction `ins` (its data may arrive later); returns at once. Receives
   // from one peer are posted in the order that peer sends (lowering guarantees it).
   virtual void PostRecv(const Instruction& ins, std::int64_t bytes) = 0;
-  // Blocks until the data of the posted receive `ins` has arrived; returns when it arrived.
+  // Blocks until the data of the posted receive `ins` has arrived; returns when it arrived. A
+  // device-timed runtime instead orders the data before the computes that follow and returns.
   virtual double WaitRecv(const Instruction& ins) = 0;
+  // After EndProgram: `events` are this step's trace events of the rank, program order, timed by
+  // Now() as RunRank dispatched them. A runtime whose Compute and WaitRecv return before the work
+  // is done (the CUDA engine: its host queues the step, its device runs it) sets their true times
+  // here, on the same clock; by default the dispatch times are the times.
+  virtual void TimeProgram(int /*step*/, std::span<TraceEvent> /*events*/) {}
 
   // ---- the training step around it (RunSteps); by default each does nothing ----
 

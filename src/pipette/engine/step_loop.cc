@@ -1,6 +1,7 @@
 #include "pipette/engine/step_loop.h"
 
 #include <optional>
+#include <span>
 
 namespace pipette {
 
@@ -12,8 +13,11 @@ Status RunSteps(const Program& program, int rank, const MessageSizes& sizes,
     const double start = runtime.Now();
     const bool traced = step < options.trace_steps;
     scratch.clear();
-    RunRank(program, rank, step, sizes, runtime, traced ? log.trace : scratch);
+    std::vector<TraceEvent>& events = traced ? log.trace : scratch;
+    const std::size_t first = events.size();
+    RunRank(program, rank, step, sizes, runtime, events);
     runtime.EndProgram(step);
+    runtime.TimeProgram(step, std::span<TraceEvent>(events).subspan(first));
     if (const std::optional<Span> reduce = runtime.ReduceGradients(step); reduce && traced) {
       log.allreduces.push_back({rank, step, reduce->start, reduce->end, options.gradient_bytes});
     }

@@ -4,6 +4,7 @@
 //   runtime.BeginStep(step)          wait for the other ranks, reset per-step state
 //   RunRank(program, rank, step)     the rank's program: forwards, backwards, sends, receives
 //   runtime.EndProgram(step)         complete the step's sends
+//   runtime.TimeProgram(step, ...)   a device-timed runtime sets the step's event times
 //   runtime.ReduceGradients(step)    data-parallel gradient all-reduce over the replicas
 //   runtime.UpdateParameters(step)   sum shared copies, optimizer
 //   runtime.EndStep(step, span)      the loss, progress

@@ -14,9 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "device.h"
 
 namespace pipette::cuda {
+
+// Makes `later` wait (on the device) for what `earlier` has enqueued so far.
+inline void OrderStreams(cudaStream_t earlier, cudaStream_t later) {
+  cudaEvent_t event = nullptr;
+  PIPETTE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  PIPETTE_CUDA_CHECK(cudaEventRecord(event, earlier));
+  PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(later, event, 0));
+  PIPETTE_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait is done
+}
 
 // A wait on peers exceeded the peer timeout, or a peer failed.
 class PeerTimeout : public std::runtime_error {

@@ -68,14 +68,6 @@ void NcclFabric::CheckAsync() {
   }
 }
 
-void NcclFabric::Order(cudaStream_t earlier, cudaStream_t later) {
-  cudaEvent_t event = nullptr;
-  PIPETTE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  PIPETTE_CUDA_CHECK(cudaEventRecord(event, earlier));
-  PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(later, event, 0));
-  PIPETTE_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait is done
-}
-
 void NcclFabric::WaitStream(cudaStream_t stream, const std::string& what) {
   cudaEvent_t event = nullptr;
   PIPETTE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
@@ -107,7 +99,8 @@ void NcclFabric::PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, Rank
 
 void NcclFabric::Flush(RankDevice& dev) {
   if (queued_.empty()) return;
-  Order(dev.stream(), comm_);  // the sends' data and the receives' buffers exist on the stream
+  OrderStreams(dev.stream(),
+               comm_);  // the sends' data and the receives' buffers exist on the stream
   // Connections are set up lazily, inside the first call to each peer: watched like a wait.
   Watched(dog_, "the pipeline peers to connect (NCCL send/recv)", [&] {
     PIPETTE_NCCL_CHECK(ncclGroupStart());
@@ -177,12 +170,12 @@ void NcclFabric::Barrier(const std::string& what) {
 }
 
 void NcclFabric::AllReduceReplicas(float* data, std::int64_t n, RankDevice& dev) {
-  Order(dev.stream(), comm_);
+  OrderStreams(dev.stream(), comm_);
   Watched(dog_, "the other replicas to connect (NCCL all-reduce)", [&] {
     PIPETTE_NCCL_CHECK(
         ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum, dp_, comm_));
   });
-  Order(comm_, dev.stream());
+  OrderStreams(comm_, dev.stream());
   WaitStream(comm_, "the data-parallel gradient all-reduce");
 }
 
@@ -236,12 +229,12 @@ void NcclFabric::SplitGroups(const std::vector<std::vector<int>>& groups) {
 
 void NcclFabric::AllReduceAmong(const std::vector<int>& ranks, const std::string& name, float* data,
                                 std::int64_t n, RankDevice& dev) {
-  Order(dev.stream(), comm_);
+  OrderStreams(dev.stream(), comm_);
   Watched(dog_, fmt::format("the other holders of {} to connect (NCCL all-reduce)", name), [&] {
     PIPETTE_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, ncclSum,
                                      groups_.at(ranks), comm_));
   });
-  Order(comm_, dev.stream());
+  OrderStreams(comm_, dev.stream());
   WaitStream(comm_, fmt::format("the other holders of {} to sum its gradient", name));
 }
 

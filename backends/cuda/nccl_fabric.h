@@ -61,8 +61,6 @@ class NcclFabric final : public Fabric {
     float* data = nullptr;
     std::int64_t n = 0;
   };
-  // Makes `later` wait for what `earlier` has enqueued so far.
-  void Order(cudaStream_t earlier, cudaStream_t later);
   // Waits (host) until `event` has happened, under the watchdog; NCCL errors throw.
   void WaitEvent(cudaEvent_t event, const std::string& what);
   // Waits (host) until `stream` has done its work, under the watchdog; NCCL errors throw.

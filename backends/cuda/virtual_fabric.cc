@@ -98,24 +98,47 @@ void VirtualFabric::Send(int peer, std::int64_t slot, DeviceTensor tensor, RankD
   hub_.Post(peer, rank_, slot, std::move(tensor), ready);
 }
 
-void VirtualFabric::PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, RankDevice&) {
-  posted_[{peer, slot}] = std::move(buffer);
+VirtualFabric::VirtualFabric(VirtualHub& hub, int rank) : hub_(hub), rank_(rank) {
+  PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
 }
 
+VirtualFabric::~VirtualFabric() {
+  (void)cudaStreamSynchronize(copy_);
+  for (auto& [key, posted] : posted_) (void)cudaEventDestroy(posted.allocated);
+  (void)cudaStreamDestroy(copy_);
+}
+
+void VirtualFabric::PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, RankDevice& dev) {
+  Posted posted{std::move(buffer), nullptr};
+  PIPETTE_CUDA_CHECK(cudaEventCreateWithFlags(&posted.allocated, cudaEventDisableTiming));
+  PIPETTE_CUDA_CHECK(cudaEventRecord(posted.allocated, dev.stream()));
+  posted_[{peer, slot}] = std::move(posted);
+}
+
+// The copy runs on the copy stream as soon as the sender's data and the buffer exist, beside
+// whatever the rank computes meanwhile; the rank's stream waits for it before the consumer.
 DeviceTensor VirtualFabric::WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
                                      const std::string& what) {
   auto it = posted_.find({peer, slot});
-  DeviceTensor buffer = std::move(it->second);
+  Posted posted = std::move(it->second);
   posted_.erase(it);
   auto [source, ready] = hub_.Take(rank_, peer, slot, what);
-  PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(dev.stream(), ready, 0));
-  PIPETTE_CUDA_CHECK(cudaEventDestroy(ready));
-  PIPETTE_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), source.data(),
+  for (cudaEvent_t event : {ready, posted.allocated}) {
+    PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(copy_, event, 0));
+    PIPETTE_CUDA_CHECK(cudaEventDestroy(event));
+  }
+  PIPETTE_CUDA_CHECK(cudaMemcpyAsync(posted.buffer.data(), source.data(),
                                      static_cast<std::size_t>(source.bytes()),
-                                     cudaMemcpyDeviceToDevice, dev.stream()));
-  source.set_stream(dev.stream());  // freed in this stream's order, after the copy
+                                     cudaMemcpyDeviceToDevice, copy_));
+  source.set_stream(copy_);  // freed in the copy stream's order, after the copy
   source = DeviceTensor();
-  return buffer;
+  OrderStreams(copy_, dev.stream());
+  return std::move(posted.buffer);
+}
+
+void VirtualFabric::EndProgram(RankDevice& dev) {
+  dev.Synchronize();
+  PIPETTE_CUDA_CHECK(cudaStreamSynchronize(copy_));
 }
 
 void VirtualFabric::Barrier(const std::string& what) {

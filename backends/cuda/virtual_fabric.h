@@ -67,15 +67,19 @@ class VirtualHub {
 
 class VirtualFabric final : public Fabric {
  public:
-  VirtualFabric(VirtualHub& hub, int rank) : hub_(hub), rank_(rank) {}
+  // Creates the rank's copy stream on the current device.
+  VirtualFabric(VirtualHub& hub, int rank);
+  ~VirtualFabric() override;
+  VirtualFabric(const VirtualFabric&) = delete;
+  VirtualFabric& operator=(const VirtualFabric&) = delete;
 
   void Send(int peer, std::int64_t slot, DeviceTensor tensor, RankDevice& dev) override;
   void PostRecv(int peer, std::int64_t slot, DeviceTensor buffer, RankDevice& dev) override;
   DeviceTensor WaitRecv(int peer, std::int64_t slot, RankDevice& dev,
                         const std::string& what) override;
-  // A send is complete once its receiver copied it; the stream's waits are on events the peers
+  // A send is complete once its receiver copied it; the streams' waits are on events the peers
   // have recorded already (Take returned), so the wait ends.
-  void EndProgram(RankDevice& dev) override { dev.Synchronize(); }
+  void EndProgram(RankDevice& dev) override;
 
   void Barrier(const std::string& what) override;
   void AllReduceReplicas(float* data, std::int64_t n, RankDevice& dev) override;
@@ -87,7 +91,13 @@ class VirtualFabric final : public Fabric {
  private:
   VirtualHub& hub_;
   const int rank_;
-  std::map<std::pair<int, std::int64_t>, DeviceTensor> posted_;  // (peer, slot) -> buffer
+  // A posted receive: its buffer and an event after the buffer's allocation on the rank's stream.
+  struct Posted {
+    DeviceTensor buffer;
+    cudaEvent_t allocated = nullptr;
+  };
+  cudaStream_t copy_ = nullptr;  // messages are copied here, beside the computes
+  std::map<std::pair<int, std::int64_t>, Posted> posted_;  // (peer, slot) -> its receive
 };
 
 }  // namespace pipette::cuda

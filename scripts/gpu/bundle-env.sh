@@ -8,6 +8,11 @@ if [ ! -d "$bundle/bin" ]; then
   exit 2
 fi
 
+# The bundle's own libraries travel gzipped (scripts/gpu-bundle.sh): unpacked once.
+if [ ! -d "$bundle/lib" ] && [ -f "$bundle/lib.tar.gz" ]; then
+  tar xzf "$bundle/lib.tar.gz" -C "$bundle" || { echo "$(basename "$0"): cannot unpack $bundle/lib.tar.gz" >&2; exit 2; }
+fi
+
 # The image's CUDA libraries: the toolkit's, else the ones PyTorch's wheels carry.
 libdirs="$PWD/$bundle/lib"
 for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do

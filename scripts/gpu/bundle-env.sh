@@ -8,13 +8,24 @@ if [ ! -d "$bundle/bin" ]; then
   exit 2
 fi
 
-# The bundle's own libraries travel gzipped (scripts/gpu-bundle.sh): unpacked once.
-if [ ! -d "$bundle/lib" ] && [ -f "$bundle/lib.tar.gz" ]; then
-  tar xzf "$bundle/lib.tar.gz" -C "$bundle" || { echo "$(basename "$0"): cannot unpack $bundle/lib.tar.gz" >&2; exit 2; }
+# The bundle's own libraries travel gzipped (scripts/gpu-bundle.sh): unpacked once, outside the
+# bundle (which stays small enough to travel again), into a folder named by the archive's checksum.
+bundle_lib="$PWD/$bundle/lib"
+if [ -f "$bundle/lib.tar.gz" ]; then
+  bundle_lib="${TMPDIR:-/tmp}/pipette-bundle-lib.$(cksum <"$bundle/lib.tar.gz" | cut -d' ' -f1)"
+  if [ ! -d "$bundle_lib/lib" ]; then
+    rm -rf "$bundle_lib" "$bundle_lib.part"
+    if ! { mkdir -p "$bundle_lib.part" && tar xzf "$bundle/lib.tar.gz" -C "$bundle_lib.part" &&
+      mv "$bundle_lib.part" "$bundle_lib"; }; then
+      echo "$(basename "$0"): cannot unpack $bundle/lib.tar.gz" >&2
+      exit 2
+    fi
+  fi
+  bundle_lib="$bundle_lib/lib"
 fi
 
 # The image's CUDA libraries: the toolkit's, else the ones PyTorch's wheels carry.
-libdirs="$PWD/$bundle/lib"
+libdirs="$bundle_lib"
 for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
   dir=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do

@@ -87,7 +87,7 @@ def mfu_target(bench, preset):
     stage = find_stage(bench, preset)
     if stage is None:
         return target(name, goal, "UNMEASURED", detail="no benchmark result")
-    rate = "%.1f TFLOP/s, F+I+W %.3f ms" % (stage.get("tflops", 0), stage.get("fiw_ms", 0))
+    rate = "%.1f TFLOP/s, F+I+W %.3f ms" % (stage.get("tflops") or 0, stage.get("fiw_ms") or 0)
     if stage.get("mfu") is None:
         return target(name, goal, "UNMEASURED", rate, "peak unknown for this device")
     mfu = stage["mfu"]
@@ -195,10 +195,10 @@ def stage_table(bench):
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in (bench or {}).get("stages", []) or []:
         mfu = "unknown" if s.get("mfu") is None else "%.1f%%" % (100 * s["mfu"])
+        num = lambda key: s.get(key) or 0  # noqa: E731 (a null, e.g. an infinite rate, reads 0)
         lines.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f | %s | %.3f |" % (
-            s.get("stage"), s.get("blocks", 0), s.get("f_ms", 0), s.get("i_ms", 0),
-            s.get("w_ms", 0), s.get("b_ms", 0), s.get("fiw_ms", 0), s.get("tflops", 0), mfu,
-            s.get("iw_over_b", 0)))
+            s.get("stage"), num("blocks"), num("f_ms"), num("i_ms"), num("w_ms"), num("b_ms"),
+            num("fiw_ms"), num("tflops"), mfu, num("iw_over_b")))
     return lines
 
 

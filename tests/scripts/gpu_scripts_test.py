@@ -173,6 +173,8 @@ class ResultsTest(unittest.TestCase):
             write(d, "benchmark.json", {"stages": [stage("gpt3-1.3b", 1, 1, 1, 2, None)]})
             write(d, "gemm.json", [{"name": "x", "ratio": 1.04}])
             t = by_target(results.collect(d))
+            self.assertEqual(run_results([d]), 0)  # renders a stage without a peak
+            self.assertIn("| unknown |", read(os.path.join(d, "results.md")))
             self.assertEqual(t["gpu tests: kernels"]["status"], "UNMEASURED")
             self.assertEqual(t["gpt3-1.3b stage F+I+W MFU"]["status"], "UNMEASURED")
             self.assertEqual(t["every GEMM vs cuBLASLt's best"]["status"], "PASS")

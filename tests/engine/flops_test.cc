@@ -55,6 +55,11 @@ TEST(FlopsTest, PeaksOfKnownDevicesOnly) {
   EXPECT_DOUBLE_EQ(DenseBf16Peak("NVIDIA H100 PCIe")->bf16_tflops, 756.0);
   EXPECT_DOUBLE_EQ(DenseBf16Peak("NVIDIA H200")->bf16_tflops, 989.4);
   EXPECT_FALSE(DenseBf16Peak("NVIDIA H100 NVL").has_value());
+  EXPECT_FALSE(DenseBf16Peak("NVIDIA H200 NVL").has_value());
+  EXPECT_FALSE(DenseBf16Peak("NVIDIA GH200 480GB").has_value());
+  // The CUDA engine's DeviceDescription() holds the name among other words.
+  EXPECT_EQ(DenseBf16Peak("1 x NVIDIA H100 80GB HBM3, 80 GiB, sm_90, driver CUDA 13.0")->device,
+            "H100 SXM5");
   EXPECT_FALSE(DenseBf16Peak("NVIDIA A100-SXM4-80GB").has_value());
   EXPECT_FALSE(DenseBf16Peak("").has_value());
   EXPECT_NE(DenseBf16Peak("NVIDIA H200")->source.find("datasheet"), std::string::npos);

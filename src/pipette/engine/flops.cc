@@ -49,8 +49,9 @@ std::optional<DevicePeak> DenseBf16Peak(std::string_view device_name) {
   static const std::string kH200 =
       "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200): BF16 1,979 "
       "TFLOPS (SXM) with sparsity, dense = half";
-  // NVL boards (H100 NVL, H200 NVL) have other clocks and rates: not in the table.
-  if (Contains(device_name, "NVL")) return std::nullopt;
+  // NVL boards (H100 NVL, H200 NVL) and Grace Hopper (GH200) have other clocks and rates: not in
+  // the table.
+  if (Contains(device_name, "NVL") || Contains(device_name, "GH200")) return std::nullopt;
   if (Contains(device_name, "H200")) return DevicePeak{"H200 SXM", 989.4, kH200};
   if (!Contains(device_name, "H100")) return std::nullopt;
   if (Contains(device_name, "PCIe")) return DevicePeak{"H100 PCIe", 756.0, kH100};

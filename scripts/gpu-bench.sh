@@ -13,6 +13,9 @@
 #      UNMEASURED.
 # Everything lands under $OUT (default gpu-out/), each part's output in NAME.log. Without a GPU
 # the parts that need one are skipped and every target reads UNMEASURED.
+#   PARTS           the parts to run (default "tests benchmark gemm attention fidelity"); results.md
+#                   is always written from what $OUT holds, so a long run can be split over
+#                   several calls with one $OUT (e.g. PARTS=tests, then PARTS="benchmark gemm", ...)
 #   BENCH_ARGS      extra cuda_engine_benchmark options (e.g. "--blocks 2")
 #   FIDELITY_MODEL  the fidelity runs' model (default gpt2-124m); FIDELITY_ARGS extra train options
 #                   (default "--dtype bf16 --micro-batch-size 2 --seq-len 512")
@@ -49,29 +52,39 @@ run() {  # run NAME COMMAND...: output to $out/NAME.log, remembers the first fai
   [ "$code" -ne 0 ] && [ "$status" -eq 0 ] && status=$code
 }
 skip() { echo "== $1: skipped ($2)" | tee "$out/$1.log"; }
+parts=" ${PARTS:-tests benchmark gemm attention fidelity} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 
 # 1-2. The tests skip and the benchmark says so without a device; both always run.
-run kernels "$bundle/bin/kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
-run engine "$bundle/bin/cuda_engine_gpu_test" --gtest_output="xml:$out/engine.xml"
-# shellcheck disable=SC2086  # BENCH_ARGS is a list of options
-run benchmark "$bundle/bin/cuda_engine_benchmark" --json "$out/benchmark.json" ${BENCH_ARGS:-}
+if want tests; then
+  run kernels "$bundle/bin/kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
+  run engine "$bundle/bin/cuda_engine_gpu_test" --gtest_output="xml:$out/engine.xml"
+fi
+if want benchmark; then
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
+  run benchmark "$bundle/bin/cuda_engine_benchmark" --json "$out/benchmark.json" ${BENCH_ARGS:-}
+fi
 # 3. The GEMM benchmark (the bundle has it once the build defines it).
-if [ -x "$bundle/bin/cuda_gemm_benchmark" ]; then
+if ! want gemm; then
+  :
+elif [ -x "$bundle/bin/cuda_gemm_benchmark" ]; then
   run gemm "$bundle/bin/cuda_gemm_benchmark" --json "$out/gemm.json"
 else
   skip gemm "cuda_gemm_benchmark is not in $bundle/bin"
 fi
 if [ -z "$python" ]; then
-  skip attention "no python3"
-  skip fidelity "no python3"
-  echo "gpu-bench: no python3: $out/results.md cannot be written" >&2
+  echo "gpu-bench: no python3: no attention reference, fidelity check or $out/results.md" >&2
   exit 1
 fi
 # 4. cuDNN's attention: the script answers {"available": false, ...} without torch or a GPU.
-run attention "$python" scripts/gpu/attention_reference.py --json "$out/attention.json"
+if want attention; then
+  run attention "$python" scripts/gpu/attention_reference.py --json "$out/attention.json"
+fi
 # 5. The fidelity check: trains for real, so only with a device.
-if [ -n "$gpu" ]; then
-  rm -f "$out/fidelity.db"
+if ! want fidelity; then
+  :
+elif [ -n "$gpu" ]; then
+  rm -f "$out/fidelity.db" "$out/fidelity.json"
   before=$status
   train_args=()
   for a in ${FIDELITY_ARGS:---dtype bf16 --micro-batch-size 2 --seq-len 512}; do

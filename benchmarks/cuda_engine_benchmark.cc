@@ -1,18 +1,26 @@
-// The CUDA engine on a GPU: what one pipeline stage's instructions cost, and what each schedule's
-// bubble measures in virtual-ranks mode next to the one `pipette schedule` predicts for the
-// measured costs. Correctness and runnability are the issue "The CUDA/NCCL engine"'s; the speed
-// targets (model FLOP utilisation, GEMMs against cuBLASLt's best) belong to "CUDA engine speed".
+// The CUDA engine on a GPU, against issue 15's targets ("CUDA engine speed"): what one pipeline
+// stage's instructions cost and the model FLOP utilisation they reach, the split backward against
+// a fused B, and what each schedule's bubble measures in virtual-ranks mode next to the one
+// `pipette schedule` predicts for the measured costs.
 //
-//   cuda_engine_benchmark [--quick] [--json FILE]
+//   cuda_engine_benchmark [--quick] [--json FILE] [--blocks N] [--iters N] [--no-bubbles]
 //
-// Part 1, per-instruction times: a stage of GPT blocks (h 1024, 16 heads, s 1024, micro-batch 4,
-// 4 blocks) and of Llama blocks (h 2048, 32 heads, 8 KV heads, SwiGLU 8192, s 1024, micro-batch 2,
-// 2 blocks), F, I and W each timed with CUDA events (median of 10 after 2 warm-ups), in fp32 and
-// bf16, with the model layer's FLOPs per pass and the rate they imply.
+// Part 1, stages: a GPT-3-1.3B-shaped stage (preset gpt3-1.3b: h 2048, 16 heads, ffn 8192) and a
+// Llama-3.2-1B-shaped one (llama3.2-1b: h 2048, 32 heads, 8 KV heads, SwiGLU 8192), s 2048,
+// micro-batch 4, `--blocks` decoder blocks each (default 1), bf16 GEMMs. F, I and W each timed
+// with CUDA events, and B (InputGrad then WeightGrad back to back, one event pair around both: a
+// fused backward as the engine runs a B instruction) in separate iterations; medians of `--iters`
+// (default 10, --quick 3) after 2 warm-ups. Model FLOPs as llm.c and Megatron-LM count them
+// (pipette/engine/flops.h: per token per block forward 24 h^2 + 4 s h for GPT, backward 2x; no
+// causal discount), TFLOP/s of F + I + W and MFU against the device's dense bf16 peak (unknown
+// device: MFU unknown), and (I + W) / B. The attention module (norm, QKV, attention core,
+// projection, residual) of block 0 is timed alone as well (for the comparison with cuDNN's
+// attention, scripts/gpu/attention_reference.py).
 // Part 2, bubbles: every built-in schedule at p = 4, m = 8 on an 8-block GPT (h 512, s 512, a model
-// file written to $TMPDIR), 3 steps in
-// virtual-ranks mode; the last step's measured bubble 1 - busy / (p * makespan) from the trace, and
-// evaluate()'s bubble for the run's own median stage costs (pipette schedule's model).
+// file written to $TMPDIR), 3 steps in virtual-ranks mode; the last step's measured bubble
+// 1 - busy / (p * makespan) from the trace, and evaluate()'s bubble for the run's own median stage
+// costs (pipette schedule's model). The fidelity check against `pipette simulate --costs-from` is
+// scripts/gpu/fidelity.py's.
 // Without a GPU it says so and exits 0 (nothing to measure).
 #include <fmt/core.h>
 
@@ -22,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,8 +38,10 @@
 #include "cuda/device.h"
 #include "cuda/model.h"
 #include "cuda/trainer.h"
+#include "pipette/engine/flops.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/model/decoder.h"
+#include "pipette/model/model_presets.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_generator.h"
@@ -38,127 +49,145 @@
 namespace pipette::cuda {
 namespace {
 
-struct StageShape {
-  std::string name;
-  DecoderSpec spec;
-  int blocks = 0;
-  int micro_batch = 0;
-  int seq = 0;
+struct Options {
+  bool quick = false;
+  bool bubbles = true;
+  int blocks = 1;
+  int iters = 10;
+  std::string json_path;
 };
 
-DecoderSpec Spec(std::string name, int hidden, int heads, int kv_heads, int ffn, bool llama) {
-  DecoderSpec s;
-  s.name = std::move(name);
-  s.layers = 24;
-  s.hidden = hidden;
-  s.heads = heads;
-  s.kv_heads = kv_heads;
-  s.ffn_hidden = ffn;
-  s.vocab = 32000;
-  s.bias = !llama;
-  s.gated_mlp = llama;
-  s.learned_positions = !llama;
-  s.max_positions = 2048;
-  return s;
-}
+struct StageShape {
+  std::string name;
+  const DecoderSpec* spec = nullptr;
+  int micro_batch = 4;
+  int seq = 2048;
+};
 
-// FLOPs of one microbatch's F, I and W over the stage's blocks (the model layer's formulas).
-std::vector<double> StageFlops(const StageShape& shape) {
-  std::vector<double> flops(3, 0);
-  const Result<ModelGraph> graph =
-      BuildDecoder(shape.spec, Workload{shape.micro_batch, shape.seq, DType::kFP32});
-  if (!graph.ok()) return flops;
-  for (int i = 0; i < shape.blocks; ++i) {
-    for (const char* part : {"attn", "mlp"}) {
-      const std::string name = fmt::format("block{}.{}", i, part);
-      for (std::size_t id = 0; id < graph->num_layers(); ++id) {
-        const Layer& layer = graph->layer(static_cast<LayerId>(id));
-        if (layer.name != name) continue;
-        flops[0] += layer.fwd_flops;
-        flops[1] += layer.igrad_flops;
-        flops[2] += layer.wgrad_flops;
-      }
-    }
-  }
-  return flops;
-}
+// Median milliseconds of F, I, W (each timed alone) and B (I then W under one event pair).
+struct PassTimes {
+  double f = 0, i = 0, w = 0, b = 0;
+  double fiw() const { return f + i + w; }
+};
 
 double MedianMs(std::vector<float> ms) {
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return ms.empty() ? 0 : ms[ms.size() / 2];
 }
 
-// Times F, I and W of the stage (milliseconds, medians).
-std::vector<double> TimeStage(const StageShape& shape, GemmPrecision precision, int iters) {
-  RankDevice dev(precision);
+// The chain of `parts` ("attn", "mlp") of blocks 0..blocks-1 of `spec`, in order.
+DeviceChain MakeChain(const DecoderSpec& spec, int blocks, const std::vector<const char*>& parts,
+                      RankDevice& dev) {
   DeviceChain chain;
-  for (int i = 0; i < shape.blocks; ++i) {
-    for (const char* part : {"attn", "mlp"}) {
-      chain.Add(std::move(
-          MakeDeviceModule(shape.spec, fmt::format("block{}.{}", i, part), 1, dev).value()));
+  for (int i = 0; i < blocks; ++i) {
+    for (const char* part : parts) {
+      chain.Add(
+          std::move(MakeDeviceModule(spec, fmt::format("block{}.{}", i, part), 1, dev).value()));
     }
   }
+  return chain;
+}
+
+// Times `chain` on a microbatch of `shape`: each iteration runs F, I, W with events between them,
+// then F again and B (I and W back to back) under one event pair. 2 warm-ups, then `iters`.
+PassTimes TimeChain(DeviceChain& chain, RankDevice& dev, const StageShape& shape, int iters) {
   Batch host;
   host.sequences = shape.micro_batch;
   host.seq = shape.seq;
   const DeviceBatch batch{&host, nullptr, nullptr};
   const int rows = shape.micro_batch * shape.seq;
-  std::vector<float> values(static_cast<std::size_t>(rows) * shape.spec.hidden);
+  std::vector<float> values(static_cast<std::size_t>(rows) * shape.spec->hidden);
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0, 1);
   for (float& v : values) v = normal(rng);
-  const DeviceTensor x = dev.Upload(values.data(), rows, shape.spec.hidden);
-  const DeviceTensor dy = dev.Upload(values.data(), rows, shape.spec.hidden);
-  cudaEvent_t ev[4];
+  const DeviceTensor x = dev.Upload(values.data(), rows, shape.spec->hidden);
+  cudaEvent_t ev[6];
   for (cudaEvent_t& e : ev) cudaEventCreate(&e);
-  std::vector<float> f, i, w;
+  std::vector<float> f, i, w, b;
   for (int it = 0; it < iters + 2; ++it) {
-    std::vector<DeviceCache> caches;
-    DeviceTensor in = dev.Clone(x), grad = dev.Clone(dy);
+    std::vector<DeviceCache> split, fused;
+    // Inputs are copied before the first event: the events time the passes alone.
+    DeviceTensor in = dev.Clone(x), grad = dev.Clone(x);
     cudaEventRecord(ev[0], dev.stream());
-    DeviceTensor y = chain.Forward(batch, std::move(in), caches);
+    DeviceTensor y = chain.Forward(batch, std::move(in), split);
     cudaEventRecord(ev[1], dev.stream());
-    DeviceTensor dx = chain.InputGrad(batch, std::move(grad), caches);
+    DeviceTensor dx = chain.InputGrad(batch, std::move(grad), split);
     cudaEventRecord(ev[2], dev.stream());
-    chain.WeightGrad(batch, caches);
+    chain.WeightGrad(batch, split);
     cudaEventRecord(ev[3], dev.stream());
+    split.clear();
+    DeviceTensor y2 = chain.Forward(batch, dev.Clone(x), fused);
+    DeviceTensor dy = dev.Clone(x);
+    cudaEventRecord(ev[4], dev.stream());
+    DeviceTensor dx2 = chain.InputGrad(batch, std::move(dy), fused);
+    chain.WeightGrad(batch, fused);
+    cudaEventRecord(ev[5], dev.stream());
     dev.Synchronize();
     if (it < 2) continue;  // warm-up
-    float ms[3];
+    float ms[4];
     for (int k = 0; k < 3; ++k) cudaEventElapsedTime(&ms[k], ev[k], ev[k + 1]);
+    cudaEventElapsedTime(&ms[3], ev[4], ev[5]);
     f.push_back(ms[0]);
     i.push_back(ms[1]);
     w.push_back(ms[2]);
+    b.push_back(ms[3]);
   }
   for (cudaEvent_t& e : ev) cudaEventDestroy(e);
-  return {MedianMs(f), MedianMs(i), MedianMs(w)};
+  return {MedianMs(f), MedianMs(i), MedianMs(w), MedianMs(b)};
 }
 
-nlohmann::ordered_json StageCosts(bool quick) {
-  const std::vector<StageShape> shapes = {
-      {"gpt h1024", Spec("gpt-bench", 1024, 16, 16, 4096, false), 4, 4, 1024},
-      {"llama h2048 gqa", Spec("llama-bench", 2048, 32, 8, 8192, true), 2, 2, 1024}};
+nlohmann::ordered_json TimesJson(const PassTimes& t) {
+  return {{"f_ms", t.f}, {"i_ms", t.i}, {"w_ms", t.w}, {"b_ms", t.b}, {"fiw_ms", t.fiw()}};
+}
+
+// One stage's record: times, model FLOPs, rate, MFU (null for an unknown device), (I + W) / B.
+nlohmann::ordered_json StageJson(const StageShape& shape, int blocks, const PassTimes& stage,
+                                 const PassTimes& attn, const std::optional<DevicePeak>& peak) {
+  const double tokens = static_cast<double>(shape.micro_batch) * shape.seq;
+  const PassFlops flops = StageFlops(*shape.spec, shape.seq, tokens, blocks, false);
+  const double tflops = flops.total() / (stage.fiw() * 1e-3) / 1e12;
+  nlohmann::ordered_json j = {{"stage", shape.name}, {"preset", shape.spec->name},
+                              {"blocks", blocks},    {"micro_batch", shape.micro_batch},
+                              {"seq", shape.seq},    {"tokens", tokens},
+                              {"dtype", "bf16"}};
+  j.update(TimesJson(stage));
+  j["flops"] = {{"forward", flops.forward}, {"backward", flops.backward}, {"total", flops.total()}};
+  j["tflops"] = tflops;
+  j["mfu"] = peak
+                 ? nlohmann::ordered_json(Mfu(flops.total(), stage.fiw() * 1e-3, peak->bf16_tflops))
+                 : nlohmann::ordered_json(nullptr);
+  j["iw_over_b"] = stage.b > 0 ? (stage.i + stage.w) / stage.b : 0.0;
+  const double core = tokens * AttentionCoreForwardFlopsPerToken(*shape.spec, shape.seq);
+  j["attention_module"] = TimesJson(attn);
+  j["attention_module"]["core_flops"] = {{"forward", core}, {"backward", 2 * core}};
+  return j;
+}
+
+nlohmann::ordered_json Stages(const Options& o, const std::optional<DevicePeak>& peak) {
+  const std::vector<StageShape> shapes = {{"gpt3-1.3b", FindDecoderPreset("gpt3-1.3b")},
+                                          {"llama3.2-1b", FindDecoderPreset("llama3.2-1b")}};
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  fmt::print("# per-instruction times of one stage (median of {} after 2 warm-ups)\n",
-             quick ? 3 : 10);
-  fmt::print("{:<18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "stage", "dtype", "F ms", "I ms",
-             "W ms", "F TF/s", "I TF/s", "W TF/s");
+  fmt::print(
+      "# one stage of {} block(s), s 2048, micro-batch 4, bf16 (median of {} after 2 "
+      "warm-ups); peak {}\n",
+      o.blocks, o.iters,
+      peak ? fmt::format("{} TFLOP/s ({})", peak->bf16_tflops, peak->device)
+           : std::string("unknown for this device: MFU unknown"));
+  fmt::print("{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8}\n", "stage", "F ms", "I ms",
+             "W ms", "B ms", "F+I+W ms", "TFLOP/s", "MFU", "(I+W)/B");
   for (const StageShape& shape : shapes) {
-    const std::vector<double> flops = StageFlops(shape);
-    for (const GemmPrecision precision : {GemmPrecision::kFp32, GemmPrecision::kBf16}) {
-      const std::vector<double> ms = TimeStage(shape, precision, quick ? 3 : 10);
-      const char* dtype = precision == GemmPrecision::kFp32 ? "fp32" : "bf16";
-      std::vector<double> rate(3);
-      for (int k = 0; k < 3; ++k) rate[k] = flops[k] / (ms[k] * 1e-3) / 1e12;
-      fmt::print("{:<18} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.1f} {:>9.1f} {:>9.1f}\n", shape.name,
-                 dtype, ms[0], ms[1], ms[2], rate[0], rate[1], rate[2]);
-      out.push_back({{"stage", shape.name},
-                     {"dtype", dtype},
-                     {"f_ms", ms[0]},
-                     {"i_ms", ms[1]},
-                     {"w_ms", ms[2]},
-                     {"flops", flops}});
-    }
+    RankDevice dev(GemmPrecision::kBf16);
+    DeviceChain stage = MakeChain(*shape.spec, o.blocks, {"attn", "mlp"}, dev);
+    const PassTimes t = TimeChain(stage, dev, shape, o.iters);
+    DeviceChain attn_chain = MakeChain(*shape.spec, 1, {"attn"}, dev);
+    const PassTimes attn = TimeChain(attn_chain, dev, shape, o.iters);
+    nlohmann::ordered_json j = StageJson(shape, o.blocks, t, attn, peak);
+    const std::string mfu =
+        j["mfu"].is_null() ? "unknown" : fmt::format("{:.1f}%", 100 * j["mfu"].get<double>());
+    fmt::print("{:<12} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>7} {:>8.3f}\n",
+               shape.name, t.f, t.i, t.w, t.b, t.fiw(), j["tflops"].get<double>(), mfu,
+               j["iw_over_b"].get<double>());
+    out.push_back(std::move(j));
   }
   return out;
 }
@@ -254,19 +283,51 @@ nlohmann::ordered_json Bubbles(bool quick) {
 }  // namespace pipette::cuda
 
 int main(int argc, char** argv) {
+  using namespace pipette;
   using namespace pipette::cuda;
-  bool quick = false;
-  std::string json_path;
+  Options o;
+  bool iters_given = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--quick") {
+      o.quick = true;
+    } else if (arg == "--no-bubbles") {
+      o.bubbles = false;
+    } else if (arg == "--json" && has_value) {
+      o.json_path = argv[++i];
+    } else if (arg == "--blocks" && has_value) {
+      o.blocks = std::atoi(argv[++i]);
+    } else if (arg == "--iters" && has_value) {
+      o.iters = std::atoi(argv[++i]);
+      iters_given = true;
+    } else {
+      fmt::print(stderr,
+                 "usage: cuda_engine_benchmark [--quick] [--json FILE] [--blocks N] [--iters N] "
+                 "[--no-bubbles]\n");
+      return 2;
+    }
   }
-  fmt::print("# cuda_engine_benchmark on {}\n", DeviceDescription());
-  if (DeviceCount() == 0) return 0;
+  if (o.quick && !iters_given) o.iters = 3;
+  if (o.blocks < 1 || o.iters < 1) {
+    fmt::print(stderr, "cuda_engine_benchmark: --blocks and --iters must be >= 1\n");
+    return 2;
+  }
+  const std::string device = DeviceDescription();
+  fmt::print("# cuda_engine_benchmark on {}\n", device);
+  if (DeviceCount() == 0) {
+    fmt::print("no CUDA device: nothing to measure\n");
+    return 0;
+  }
+  const std::optional<DevicePeak> peak = DenseBf16Peak(device);
   nlohmann::ordered_json json;
-  json["device"] = DeviceDescription();
-  json["stage_costs"] = StageCosts(quick);
-  json["bubbles"] = Bubbles(quick);
-  if (!json_path.empty()) std::ofstream(json_path) << json.dump(2) << "\n";
+  json["device"] = device;
+  json["peak"] = peak ? nlohmann::ordered_json{{"device", peak->device},
+                                               {"bf16_tflops", peak->bf16_tflops},
+                                               {"source", peak->source}}
+                      : nlohmann::ordered_json(nullptr);
+  json["stages"] = Stages(o, peak);
+  if (o.bubbles) json["bubbles"] = Bubbles(o.quick);
+  if (!o.json_path.empty()) std::ofstream(o.json_path) << json.dump(2) << "\n";
   return 0;
 }

@@ -7,30 +7,10 @@
 # benchmark.json, gpu.db. Exit status: the first failing part's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=gpu-bundle
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-[ -d "$bundle/bin" ] || { echo "gpu-test: no $bundle/ (run scripts/gpu-bundle.sh here first)" >&2; exit 2; }
-
-# The image's CUDA libraries: the toolkit's, else the ones PyTorch's wheels carry.
-libdirs="$PWD/$bundle/lib"
-for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
-  dir=""
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
-    if [ -e "$d/$lib" ]; then dir=$d; break; fi
-  done
-  if [ -z "$dir" ]; then
-    found=$(find / -xdev -name "$lib" -not -path '/proc/*' 2>/dev/null | head -1)
-    [ -n "$found" ] && dir=$(dirname "$found")
-  fi
-  [ -n "$dir" ] && libdirs="$libdirs:$dir"
-done
-export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
-# The image's C++ runtime unless it is missing or older than the build's: then the bundle's.
-if ldd "$bundle/bin/cuda_engine_gpu_test" 2>&1 | grep -q 'not found'; then
-  export LD_LIBRARY_PATH="$PWD/$bundle/lib-fallback:$LD_LIBRARY_PATH"
-fi
-export PIPETTE_TRAIN_BINARY="$PWD/$bundle/bin/pipette-train"
+# shellcheck source=scripts/gpu/bundle-env.sh
+source scripts/gpu/bundle-env.sh  # $bundle, LD_LIBRARY_PATH, PIPETTE_TRAIN_BINARY
 
 {
   echo "commit $(cat "$bundle/COMMIT")"

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "check.h"
+#include "flash_attention.h"
 #include "kernels.h"
 #include "pipette/engine/decoder_layers.h"
 #include "pipette/engine/param_init.h"
@@ -142,7 +143,8 @@ class AttentionInner final : public Inner {
     if (rope_) kernels::RopeForward(qkv.data(), shape, kRopeTheta, d.stream());
     DeviceTensor out = d.Tensor(qkv.rows(), shape.out_cols());
     DeviceTensor lse = d.Tensor(shape.batch * shape.heads, shape.seq);
-    kernels::AttentionForward(qkv.data(), shape, out.data(), lse.data(), d.stream());
+    const auto forward = Flash(d) ? kernels::FlashAttentionForward : kernels::AttentionForward;
+    forward(qkv.data(), shape, out.data(), lse.data(), d.stream());
     kept.push_back(std::move(qkv));
     kept.push_back(std::move(lse));
     return out;
@@ -152,14 +154,18 @@ class AttentionInner final : public Inner {
     const kernels::AttentionShape shape = Shape(batch);
     DeviceTensor dqkv = d.Tensor(dout.rows(), shape.qkv_cols());
     DeviceTensor delta = d.Tensor(shape.batch * shape.heads, shape.seq);
-    kernels::AttentionInputGrad(dout.data(), kept.at(0).data(), out.data(), kept.at(1).data(),
-                                shape, dqkv.data(), delta.data(), d.stream());
+    const auto grad = Flash(d) ? kernels::FlashAttentionInputGrad : kernels::AttentionInputGrad;
+    grad(dout.data(), kept.at(0).data(), out.data(), kept.at(1).data(), shape, dqkv.data(),
+         delta.data(), d.stream());
     if (rope_) kernels::RopeInputGrad(dqkv.data(), shape, kRopeTheta, d.stream());
     kept.clear();  // qkv and the log-sum-exp
     return dqkv;
   }
 
  private:
+  // bf16 mode: the tensor-core kernels (flash_attention.h; they fall back to the exact ones for
+  // head dims other than 64 and 128). fp32 mode: the exact kernels, for checking.
+  static bool Flash(const RankDevice& d) { return d.precision() == GemmPrecision::kBf16; }
   kernels::AttentionShape Shape(const DeviceBatch& batch) const {
     kernels::AttentionShape shape = shape_;
     shape.batch = batch.host->sequences;

@@ -8,11 +8,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/flash_attention.h"
+#include "cuda/flash_attention_math.h"
 #include "cuda/kernel_math.h"
 #include "cuda/kernels.h"
 #include "kernel_test_util.h"
@@ -225,6 +229,114 @@ TEST_F(KernelsGpu, AttentionMatchesTheHostMath) {
     ExpectClose(d_lse.Host(), lse, "lse");
     ExpectClose(d_dqkv.Host(), dqkv, "dqkv");
   }
+}
+
+// ---- tensor-core attention (flash_attention.h)
+// ---------------------------------------------------
+
+struct AttentionRun {
+  Floats out, lse, dqkv;
+};
+
+// Forward and backward through `flash` (the tensor-core launchers) or the exact ones.
+AttentionRun RunAttention(const Floats& qkv, const Floats& dout, const AttentionShape& shape,
+                          bool flash, cudaStream_t stream) {
+  const std::size_t query_rows = std::size_t{1} * shape.batch * shape.heads * shape.seq;
+  DeviceArray<float> d_qkv(qkv), d_dout(dout), d_out(dout.size()), d_lse(query_rows),
+      d_dqkv(Floats(qkv.size(), -99.0f)), d_delta(query_rows);  // dqkv: all overwritten
+  if (flash) {
+    FlashAttentionForward(d_qkv.get(), shape, d_out.get(), d_lse.get(), stream);
+    FlashAttentionInputGrad(d_dout.get(), d_qkv.get(), d_out.get(), d_lse.get(), shape,
+                            d_dqkv.get(), d_delta.get(), stream);
+  } else {
+    AttentionForward(d_qkv.get(), shape, d_out.get(), d_lse.get(), stream);
+    AttentionInputGrad(d_dout.get(), d_qkv.get(), d_out.get(), d_lse.get(), shape, d_dqkv.get(),
+                       d_delta.get(), stream);
+  }
+  return {d_out.Host(), d_lse.Host(), d_dqkv.Host()};
+}
+
+// The largest |a - b| over the largest |b|.
+double MaxRelError(const Floats& a, const Floats& b) {
+  double err = 0, mx = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, double{std::abs(a[i] - b[i])});
+    mx = std::max(mx, double{std::abs(b[i])});
+  }
+  return err / mx;
+}
+
+// The device kernels against the same tiled algorithm on the host (flash_attention_math.h, which
+// flash_attention_test checks against the CPU engine). Both round the same operands to bf16; the
+// device sums the tile products in another order and its expf may differ in the last bit, so a
+// probability can round to the neighbouring bf16 value: one term off by 2^-8 of itself. Hence
+// 4e-3 relative to each element plus the tensor's mean magnitude.
+TEST_F(KernelsGpu, FlashAttentionMatchesTheHostTileAlgorithm) {
+  const AttentionShape shapes[] = {
+      {2, 150, 4, 1, 64}, {1, 200, 8, 2, 128}, {3, 65, 2, 2, 128}, {1, 40, 4, 4, 64}};
+  std::uint32_t seed = 40;
+  for (const AttentionShape& shape : shapes) {
+    SCOPED_TRACE(testing::Message() << "seq " << shape.seq << " heads " << shape.heads << "/"
+                                    << shape.kv_heads << " d " << shape.head_dim);
+    ASSERT_TRUE(FlashAttentionSupports(shape));
+    const math::AttnDims s{shape.batch, shape.seq, shape.heads, shape.kv_heads, shape.head_dim};
+    const std::size_t rows = std::size_t{1} * shape.batch * shape.seq;
+    const Floats qkv = Random(rows * shape.qkv_cols(), seed++, -1.5f, 1.5f);
+    const Floats dout = Random(rows * shape.out_cols(), seed++);
+    const AttentionRun device = RunAttention(qkv, dout, shape, true, stream_);
+    Floats out(dout.size()), lse(device.lse.size()), dqkv(qkv.size()), delta(lse.size());
+    if (shape.head_dim == 64) {
+      flash::ForwardOnHost<64>(qkv.data(), s, true, out.data(), lse.data());
+      flash::InputGradOnHost<64>(dout.data(), qkv.data(), out.data(), lse.data(), s, true,
+                                 dqkv.data(), delta.data());
+    } else {
+      flash::ForwardOnHost<128>(qkv.data(), s, true, out.data(), lse.data());
+      flash::InputGradOnHost<128>(dout.data(), qkv.data(), out.data(), lse.data(), s, true,
+                                  dqkv.data(), delta.data());
+    }
+    ExpectClose(device.out, out, "out", 4e-3);
+    ExpectClose(device.lse, lse, "lse", 1e-4);
+    ExpectClose(device.dqkv, dqkv, "dqkv", 4e-3);
+  }
+}
+
+// bf16 operands against the exact fp32 kernels on unrounded inputs in [-1, 1): scores move by
+// about 2^-9 * |scale q.k| and the probabilities, outputs and gradients by ~1e-3 of their
+// magnitude; 2e-2 of each tensor's largest entry bounds that with margin, and the error must not
+// be fp32-small (the bf16 path ran). The same input twice gives the same bits (no atomics).
+TEST_F(KernelsGpu, FlashAttentionIsCloseToTheExactKernelsAndDeterministic) {
+  const AttentionShape shape{2, 300, 8, 2, 128};
+  const std::size_t rows = std::size_t{1} * shape.batch * shape.seq;
+  const Floats qkv = Random(rows * shape.qkv_cols(), 50);
+  const Floats dout = Random(rows * shape.out_cols(), 51);
+  const AttentionRun flash = RunAttention(qkv, dout, shape, true, stream_);
+  const AttentionRun again = RunAttention(qkv, dout, shape, true, stream_);
+  const AttentionRun exact = RunAttention(qkv, dout, shape, false, stream_);
+  for (const auto& [what, a, b] :
+       {std::tuple{"out", &flash.out, &exact.out}, std::tuple{"lse", &flash.lse, &exact.lse},
+        std::tuple{"dqkv", &flash.dqkv, &exact.dqkv}}) {
+    const double err = MaxRelError(*a, *b);
+    EXPECT_LE(err, 2e-2) << what;
+    EXPECT_GT(err, 1e-6) << what;
+  }
+  EXPECT_EQ(0, std::memcmp(flash.out.data(), again.out.data(), flash.out.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(flash.lse.data(), again.lse.data(), flash.lse.size() * sizeof(float)));
+  EXPECT_EQ(0,
+            std::memcmp(flash.dqkv.data(), again.dqkv.data(), flash.dqkv.size() * sizeof(float)));
+}
+
+// Head dims the tensor-core kernels do not take run the exact kernels: the same bits.
+TEST_F(KernelsGpu, FlashAttentionFallsBackToTheExactKernels) {
+  const AttentionShape shape{2, 37, 4, 2, 16};
+  EXPECT_FALSE(FlashAttentionSupports(shape));
+  const std::size_t rows = std::size_t{1} * shape.batch * shape.seq;
+  const Floats qkv = Random(rows * shape.qkv_cols(), 52, -1.5f, 1.5f);
+  const Floats dout = Random(rows * shape.out_cols(), 53);
+  const AttentionRun flash = RunAttention(qkv, dout, shape, true, stream_);
+  const AttentionRun exact = RunAttention(qkv, dout, shape, false, stream_);
+  EXPECT_EQ(flash.out, exact.out);
+  EXPECT_EQ(flash.lse, exact.lse);
+  EXPECT_EQ(flash.dqkv, exact.dqkv);
 }
 
 TEST_F(KernelsGpu, EmbeddingMatchesTheHostMathAndIsDeterministic) {

@@ -516,9 +516,14 @@ GemmPlan& RankDevice::Plan(const GemmArgs& args, const GemmPlanKey& key) {
     Preference pref(static_cast<std::size_t>(workspace_bytes_), key.alignment);
     std::vector<cublasLtMatmulHeuristicResult_t> results(kMaxCandidates);
     int found_count = 0;
-    PIPETTE_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         lt_, plan->desc.handle, plan->a.handle, plan->b.handle, plan->c.handle, plan->d.handle,
-        pref.handle, kMaxCandidates, results.data(), &found_count));
+        pref.handle, kMaxCandidates, results.data(), &found_count);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) {  // not supported (the epilogue?): none found
+      PIPETTE_CUBLAS_CHECK(status);
+    } else {
+      found_count = 0;
+    }
     plan->candidates.clear();
     for (int i = 0; i < found_count; ++i) {
       if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i]);

@@ -85,10 +85,21 @@ TEST_F(GemmGpu, LinearLayersMatchTheCpuEngineInFp32) {
   EXPECT_EQ(dev.num_gemm_plans(), 4);  // F, F with C beside D, I, W
   EXPECT_EQ(dev.num_bf16_shadows(), 0);
 
-  DeviceTensor other_x = dev.Upload(x.data(), kRows, kIn), other_y = dev.Tensor(kRows, kOut);
-  LinearForward(dev, other_x, dw_t, &db_t, other_y);  // the same shape: the same plan
+  LinearForward(dev, dx_t, dw_t, &db_t, y);  // the same call again: its plan
   EXPECT_EQ(dev.num_gemm_plans(), 4);
-  ExpectClose(dev.Download(other_y), ToFloats(y_cpu), 1e-5, "x W^T + b, second time");
+  ExpectClose(dev.Download(y), ToFloats(y_cpu), 1e-5, "x W^T + b, second time");
+  DeviceTensor other_x = dev.Upload(x.data(), kRows, kIn), other_y = dev.Tensor(kRows, kOut);
+  LinearForward(dev, other_x, dw_t, &db_t, other_y);  // the same shape on other buffers
+  const GemmOperand w_op{dw_t.data(), nullptr};
+  const bool same_key =
+      MakeGemmPlanKey(LinearForwardArgs(kRows, kIn, kOut, {other_x.data(), nullptr}, w_op,
+                                        db_t.data(), nullptr, other_y.data()),
+                      GemmPrecision::kFp32) ==
+      MakeGemmPlanKey(LinearForwardArgs(kRows, kIn, kOut, {dx_t.data(), nullptr}, w_op, db_t.data(),
+                                        nullptr, y.data()),
+                      GemmPrecision::kFp32);
+  EXPECT_EQ(dev.num_gemm_plans(), same_key ? 4 : 5);
+  ExpectClose(dev.Download(other_y), ToFloats(y_cpu), 1e-5, "x W^T + b on other buffers");
 }
 
 TEST_F(GemmGpu, Bf16ShadowsAreMadeOnceStaleUntilRefreshedAndFreedWithTheirTensor) {

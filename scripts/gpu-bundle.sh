@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
 targets=(cuda_engine_gpu_test kernels_gpu_test cuda_engine_benchmark pipette-train pipette)
+targets+=(gemm_gpu_test)  # the GEMM path (backends/cuda/README.md)
 
 if [ ! -f build/CMakeCache.txt ]; then bash scripts/build.sh >/dev/null; fi
 if ! cmake --build build --target help | grep kernels_gpu_test >/dev/null; then

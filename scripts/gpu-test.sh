@@ -34,6 +34,8 @@ run() {  # run NAME COMMAND...: output to $out/NAME.log, remembers the first fai
 run kernels "$bundle/bin/kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
 run engine "$bundle/bin/cuda_engine_gpu_test" --gtest_output="xml:$out/engine.xml"
 run benchmark "$bundle/bin/cuda_engine_benchmark" --json "$out/benchmark.json"
+run gemm "$bundle/bin/gemm_gpu_test" --gtest_output="xml:$out/gemm.xml"
+run gemm-benchmark "$bundle/bin/cuda_gemm_benchmark" --json "$out/gemm_benchmark.json"
 run train "$bundle/bin/pipette-train" --engine cuda --virtual-ranks -p 4 -m 8 --schedule zb-h1 \
   --steps 5 --verify --tolerance 1e-4 --db "$out/gpu.db"
 exit "$status"

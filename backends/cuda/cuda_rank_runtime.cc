@@ -313,6 +313,7 @@ Status CudaRankRuntime::UpdateParameters(int step) {
           copy->grad.data(), 0, static_cast<std::size_t>(copy->grad.bytes()), dev_.stream()));
     }
   }
+  dev_.RefreshBf16Shadows();  // the GEMMs' bf16 weights, once per step
   dev_.Synchronize();
   return Status::Ok();
 }

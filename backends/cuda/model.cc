@@ -260,8 +260,7 @@ class BlockHalf final : public DeviceModule {
     s[kAct] = inner_->Forward(d, batch, std::move(pre), kept);
     for (DeviceTensor& t : kept) s.push_back(std::move(t));
     DeviceTensor y = d.Tensor(n, h_);
-    LinearForward(d, s[kAct], w2_->value, bias_ ? &b2_->value : nullptr, y);
-    kernels::Add(y.data(), x.data(), y.size(), y.data(), d.stream());
+    LinearForward(d, s[kAct], w2_->value, bias_ ? &b2_->value : nullptr, y, &x);  // + x
     return y;
   }
 

@@ -59,6 +59,7 @@ want() { [[ "$parts" == *" $1 "* ]]; }
 if want tests; then
   run kernels "$bundle/bin/kernels_gpu_test" --gtest_output="xml:$out/kernels.xml"
   run engine "$bundle/bin/cuda_engine_gpu_test" --gtest_output="xml:$out/engine.xml"
+  run gemm-tests "$bundle/bin/gemm_gpu_test" --gtest_output="xml:$out/gemm-tests.xml"
 fi
 if want benchmark; then
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of options

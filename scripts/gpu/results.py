@@ -3,7 +3,7 @@
 
 Reads what scripts/gpu-bench.sh leaves in one folder (each file optional; a missing or empty one
 makes its targets UNMEASURED, never guessed):
-  kernels.xml, engine.xml   the gpu-labelled tests (GoogleTest XML)
+  kernels.xml, engine.xml, gemm-tests.xml   the gpu-labelled tests (GoogleTest XML)
   benchmark.json            cuda_engine_benchmark --json (stages: F, I, W, B, MFU, (I+W)/B)
   gemm.json                 cuda_gemm_benchmark --json (one object per GEMM: engine_s, best_s)
   attention.json            scripts/gpu/attention_reference.py (cuDNN attention)
@@ -178,7 +178,8 @@ def collect(folder):
     attention = load_json(path("attention.json"))
     fidelity = load_json(path("fidelity.json"))
     targets = [test_target("gpu tests: kernels", path("kernels.xml")),
-               test_target("gpu tests: engine", path("engine.xml"))]
+               test_target("gpu tests: engine", path("engine.xml")),
+               test_target("gpu tests: GEMM path", path("gemm-tests.xml"))]
     for preset in STAGES:
         targets.append(mfu_target(bench, preset))
     targets.append(gemm_target(gemm))

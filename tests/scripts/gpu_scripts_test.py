@@ -116,7 +116,7 @@ class ResultsTest(unittest.TestCase):
     def test_empty_folder_leaves_every_target_unmeasured(self):
         with tempfile.TemporaryDirectory() as d:
             collected = results.collect(d)
-            self.assertEqual(len(collected["targets"]), 10)
+            self.assertEqual(len(collected["targets"]), 11)
             self.assertEqual({t["status"] for t in collected["targets"]}, {"UNMEASURED"})
             self.assertEqual(run_results([d, "--gpu", "none"]), 0)
             text = read(os.path.join(d, "results.md"))

@@ -120,7 +120,7 @@ class ResultsTest(unittest.TestCase):
             self.assertEqual({t["status"] for t in collected["targets"]}, {"UNMEASURED"})
             self.assertEqual(run_results([d, "--gpu", "none"]), 0)
             text = read(os.path.join(d, "results.md"))
-            self.assertIn("Summary: 10 UNMEASURED", text)
+            self.assertIn("Summary: 11 UNMEASURED", text)
             self.assertIn("- gpu: none", text)
             self.assertEqual(len(json.loads(read(os.path.join(d, "results.json")))["targets"]), 10)
 

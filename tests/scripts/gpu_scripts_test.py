@@ -122,7 +122,7 @@ class ResultsTest(unittest.TestCase):
             text = read(os.path.join(d, "results.md"))
             self.assertIn("Summary: 11 UNMEASURED", text)
             self.assertIn("- gpu: none", text)
-            self.assertEqual(len(json.loads(read(os.path.join(d, "results.json")))["targets"]), 10)
+            self.assertEqual(len(json.loads(read(os.path.join(d, "results.json")))["targets"]), 11)
 
     def test_every_target_from_sample_outputs(self):
         with tempfile.TemporaryDirectory() as d:

@@ -252,8 +252,4 @@ void FlashAttentionInputGrad(const float* dout, const float* qkv, const float* o
   InputGrad<128>(dout, qkv, lse, delta, s, dqkv, stream);
 }
 
-double AttentionFlops(const AttentionShape& shape, bool backward) {
-  return flash::AttentionFlops(DimsOf(shape), backward);
-}
-
 }  // namespace pipette::cuda::kernels

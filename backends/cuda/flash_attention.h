@@ -32,8 +32,4 @@ void FlashAttentionInputGrad(const float* dout, const float* qkv, const float* o
                              const float* lse, const AttentionShape& shape, float* dqkv,
                              float* delta, cudaStream_t stream);
 
-// Model FLOPs of causal attention (QK^T and PV) as Megatron-LM and llm.c count them: forward
-// 4 * batch * seq^2 * heads * head_dim (no causal discount), backward twice the forward.
-double AttentionFlops(const AttentionShape& shape, bool backward);
-
 }  // namespace pipette::cuda::kernels

@@ -59,13 +59,6 @@ PIPETTE_HD inline float RoundToBf16(float x) {
 // The causal mask: query row `query` sees key row `key` of its sequence.
 PIPETTE_HD inline bool Visible(int query, int key, int seq) { return key <= query && query < seq; }
 
-// Model FLOPs of causal attention as Megatron-LM and llm.c count them: QK^T and PV, 2 * 2 * b *
-// s^2 * heads * d forward (no discount for the causal half), twice that backward.
-inline double AttentionFlops(const AttnDims& s, bool backward) {
-  const double forward = 4.0 * s.batch * static_cast<double>(s.seq) * s.seq * s.heads * s.head_dim;
-  return backward ? 2 * forward : forward;
-}
-
 // The shared-memory tiles of a block (device: dynamic shared memory; host: vectors). A kernel sets
 // the ones it uses: q, k, v, g (dout) are kTile x ElemLd(d); p, ds kTile x kProbLd; s, dp
 // kTile x kScoreLd; acc, acc2 kTile x AccLd(d); row, row2 kTile per-row values.

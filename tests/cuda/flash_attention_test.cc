@@ -223,14 +223,5 @@ TEST(FlashAttentionHost, MaskAndTiles) {
   EXPECT_EQ(ForwardSmemBytes(64), 3 * 64 * 72 * 2 + 64 * 72 * 2 + 64 * 68 * 4 + 64 * 68 * 4 + 512);
 }
 
-// Megatron-LM's and llm.c's count: 4 b s^2 h d forward, twice that backward, no causal discount.
-TEST(FlashAttentionHost, AttentionFlops) {
-  const AttnDims gpt{4, 2048, 16, 16, 128};  // a GPT-3-1.3B stage's micro-batch: exactly 2^37
-  EXPECT_EQ(AttentionFlops(gpt, false), 137438953472.0);
-  EXPECT_EQ(AttentionFlops(gpt, true), 2 * 137438953472.0);
-  const AttnDims llama{1, 3, 32, 8, 64};  // kv heads do not count
-  EXPECT_EQ(AttentionFlops(llama, false), 4.0 * 9 * 32 * 64);
-}
-
 }  // namespace
 }  // namespace pipette::cuda::flash

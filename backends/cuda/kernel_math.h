@@ -14,7 +14,11 @@
 // Every function writes only the outputs its own index owns, so a launch needs no atomics and its
 // result does not depend on the order threads run in (deterministic). Formulas follow the CPU
 // engine's kernels (backends/cpu/tensor.h, the Loss module in gpt.cc, ParamSet::Step) operation
-// for operation, including where they accumulate in double.
+// for operation, including where they accumulate in double; row and column sums add in their
+// block's fixed order instead of the CPU engine's row order (the sums differ in the last bits,
+// within the tests' 1e-5), and the cross-entropy's softmax sum is online (rescaled as its max
+// grows). The ...Block and ...Model functions are host-only (the tests' path; kernels.cu mirrors
+// them with shuffles and shared memory).
 //
 // Attention's per-(sequence, head, query row) arrays (lse, delta) are laid out
 // [(b * heads + j) * seq + r], like the CPU engine's probability rows.

@@ -57,6 +57,8 @@ CudaRankRuntime::CudaRankRuntime(const TrainPlan& plan, const TrainOptions& opti
   stage_memory_.resize(plan.schedule.num_stages());
   PIPETTE_CUDA_CHECK(cudaEventCreate(&anchor_));
   marks_.resize(plan.program.ranks[place.pp_rank].instructions.size());
+  PIPETTE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&loss_device_), sizeof(double)));
+  PIPETTE_CUDA_CHECK(cudaMemset(loss_device_, 0, sizeof(double)));
 }
 
 CudaRankRuntime::~CudaRankRuntime() {
@@ -67,6 +69,7 @@ CudaRankRuntime::~CudaRankRuntime() {
       if (e != nullptr) (void)cudaEventDestroy(e);
     }
   }
+  (void)cudaFree(loss_device_);
 }
 
 void CudaRankRuntime::ShareParameters() {
@@ -203,7 +206,8 @@ const DeviceBatch& CudaRankRuntime::BatchOf(int microbatch) {
   host_batches_.push_back(
       std::make_unique<Batch>(MicrobatchOf(plan_, step_, place_.replica, microbatch)));
   const Batch& host = *host_batches_.back();
-  DeviceBatch batch{&host, dev_.UploadInts(host.tokens), dev_.UploadInts(host.targets)};
+  DeviceBatch batch{&host, dev_.UploadInts(host.tokens), dev_.UploadInts(host.targets),
+                    loss_device_};
   return batches_.emplace(microbatch, batch).first->second;
 }
 
@@ -225,11 +229,8 @@ void CudaRankRuntime::Forward(const Action& a) {
   DeviceTensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
   StageMemory& memory = stage_memory_[a.stage];
   memory.activation_bytes = std::max(memory.activation_bytes, DeviceChain::CacheBytes(caches));
-  if (a.stage == route.last) {
-    loss_sum_ += caches.back().loss;
-  } else {
-    io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
-  }
+  // The last stage's loss module added the microbatch's loss into loss_device_ (read at EndStep).
+  if (a.stage != route.last) io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
 }
 
 void CudaRankRuntime::InputGrad(const Action& a) {
@@ -260,7 +261,7 @@ Status CudaRankRuntime::BeginStep(int step) {
   // Every microbatch's tokens go up now, while the stream is idle: an upload from pageable memory
   // inside the program could wait for the stream.
   for (int mb = 0; mb < plan_.m(); ++mb) BatchOf(mb);
-  loss_sum_ = 0;
+  PIPETTE_CUDA_CHECK(cudaMemsetAsync(loss_device_, 0, sizeof(double), dev_.stream()));
   PIPETTE_CUDA_CHECK(cudaEventRecord(anchor_, dev_.stream()));
   PIPETTE_CUDA_CHECK(cudaEventSynchronize(anchor_));
   anchor_time_ = Now();
@@ -319,7 +320,11 @@ Status CudaRankRuntime::UpdateParameters(int step) {
 }
 
 void CudaRankRuntime::EndStep(int step, const Span& span) {
-  const StepTotals totals = fabric_.ReduceStep(loss_sum_, span.start, span.end);
+  double loss_sum = 0;  // the step's one read of the device's loss total
+  PIPETTE_CUDA_CHECK(cudaMemcpyAsync(&loss_sum, loss_device_, sizeof(double),
+                                     cudaMemcpyDeviceToHost, dev_.stream()));
+  dev_.Synchronize();
+  const StepTotals totals = fabric_.ReduceStep(loss_sum, span.start, span.end);
   if (place_.world_rank != 0) return;
   const double loss = totals.loss_sum / (static_cast<double>(plan_.m()) * plan_.dp);
   const double seconds = totals.latest_end - totals.earliest_start;

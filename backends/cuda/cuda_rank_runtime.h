@@ -129,7 +129,7 @@ class CudaRankRuntime final : public RankRuntime {
 
   int step_ = 0;
   double t0_ = 0;
-  double loss_sum_ = 0;
+  double* loss_device_ = nullptr;  // device: the step's sum of microbatch mean losses
   std::unordered_map<int, DeviceBatch> batches_;
   StageIo<DeviceTensor, std::vector<DeviceCache>> io_;  // inputs, outputs, forward caches
   std::vector<std::unique_ptr<Batch>> host_batches_;

@@ -6,12 +6,19 @@
 //
 // Threading, and therefore what an index means, is part of each function's contract:
 //   ...At(i, ...)      one thread per element (or per output element / pair, as stated)
-//   ...Row(r, ...)     one thread per row (row reductions: norms, cross-entropy)
-//   ...Col(c, ...)     one thread per column (column sums: weight and bias gradients)
+//   ...Lane(l, ...)    lane l of a block of kRowThreads per row (norms, cross-entropy); the
+//                      block reduces its lanes' partials by a fixed tree, and ...Block(r, ...)
+//                      runs a whole row's block on the host, reduction tree included
+//   ColLaneSum, ColFinish  the two passes of a column sum (weight and bias gradients);
+//                      ColReduceModel runs both on the host
 // Every function writes only the outputs its own index owns, so a launch needs no atomics and its
 // result does not depend on the order threads run in (deterministic). Formulas follow the CPU
 // engine's kernels (backends/cpu/tensor.h, the Loss module in gpt.cc, ParamSet::Step) operation
-// for operation, including where they accumulate in double.
+// for operation, including where they accumulate in double; row and column sums add in their
+// block's fixed order instead of the CPU engine's row order (the sums differ in the last bits,
+// within the tests' 1e-5), and the cross-entropy's softmax sum is online (rescaled as its max
+// grows). The ...Block and ...Model functions are host-only (the tests' path; kernels.cu mirrors
+// them with shuffles and shared memory).
 //
 // Attention's per-(sequence, head, query row) arrays (lse, delta) are laid out
 // [(b * heads + j) * seq + r], like the CPU engine's probability rows.
@@ -36,104 +43,297 @@ constexpr float kNormEps = 1e-5f;
 constexpr float kGeluC = 0.7978845608028654f;
 constexpr float kGeluA = 0.044715f;
 
+// ---- block reductions -------------------------------------------------------------------------
+//
+// Row kernels (norms, cross-entropy) run one block of kRowThreads threads per row: lane l of the
+// block handles columns l, l + kRowThreads, ... (a warp reads 32 consecutive floats: coalesced),
+// keeps a partial, and the block reduces the partials by a fixed tree (kernels.cu's BlockReduce):
+// each warp by shuffles with xor offsets 16, 8, 4, 2, 1, then warp 0's lanes the warps' results
+// (zeros past the last warp) the same way. HalvingTree and BlockReduceModel are that tree on the
+// host, addition for addition (v[i] + v[i ^ o] is the sum both lanes of a butterfly compute), so a
+// launch's result is reproducible bit for bit and the host computes what the device does.
+constexpr int kRowThreads = 256;
+constexpr int kWarpSize = 32;
+constexpr int kRowWarps = kRowThreads / kWarpSize;
+
+// Reduces v[0..n) (n a power of two) in place: v[i] = op(v[i], v[i + o]) for o = n/2, ..., 1.
+template <class T, class Op>
+T HalvingTree(T* v, int n, Op op) {
+  for (int o = n / 2; o > 0; o /= 2) {
+    for (int i = 0; i < o; ++i) v[i] = op(v[i], v[i + o]);
+  }
+  return v[0];
+}
+
+// The block's reduction of kRowThreads lane partials (v is overwritten), as BlockReduce.
+template <class T, class Op>
+T BlockReduceModel(T* v, T identity, Op op) {
+  T warps[kWarpSize];
+  for (int w = 0; w < kWarpSize; ++w) {
+    warps[w] = w < kRowWarps ? HalvingTree(v + w * kWarpSize, kWarpSize, op) : identity;
+  }
+  return HalvingTree(warps, kWarpSize, op);
+}
+
+struct SumOp {
+  PIPETTE_HD double operator()(double a, double b) const { return a + b; }
+};
+
+// The lane partials of a row reduction, in double: lane l adds term(c) for its columns in order.
+template <class Term>
+PIPETTE_HD double LaneSum(int lane, int cols, const Term& term) {
+  double sum = 0;
+  for (int c = lane; c < cols; c += kRowThreads) sum += term(c);
+  return sum;
+}
+
 // ---- norms ------------------------------------------------------------------------------------
+//
+// LayerNorm keeps its input x and each row's mean and rstd (not xhat): the backward recomputes
+// xhat = (x - mean) * rstd with the forward's float operations, so the values are the CPU
+// engine's xhat. Reductions over a row accumulate in double as the CPU engine does (each lane its
+// partial, then the block's tree): the row kernels are bound by memory bandwidth, and an H100's
+// double rate (half its float rate) leaves them so.
 
-// Row r of LayerNorm without the affine part (xhat, rstd), as cpu::LayerNormForward.
-PIPETTE_HD inline void LayerNormForwardRow(std::int64_t r, const float* x, int cols, float* xhat,
-                                           float* rstd) {
+struct RowValues {  // term(c) = a[c]
+  const float* a;
+  PIPETTE_HD double operator()(int c) const { return a[c]; }
+};
+struct RowSquaredDeviation {  // (x[c] - mean)^2 with the double mean
+  const float* x;
+  double mean;
+  PIPETTE_HD double operator()(int c) const { return (x[c] - mean) * (x[c] - mean); }
+};
+struct RowSquares {
+  const float* x;
+  PIPETTE_HD double operator()(int c) const { return static_cast<double>(x[c]) * x[c]; }
+};
+
+// A row's statistics: LayerNorm's float mean and rstd, RMSNorm's rstd (mean 0).
+struct NormStats {
+  float mean;
+  float rstd;
+};
+PIPETTE_HD inline NormStats LayerNormStatsOf(double sum, double squared_deviation, int cols) {
+  return {static_cast<float>(sum / cols),
+          static_cast<float>(1.0 / sqrt(squared_deviation / cols + kNormEps))};
+}
+PIPETTE_HD inline float RmsNormRstdOf(double squares, int cols) {
+  return static_cast<float>(1.0 / sqrt(squares / cols + kNormEps));
+}
+PIPETTE_HD inline float Xhat(float x, NormStats s) { return (x - s.mean) * s.rstd; }
+
+// Lane `lane`'s columns of LayerNorm's output row: y = xhat * gamma + beta.
+PIPETTE_HD inline void LayerNormOutputLane(int lane, const float* xr, const float* gamma,
+                                           const float* beta, int cols, NormStats s, float* yr) {
+  for (int c = lane; c < cols; c += kRowThreads) yr[c] = Xhat(xr[c], s) * gamma[c] + beta[c];
+}
+// Lane `lane`'s columns of RMSNorm's output row: y = x * rstd * gamma.
+PIPETTE_HD inline void RmsNormOutputLane(int lane, const float* xr, const float* gamma, int cols,
+                                         float rstd, float* yr) {
+  for (int c = lane; c < cols; c += kRowThreads) yr[c] = xr[c] * rstd * gamma[c];
+}
+
+// The LayerNorm input gradient's row sums: of dxhat = dy * gamma, and of dxhat * xhat.
+struct LayerNormGradSum {
+  const float* g;
+  const float* gamma;
+  PIPETTE_HD double operator()(int c) const { return static_cast<double>(g[c]) * gamma[c]; }
+};
+struct LayerNormGradDot {
+  const float* g;
+  const float* gamma;
+  const float* xr;
+  NormStats s;
+  PIPETTE_HD double operator()(int c) const {
+    return static_cast<double>(g[c]) * gamma[c] * Xhat(xr[c], s);
+  }
+};
+// Lane `lane`'s columns of dx = residual + rstd * (dy*gamma - mean(dxhat) - xhat *
+// mean(dxhat*xhat)) (residual may be null, or alias dx: each element is read before it is written,
+// by its lane only).
+PIPETTE_HD inline void LayerNormInputGradLane(int lane, const float* g, const float* xr,
+                                              const float* gamma, int cols, NormStats s, double sum,
+                                              double dot, const float* residual, float* out) {
+  const float mean = static_cast<float>(sum / cols), mean_dot = static_cast<float>(dot / cols);
+  for (int c = lane; c < cols; c += kRowThreads) {
+    const float v = s.rstd * (g[c] * gamma[c] - mean - Xhat(xr[c], s) * mean_dot);
+    out[c] = residual != nullptr ? residual[c] + v : v;
+  }
+}
+
+// The RMSNorm input gradient's row sum of dy * gamma * x.
+struct RmsNormGradDot {
+  const float* g;
+  const float* gamma;
+  const float* xr;
+  PIPETTE_HD double operator()(int c) const { return static_cast<double>(g[c]) * gamma[c] * xr[c]; }
+};
+// Lane `lane`'s columns of dx = residual + rstd * (dy*gamma - x * rstd^2 * mean(dy*gamma*x)).
+PIPETTE_HD inline void RmsNormInputGradLane(int lane, const float* g, const float* xr,
+                                            const float* gamma, int cols, float rstd, double dot,
+                                            const float* residual, float* out) {
+  const float k = static_cast<float>(dot / cols) * rstd * rstd;
+  for (int c = lane; c < cols; c += kRowThreads) {
+    const float v = rstd * (g[c] * gamma[c] - xr[c] * k);
+    out[c] = residual != nullptr ? residual[c] + v : v;
+  }
+}
+
+// Row r of the fused LayerNorm forward as its block computes it (the host path):
+// y = (x - mean) * rstd * gamma + beta; mean[r], rstd[r].
+inline void LayerNormForwardBlock(std::int64_t r, const float* x, const float* gamma,
+                                  const float* beta, int cols, float* y, float* mean, float* rstd) {
   const float* xr = x + r * cols;
-  double mean = 0;
-  for (int c = 0; c < cols; ++c) mean += xr[c];
-  mean /= cols;
-  double var = 0;
-  for (int c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
-  var /= cols;
-  const float s = static_cast<float>(1.0 / sqrt(var + kNormEps));
-  const float mu = static_cast<float>(mean);
-  float* hr = xhat + r * cols;
-  for (int c = 0; c < cols; ++c) hr[c] = (xr[c] - mu) * s;
+  double v[kRowThreads];
+  for (int l = 0; l < kRowThreads; ++l) v[l] = LaneSum(l, cols, RowValues{xr});
+  const double sum = BlockReduceModel(v, 0.0, SumOp{});
+  for (int l = 0; l < kRowThreads; ++l) {
+    v[l] = LaneSum(l, cols, RowSquaredDeviation{xr, sum / cols});
+  }
+  const NormStats s = LayerNormStatsOf(sum, BlockReduceModel(v, 0.0, SumOp{}), cols);
+  for (int l = 0; l < kRowThreads; ++l)
+    LayerNormOutputLane(l, xr, gamma, beta, cols, s, y + r * cols);
+  mean[r] = s.mean;
+  rstd[r] = s.rstd;
+}
+
+// Row r of dx = residual + the LayerNorm input gradient for dy, as its block computes it.
+inline void LayerNormInputGradBlock(std::int64_t r, const float* dy, const float* x,
+                                    const float* mean, const float* rstd, const float* gamma,
+                                    const float* residual, int cols, float* dx) {
+  const std::int64_t at = r * cols;
+  const NormStats s{mean[r], rstd[r]};
+  double v[kRowThreads];
+  for (int l = 0; l < kRowThreads; ++l) v[l] = LaneSum(l, cols, LayerNormGradSum{dy + at, gamma});
+  const double sum = BlockReduceModel(v, 0.0, SumOp{});
+  for (int l = 0; l < kRowThreads; ++l) {
+    v[l] = LaneSum(l, cols, LayerNormGradDot{dy + at, gamma, x + at, s});
+  }
+  const double dot = BlockReduceModel(v, 0.0, SumOp{});
+  for (int l = 0; l < kRowThreads; ++l) {
+    LayerNormInputGradLane(l, dy + at, x + at, gamma, cols, s, sum, dot,
+                           residual != nullptr ? residual + at : nullptr, dx + at);
+  }
+}
+
+// Row r of RMSNorm (y, rstd[r]) as its block computes it.
+inline void RmsNormForwardBlock(std::int64_t r, const float* x, const float* gamma, int cols,
+                                float* y, float* rstd) {
+  const float* xr = x + r * cols;
+  double v[kRowThreads];
+  for (int l = 0; l < kRowThreads; ++l) v[l] = LaneSum(l, cols, RowSquares{xr});
+  const float s = RmsNormRstdOf(BlockReduceModel(v, 0.0, SumOp{}), cols);
+  for (int l = 0; l < kRowThreads; ++l) RmsNormOutputLane(l, xr, gamma, cols, s, y + r * cols);
   rstd[r] = s;
 }
 
-// Element i of y = xhat * gamma + beta.
-PIPETTE_HD inline void AffineAt(std::int64_t i, const float* xhat, const float* gamma,
-                                const float* beta, int cols, float* y) {
-  const int c = static_cast<int>(i % cols);
-  y[i] = xhat[i] * gamma[c] + beta[c];
-}
-
-// Row r of the LayerNorm input gradient, as cpu::LayerNormInputGrad.
-PIPETTE_HD inline void LayerNormInputGradRow(std::int64_t r, const float* dy, const float* xhat,
-                                             const float* rstd, const float* gamma, int cols,
-                                             float* dx, bool accumulate) {
-  const float* g = dy + r * cols;
-  const float* h = xhat + r * cols;
-  double sum = 0, dot = 0;  // of dxhat = dy * gamma, and of dxhat * xhat
-  for (int c = 0; c < cols; ++c) {
-    const double d = static_cast<double>(g[c]) * gamma[c];
-    sum += d;
-    dot += d * h[c];
-  }
-  const float mean = static_cast<float>(sum / cols);
-  const float mean_dot = static_cast<float>(dot / cols);
-  float* out = dx + r * cols;
-  for (int c = 0; c < cols; ++c) {
-    const float v = rstd[r] * (g[c] * gamma[c] - mean - h[c] * mean_dot);
-    out[c] = accumulate ? out[c] + v : v;
+// Row r of dx = residual + the RMSNorm input gradient for dy, as its block computes it.
+inline void RmsNormInputGradBlock(std::int64_t r, const float* dy, const float* x,
+                                  const float* rstd, const float* gamma, const float* residual,
+                                  int cols, float* dx) {
+  const std::int64_t at = r * cols;
+  double v[kRowThreads];
+  for (int l = 0; l < kRowThreads; ++l)
+    v[l] = LaneSum(l, cols, RmsNormGradDot{dy + at, gamma, x + at});
+  const double dot = BlockReduceModel(v, 0.0, SumOp{});
+  for (int l = 0; l < kRowThreads; ++l) {
+    RmsNormInputGradLane(l, dy + at, x + at, gamma, cols, rstd[r], dot,
+                         residual != nullptr ? residual + at : nullptr, dx + at);
   }
 }
 
-// Column c of dgamma += sum_r dy * xhat, dbeta += sum_r dy (rows in order, as the CPU engine).
-PIPETTE_HD inline void AffineWeightGradCol(std::int64_t c, const float* dy, const float* xhat,
-                                           int rows, int cols, float* dgamma, float* dbeta) {
-  float dg = dgamma[c], db = dbeta[c];
-  for (int r = 0; r < rows; ++r) {
-    const std::int64_t i = static_cast<std::int64_t>(r) * cols + c;
-    dg += dy[i] * xhat[i];
-    db += dy[i];
+// ---- column sums (weight and bias gradients) --------------------------------------------------
+//
+// Two deterministic passes, no atomics. Pass 1: a block of kColTile x kColLanes threads per
+// (tile of kColTile columns, chunk of kColChunkRows rows); thread (x, y) adds the rows y,
+// y + kColLanes, ... of its chunk for column tile*kColTile + x (a warp reads 32 consecutive
+// columns of one row), then the block halves its kColLanes partials per column (HalvingTree) into
+// partials[(k * chunks + chunk) * cols + c] for each of the term's kOut sums k. Pass 2: one thread
+// per column adds the chunks' partials in chunk order and adds the total into the gradient.
+// A term is a struct with kOut and Add(i, r, acc): acc[k] += its k-th value at element i, row r.
+constexpr int kColTile = 32;
+constexpr int kColLanes = 8;
+constexpr int kColChunkRows = 64;
+
+PIPETTE_HD inline int ColChunks(int rows) { return (rows + kColChunkRows - 1) / kColChunkRows; }
+
+struct BiasTerms {  // dbias += dy
+  static constexpr int kOut = 1;
+  const float* dy;
+  PIPETTE_HD void Add(std::int64_t i, int, float* acc) const { acc[0] += dy[i]; }
+};
+struct AffineTerms {  // dgamma += dy * xhat, dbeta += dy; xhat from x and the row's stats
+  static constexpr int kOut = 2;
+  const float* dy;
+  const float* x;
+  const float* mean;
+  const float* rstd;
+  PIPETTE_HD void Add(std::int64_t i, int r, float* acc) const {
+    acc[0] += dy[i] * Xhat(x[i], NormStats{mean[r], rstd[r]});
+    acc[1] += dy[i];
   }
-  dgamma[c] = dg;
-  dbeta[c] = db;
+};
+struct RmsNormTerms {  // dgamma += dy * x * rstd
+  static constexpr int kOut = 1;
+  const float* dy;
+  const float* x;
+  const float* rstd;
+  PIPETTE_HD void Add(std::int64_t i, int r, float* acc) const {
+    acc[0] += dy[i] * (x[i] * rstd[r]);
+  }
+};
+
+// Thread (lane, column c) of chunk `chunk` in pass 1: acc[k] (zeroed here) = its rows' sums.
+template <class Terms>
+PIPETTE_HD void ColLaneSum(const Terms& t, int chunk, int lane, int c, int rows, int cols,
+                           float* acc) {
+  for (int k = 0; k < Terms::kOut; ++k) acc[k] = 0.0f;
+  const int end =
+      chunk * kColChunkRows + kColChunkRows < rows ? chunk * kColChunkRows + kColChunkRows : rows;
+  for (int r = chunk * kColChunkRows + lane; r < end; r += kColLanes) {
+    t.Add(static_cast<std::int64_t>(r) * cols + c, r, acc);
+  }
 }
 
-// Row r of RMSNorm: rstd = 1/sqrt(mean(x^2) + eps), y = x * rstd * gamma.
-PIPETTE_HD inline void RmsNormForwardRow(std::int64_t r, const float* x, const float* gamma,
-                                         int cols, float* y, float* rstd) {
-  const float* xr = x + r * cols;
-  double squares = 0;
-  for (int c = 0; c < cols; ++c) squares += static_cast<double>(xr[c]) * xr[c];
-  const float s = static_cast<float>(1.0 / sqrt(squares / cols + kNormEps));
-  float* yr = y + r * cols;
-  for (int c = 0; c < cols; ++c) yr[c] = xr[c] * s * gamma[c];
-  rstd[r] = s;
-}
-
-// Row r of the RMSNorm input gradient: dx = rstd * (dy*gamma - x * rstd^2 * mean(dy*gamma*x)).
-PIPETTE_HD inline void RmsNormInputGradRow(std::int64_t r, const float* dy, const float* x,
-                                           const float* rstd, const float* gamma, int cols,
-                                           float* dx, bool accumulate) {
-  const float* g = dy + r * cols;
-  const float* xr = x + r * cols;
-  double dot = 0;
-  for (int c = 0; c < cols; ++c) dot += static_cast<double>(g[c]) * gamma[c] * xr[c];
-  const float s = rstd[r];
-  const float k = static_cast<float>(dot / cols) * s * s;
-  float* out = dx + r * cols;
-  for (int c = 0; c < cols; ++c) {
-    const float v = s * (g[c] * gamma[c] - xr[c] * k);
-    out[c] = accumulate ? out[c] + v : v;
+// Pass 2, column c: out[k][c] += the chunks' partials of sum k, in chunk order.
+PIPETTE_HD inline void ColFinish(std::int64_t c, const float* partials, int chunks, int cols,
+                                 int outs, float* out0, float* out1) {
+  for (int k = 0; k < outs; ++k) {
+    float sum = 0.0f;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      sum += partials[(static_cast<std::int64_t>(k) * chunks + chunk) * cols + c];
+    }
+    float* out = k == 0 ? out0 : out1;
+    out[c] += sum;
   }
 }
 
-// Column c of dgamma += sum_r dy * x * rstd (rows in order).
-PIPETTE_HD inline void RmsNormWeightGradCol(std::int64_t c, const float* dy, const float* x,
-                                            const float* rstd, int rows, int cols, float* dgamma) {
-  float dg = dgamma[c];
-  for (int r = 0; r < rows; ++r) {
-    const std::int64_t i = static_cast<std::int64_t>(r) * cols + c;
-    dg += dy[i] * (x[i] * rstd[r]);
+struct FloatSumOp {
+  PIPETTE_HD float operator()(float a, float b) const { return a + b; }
+};
+
+// Both passes on the host, as the two launches compute them: out0 (and out1) += the column sums.
+template <class Terms>
+void ColReduceModel(const Terms& t, int rows, int cols, float* out0, float* out1) {
+  const int chunks = ColChunks(rows);
+  float* partials = new float[static_cast<std::size_t>(Terms::kOut) * chunks * cols + 1];
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    for (int c = 0; c < cols; ++c) {
+      float lanes[Terms::kOut][kColLanes];
+      for (int l = 0; l < kColLanes; ++l) {
+        float acc[Terms::kOut];
+        ColLaneSum(t, chunk, l, c, rows, cols, acc);
+        for (int k = 0; k < Terms::kOut; ++k) lanes[k][l] = acc[k];
+      }
+      for (int k = 0; k < Terms::kOut; ++k) {
+        partials[(static_cast<std::int64_t>(k) * chunks + chunk) * cols + c] =
+            HalvingTree(lanes[k], kColLanes, FloatSumOp{});
+      }
+    }
   }
-  dgamma[c] = dg;
+  for (int c = 0; c < cols; ++c) ColFinish(c, partials, chunks, cols, Terms::kOut, out0, out1);
+  delete[] partials;
 }
 
 // ---- activations ------------------------------------------------------------------------------
@@ -357,42 +557,68 @@ PIPETTE_HD inline void EmbeddingWpeGradAt(std::int64_t i, const float* dy, int b
 }
 
 // ---- loss -------------------------------------------------------------------------------------
-
-// A row's softmax as the CPU engine's Loss computes it: p_c = float(exp(z_c - max)) * inv.
-struct SoftmaxRow {
+//
+// Cross-entropy, one block per row: each lane runs an online softmax over its columns (a running
+// max and the sum of exp(z - max) in double, rescaled when the max grows), the block merges the
+// lanes' (max, sum) pairs by the fixed tree, then the row's loss and, in a second pass over the
+// row, the gradient (softmax - onehot) * scale, in place if asked: the loss module's forward
+// leaves dlogits where the logits were. p_c = float(exp(z_c - max)) * float(1 / sum) and the
+// 1e-30 clamp are the CPU engine's Loss module's.
+struct OnlineSoftmax {
   float max;
-  float inv;  // 1 / sum_c exp(z_c - max), the sum in double
+  double sum;  // of exp(z - max)
 };
-PIPETTE_HD inline SoftmaxRow SoftmaxOf(const float* z, int vocab) {
-  float mx = z[0];
-  for (int c = 1; c < vocab; ++c) mx = fmaxf(mx, z[c]);
-  double sum = 0;
-  for (int c = 0; c < vocab; ++c) sum += expf(z[c] - mx);
-  return {mx, static_cast<float>(1.0 / sum)};
+struct SoftmaxMergeOp {
+  PIPETTE_HD OnlineSoftmax operator()(OnlineSoftmax a, OnlineSoftmax b) const {
+    const float m = fmaxf(a.max, b.max);
+    if (a.sum == 0.0) return b;  // a lane with no columns
+    if (b.sum == 0.0) return a;
+    return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
+  }
+};
+PIPETTE_HD inline OnlineSoftmax EmptySoftmax() { return {-INFINITY, 0.0}; }
+
+// Lane `lane`'s online softmax over its columns of row z.
+PIPETTE_HD inline OnlineSoftmax SoftmaxLane(int lane, const float* z, int vocab) {
+  OnlineSoftmax s = EmptySoftmax();
+  for (int c = lane; c < vocab; c += kRowThreads) {
+    if (z[c] > s.max) {
+      s.sum = s.sum == 0.0 ? 0.0 : s.sum * expf(s.max - z[c]);
+      s.max = z[c];
+    }
+    s.sum += expf(z[c] - s.max);
+  }
+  return s;
 }
 
-// row_loss[r] = -log(max(p_target, 1e-30)).
-PIPETTE_HD inline void CrossEntropyRow(std::int64_t r, const float* logits,
-                                       const std::int32_t* targets, int vocab, float* row_loss) {
-  const float* z = logits + r * vocab;
-  const SoftmaxRow s = SoftmaxOf(z, vocab);
-  const float p = expf(z[targets[r]] - s.max) * s.inv;
-  row_loss[r] = static_cast<float>(-log(fmax(static_cast<double>(p), 1e-30)));
+// -log(max(p_target, 1e-30)) of a row, from its merged softmax and its target's logit.
+PIPETTE_HD inline float CrossEntropyLossOf(OnlineSoftmax s, float target_logit) {
+  const float p = expf(target_logit - s.max) * static_cast<float>(1.0 / s.sum);
+  return static_cast<float>(-log(fmax(static_cast<double>(p), 1e-30)));
 }
 
-// Row r of dlogits = (softmax - onehot(target)) * scale. dlogits may alias logits: each element is
-// read before it is written, by this thread only.
-PIPETTE_HD inline void CrossEntropyInputGradRow(std::int64_t r, const float* logits,
-                                                const std::int32_t* targets, int vocab, float scale,
-                                                float* dlogits) {
-  const float* z = logits + r * vocab;
-  const SoftmaxRow s = SoftmaxOf(z, vocab);
-  const int target = targets[r];
-  float* g = dlogits + r * vocab;
-  for (int c = 0; c < vocab; ++c) {
-    float p = expf(z[c] - s.max) * s.inv;
+// Lane `lane`'s columns of dlogits = (softmax - onehot(target)) * scale (dlogits may alias z).
+PIPETTE_HD inline void CrossEntropyGradLane(int lane, const float* z, int vocab, int target,
+                                            OnlineSoftmax s, float scale, float* g) {
+  const float inv = static_cast<float>(1.0 / s.sum);
+  for (int c = lane; c < vocab; c += kRowThreads) {
+    float p = expf(z[c] - s.max) * inv;
     if (c == target) p -= 1.0f;
     g[c] = p * scale;
+  }
+}
+
+// Row r as its block computes it: row_loss[r]; dlogits too when not null (may alias logits).
+inline void CrossEntropyBlock(std::int64_t r, const float* logits, const std::int32_t* targets,
+                              int vocab, float scale, float* row_loss, float* dlogits) {
+  const float* z = logits + r * vocab;
+  OnlineSoftmax v[kRowThreads];
+  for (int l = 0; l < kRowThreads; ++l) v[l] = SoftmaxLane(l, z, vocab);
+  const OnlineSoftmax s = BlockReduceModel(v, EmptySoftmax(), SoftmaxMergeOp{});
+  row_loss[r] = CrossEntropyLossOf(s, z[targets[r]]);
+  if (dlogits == nullptr) return;
+  for (int l = 0; l < kRowThreads; ++l) {
+    CrossEntropyGradLane(l, z, vocab, targets[r], s, scale, dlogits + r * vocab);
   }
 }
 
@@ -400,14 +626,6 @@ PIPETTE_HD inline void CrossEntropyInputGradRow(std::int64_t r, const float* log
 
 PIPETTE_HD inline void AddBiasAt(std::int64_t i, const float* bias, int cols, float* y) {
   y[i] += bias[i % cols];
-}
-
-// Column c of dbias += sum_r dy (rows in order).
-PIPETTE_HD inline void BiasGradCol(std::int64_t c, const float* dy, int rows, int cols,
-                                   float* dbias) {
-  float sum = dbias[c];
-  for (int r = 0; r < rows; ++r) sum += dy[static_cast<std::int64_t>(r) * cols + c];
-  dbias[c] = sum;
 }
 
 PIPETTE_HD inline void AddAt(std::int64_t i, const float* a, const float* b, float* y) {
@@ -431,6 +649,8 @@ PIPETTE_HD inline float SumOfPartials(const double* partials) {
   for (int i = 0; i < kSumThreads; ++i) sum += partials[i];
   return static_cast<float>(sum);
 }
+// A microbatch's loss from the sum of its n row losses: float(sum) / n, as the CPU engine.
+PIPETTE_HD inline float MeanOf(float sum, std::int64_t n) { return sum / static_cast<float>(n); }
 
 // The bf16 bits of x rounded to nearest even (NaN -> 0x7fff, as CUDA's __float2bfloat16_rn;
 // values past the largest bf16 round to infinity).

@@ -1,6 +1,8 @@
-// The launchers of kernels.h: each `__global__` wrapper walks its thread indices with a grid-stride
-// loop (64-bit indices, so n past 2^31 is fine) and calls the per-thread function of
-// kernel_math.h; each launch is checked with cudaGetLastError (file:line of the launcher).
+// The launchers of kernels.h: each elementwise `__global__` wrapper walks its thread indices with a
+// grid-stride loop (64-bit indices, so n past 2^31 is fine) and calls the per-thread function of
+// kernel_math.h; row kernels run a block per row over kernel_math.h's lane functions and the
+// block's fixed reduction tree, column sums two passes (partials per chunk of rows, then their
+// sum in chunk order). Each launch is checked with cudaGetLastError (file:line of the launcher).
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -50,42 +52,151 @@ std::int64_t Elements(int rows, int cols) { return static_cast<std::int64_t>(row
 
 // ---- kernels: one per launcher, index -> kernel_math.h ------------------------------------------
 
-__global__ void LayerNormForwardKernel(std::int64_t n, const float* x, int cols, float* xhat,
-                                       float* rstd) {
-  PIPETTE_FOR_EACH_INDEX(r, n) math::LayerNormForwardRow(r, x, cols, xhat, rstd);
+// The fixed reduction tree of kernel_math.h (BlockReduceModel) over the kRowThreads threads of a
+// row block: each warp by xor shuffles (lane i adds lane i ^ o's value: both lanes of a pair get
+// the same bits), then every warp reduces the warps' results the same way, so every thread returns
+// the block's value. `shared` holds kRowWarps values.
+__device__ double ShuffleXor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ math::OnlineSoftmax ShuffleXor(math::OnlineSoftmax v, int o) {
+  return {__shfl_xor_sync(0xffffffffu, v.max, o), __shfl_xor_sync(0xffffffffu, v.sum, o)};
 }
-__global__ void AffineKernel(std::int64_t n, const float* xhat, const float* gamma,
-                             const float* beta, int cols, float* y) {
-  PIPETTE_FOR_EACH_INDEX(i, n) math::AffineAt(i, xhat, gamma, beta, cols, y);
+template <class T, class Op>
+__device__ T BlockReduce(T v, T identity, Op op, T* shared) {
+  for (int o = math::kWarpSize / 2; o > 0; o /= 2) v = op(v, ShuffleXor(v, o));
+  const int warp = static_cast<int>(threadIdx.x) / math::kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % math::kWarpSize;
+  __syncthreads();  // every thread has read `shared` of an earlier call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < math::kRowWarps ? shared[lane] : identity;
+  for (int o = math::kWarpSize / 2; o > 0; o /= 2) v = op(v, ShuffleXor(v, o));
+  return v;
 }
-__global__ void LayerNormInputGradKernel(std::int64_t n, const float* dy, const float* xhat,
-                                         const float* rstd, const float* gamma, int cols, float* dx,
-                                         bool accumulate) {
-  PIPETTE_FOR_EACH_INDEX(r, n) {
-    math::LayerNormInputGradRow(r, dy, xhat, rstd, gamma, cols, dx, accumulate);
+__device__ double BlockSum(double v, double* shared) {
+  return BlockReduce(v, 0.0, math::SumOp{}, shared);
+}
+
+// Row kernels: block r (kRowThreads threads) computes row r; thread l is lane l.
+__global__ void LayerNormForwardKernel(const float* x, const float* gamma, const float* beta,
+                                       int cols, float* y, float* mean, float* rstd) {
+  __shared__ double shared[math::kRowWarps];
+  const std::int64_t r = blockIdx.x;
+  const int l = static_cast<int>(threadIdx.x);
+  const float* xr = x + r * cols;
+  const double sum = BlockSum(math::LaneSum(l, cols, math::RowValues{xr}), shared);
+  const double squared_deviation =
+      BlockSum(math::LaneSum(l, cols, math::RowSquaredDeviation{xr, sum / cols}), shared);
+  const math::NormStats s = math::LayerNormStatsOf(sum, squared_deviation, cols);
+  math::LayerNormOutputLane(l, xr, gamma, beta, cols, s, y + r * cols);
+  if (l == 0) {
+    mean[r] = s.mean;
+    rstd[r] = s.rstd;
   }
 }
-__global__ void AffineWeightGradKernel(std::int64_t n, const float* dy, const float* xhat, int rows,
-                                       float* dgamma, float* dbeta) {
-  const int cols = static_cast<int>(n);
-  PIPETTE_FOR_EACH_INDEX(c, n) math::AffineWeightGradCol(c, dy, xhat, rows, cols, dgamma, dbeta);
+__global__ void LayerNormInputGradKernel(const float* dy, const float* x, const float* mean,
+                                         const float* rstd, const float* gamma,
+                                         const float* residual, int cols, float* dx) {
+  __shared__ double shared[math::kRowWarps];
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * cols;
+  const int l = static_cast<int>(threadIdx.x);
+  const math::NormStats s{mean[blockIdx.x], rstd[blockIdx.x]};
+  const double sum =
+      BlockSum(math::LaneSum(l, cols, math::LayerNormGradSum{dy + at, gamma}), shared);
+  const double dot =
+      BlockSum(math::LaneSum(l, cols, math::LayerNormGradDot{dy + at, gamma, x + at, s}), shared);
+  math::LayerNormInputGradLane(l, dy + at, x + at, gamma, cols, s, sum, dot,
+                               residual != nullptr ? residual + at : nullptr, dx + at);
 }
-__global__ void RmsNormForwardKernel(std::int64_t n, const float* x, const float* gamma, int cols,
-                                     float* y, float* rstd) {
-  PIPETTE_FOR_EACH_INDEX(r, n) math::RmsNormForwardRow(r, x, gamma, cols, y, rstd);
+__global__ void RmsNormForwardKernel(const float* x, const float* gamma, int cols, float* y,
+                                     float* rstd) {
+  __shared__ double shared[math::kRowWarps];
+  const std::int64_t r = blockIdx.x;
+  const int l = static_cast<int>(threadIdx.x);
+  const float* xr = x + r * cols;
+  const float s =
+      math::RmsNormRstdOf(BlockSum(math::LaneSum(l, cols, math::RowSquares{xr}), shared), cols);
+  math::RmsNormOutputLane(l, xr, gamma, cols, s, y + r * cols);
+  if (l == 0) rstd[r] = s;
 }
-__global__ void RmsNormInputGradKernel(std::int64_t n, const float* dy, const float* x,
-                                       const float* rstd, const float* gamma, int cols, float* dx,
-                                       bool accumulate) {
-  PIPETTE_FOR_EACH_INDEX(r, n) {
-    math::RmsNormInputGradRow(r, dy, x, rstd, gamma, cols, dx, accumulate);
+__global__ void RmsNormInputGradKernel(const float* dy, const float* x, const float* rstd,
+                                       const float* gamma, const float* residual, int cols,
+                                       float* dx) {
+  __shared__ double shared[math::kRowWarps];
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * cols;
+  const int l = static_cast<int>(threadIdx.x);
+  const double dot =
+      BlockSum(math::LaneSum(l, cols, math::RmsNormGradDot{dy + at, gamma, x + at}), shared);
+  math::RmsNormInputGradLane(l, dy + at, x + at, gamma, cols, rstd[blockIdx.x], dot,
+                             residual != nullptr ? residual + at : nullptr, dx + at);
+}
+// Block r: row r's loss, and its gradient when dlogits is not null (in place when it aliases
+// logits: every thread reads the target's logit before the reduction's barriers, every lane
+// rewrites only its own columns after them).
+__global__ void CrossEntropyKernel(const float* logits, const std::int32_t* targets, int vocab,
+                                   float scale, float* row_loss, float* dlogits) {
+  __shared__ math::OnlineSoftmax shared[math::kRowWarps];
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * vocab;
+  const int l = static_cast<int>(threadIdx.x), target = targets[blockIdx.x];
+  const float target_logit = logits[at + target];
+  const math::OnlineSoftmax s = BlockReduce(math::SoftmaxLane(l, logits + at, vocab),
+                                            math::EmptySoftmax(), math::SoftmaxMergeOp{}, shared);
+  if (l == 0) row_loss[blockIdx.x] = math::CrossEntropyLossOf(s, target_logit);
+  if (dlogits != nullptr) {
+    math::CrossEntropyGradLane(l, logits + at, vocab, target, s, scale, dlogits + at);
   }
 }
-__global__ void RmsNormWeightGradKernel(std::int64_t n, const float* dy, const float* x,
-                                        const float* rstd, int rows, float* dgamma) {
-  const int cols = static_cast<int>(n);
-  PIPETTE_FOR_EACH_INDEX(c, n) math::RmsNormWeightGradCol(c, dy, x, rstd, rows, cols, dgamma);
+
+// Column sums, pass 1: block (tile, chunk) of kColTile x kColLanes threads; the block halves its
+// lanes' sums per column as kernel_math.h's ColReduceModel (HalvingTree).
+template <class Terms>
+__global__ void ColPartialKernel(Terms t, int rows, int cols, float* partials) {
+  __shared__ float sums[Terms::kOut][math::kColLanes][math::kColTile];
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  const int chunk = static_cast<int>(blockIdx.y), chunks = static_cast<int>(gridDim.y);
+  const int c = static_cast<int>(blockIdx.x) * math::kColTile + x;
+  float acc[Terms::kOut];
+  for (int k = 0; k < Terms::kOut; ++k) acc[k] = 0.0f;
+  if (c < cols) math::ColLaneSum(t, chunk, y, c, rows, cols, acc);
+  for (int k = 0; k < Terms::kOut; ++k) sums[k][y][x] = acc[k];
+  __syncthreads();
+  for (int o = math::kColLanes / 2; o > 0; o /= 2) {
+    if (y < o) {
+      for (int k = 0; k < Terms::kOut; ++k) sums[k][y][x] = sums[k][y][x] + sums[k][y + o][x];
+    }
+    __syncthreads();
+  }
+  if (y == 0 && c < cols) {
+    for (int k = 0; k < Terms::kOut; ++k) {
+      partials[(static_cast<std::int64_t>(k) * chunks + chunk) * cols + c] = sums[k][0][x];
+    }
+  }
 }
+// Pass 2: one thread per column.
+__global__ void ColFinishKernel(std::int64_t n, const float* partials, int chunks, int outs,
+                                float* out0, float* out1) {
+  const int cols = static_cast<int>(n);
+  PIPETTE_FOR_EACH_INDEX(c, n) math::ColFinish(c, partials, chunks, cols, outs, out0, out1);
+}
+
+// out0 (and out1) += the column sums of t's terms over rows x cols: the two passes, the partials
+// in stream-ordered scratch memory.
+template <class Terms>
+void ColReduce(const Terms& t, int rows, int cols, float* out0, float* out1, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  const int chunks = math::ColChunks(rows);
+  Require(chunks <= 65535, "column sums take at most 65535 chunks of rows");
+  float* partials = nullptr;
+  const std::size_t bytes = sizeof(float) * Terms::kOut * chunks * static_cast<std::size_t>(cols);
+  PIPETTE_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partials), bytes, stream));
+  const dim3 grid((cols + math::kColTile - 1) / math::kColTile, chunks);
+  const dim3 block(math::kColTile, math::kColLanes);
+  ColPartialKernel<<<grid, block, 0, stream>>>(t, rows, cols, partials);
+  PIPETTE_CUDA_CHECK(cudaGetLastError());
+  PIPETTE_LAUNCH(ColFinishKernel, std::int64_t{cols}, stream, partials, chunks, Terms::kOut, out0,
+                 out1);
+  PIPETTE_CUDA_CHECK(cudaFreeAsync(partials, stream));
+}
+
 __global__ void GeluForwardKernel(std::int64_t n, const float* x, float* y) {
   PIPETTE_FOR_EACH_INDEX(i, n) math::GeluAt(i, x, y);
 }
@@ -138,23 +249,8 @@ __global__ void EmbeddingWpeGradKernel(std::int64_t n, const float* dy, int batc
                                        int hidden, float* dwpe) {
   PIPETTE_FOR_EACH_INDEX(i, n) math::EmbeddingWpeGradAt(i, dy, batch, seq, hidden, dwpe);
 }
-__global__ void CrossEntropyKernel(std::int64_t n, const float* logits, const std::int32_t* targets,
-                                   int vocab, float* row_loss) {
-  PIPETTE_FOR_EACH_INDEX(r, n) math::CrossEntropyRow(r, logits, targets, vocab, row_loss);
-}
-__global__ void CrossEntropyInputGradKernel(std::int64_t n, const float* logits,
-                                            const std::int32_t* targets, int vocab, float scale,
-                                            float* dlogits) {
-  PIPETTE_FOR_EACH_INDEX(r, n) {
-    math::CrossEntropyInputGradRow(r, logits, targets, vocab, scale, dlogits);
-  }
-}
 __global__ void AddBiasKernel(std::int64_t n, const float* bias, int cols, float* y) {
   PIPETTE_FOR_EACH_INDEX(i, n) math::AddBiasAt(i, bias, cols, y);
-}
-__global__ void BiasGradKernel(std::int64_t n, const float* dy, int rows, float* dbias) {
-  const int cols = static_cast<int>(n);
-  PIPETTE_FOR_EACH_INDEX(c, n) math::BiasGradCol(c, dy, rows, cols, dbias);
 }
 __global__ void AddKernel(std::int64_t n, const float* a, const float* b, float* y) {
   PIPETTE_FOR_EACH_INDEX(i, n) math::AddAt(i, a, b, y);
@@ -168,6 +264,17 @@ __global__ void SumKernel(const float* x, std::int64_t n, float* out) {
   partials[threadIdx.x] = math::SumPartialAt(static_cast<int>(threadIdx.x), x, n);
   __syncthreads();
   if (threadIdx.x == 0) out[0] = math::SumOfPartials(partials);
+}
+// One block of kSumThreads threads: mean[0] = the mean of x; sum_of_means[0] += it (if not null).
+__global__ void LossMeanKernel(const float* x, std::int64_t n, float* mean, double* sum_of_means) {
+  __shared__ double partials[math::kSumThreads];
+  partials[threadIdx.x] = math::SumPartialAt(static_cast<int>(threadIdx.x), x, n);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const float m = math::MeanOf(math::SumOfPartials(partials), n);
+    mean[0] = m;
+    if (sum_of_means != nullptr) sum_of_means[0] += m;
+  }
 }
 __global__ void CastToBf16Kernel(std::int64_t n, const float* x, __nv_bfloat16* y) {
   PIPETTE_FOR_EACH_INDEX(i, n) {
@@ -185,35 +292,40 @@ __global__ void AdamWKernel(std::int64_t n, const math::AdamWSlice* slices, int 
 
 // ---- norms --------------------------------------------------------------------------------------
 
-void LayerNormForward(const float* x, int rows, int cols, float* xhat, float* rstd,
-                      cudaStream_t stream) {
-  PIPETTE_LAUNCH(LayerNormForwardKernel, std::int64_t{rows}, stream, x, cols, xhat, rstd);
+// One block of kRowThreads threads per row.
+#define PIPETTE_LAUNCH_ROWS(kernel, rows, stream, ...)                 \
+  do {                                                                 \
+    if ((rows) > 0) {                                                  \
+      kernel<<<(rows), math::kRowThreads, 0, (stream)>>>(__VA_ARGS__); \
+      PIPETTE_CUDA_CHECK(cudaGetLastError());                          \
+    }                                                                  \
+  } while (0)
+
+void LayerNormForward(const float* x, const float* gamma, const float* beta, int rows, int cols,
+                      float* y, float* mean, float* rstd, cudaStream_t stream) {
+  PIPETTE_LAUNCH_ROWS(LayerNormForwardKernel, rows, stream, x, gamma, beta, cols, y, mean, rstd);
 }
-void Affine(const float* xhat, const float* gamma, const float* beta, int rows, int cols, float* y,
-            cudaStream_t stream) {
-  PIPETTE_LAUNCH(AffineKernel, Elements(rows, cols), stream, xhat, gamma, beta, cols, y);
+void LayerNormInputGrad(const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, const float* residual, int rows, int cols, float* dx,
+                        cudaStream_t stream) {
+  PIPETTE_LAUNCH_ROWS(LayerNormInputGradKernel, rows, stream, dy, x, mean, rstd, gamma, residual,
+                      cols, dx);
 }
-void LayerNormInputGrad(const float* dy, const float* xhat, const float* rstd, const float* gamma,
-                        int rows, int cols, float* dx, bool accumulate, cudaStream_t stream) {
-  PIPETTE_LAUNCH(LayerNormInputGradKernel, std::int64_t{rows}, stream, dy, xhat, rstd, gamma, cols,
-                 dx, accumulate);
-}
-void AffineWeightGrad(const float* dy, const float* xhat, int rows, int cols, float* dgamma,
-                      float* dbeta, cudaStream_t stream) {
-  PIPETTE_LAUNCH(AffineWeightGradKernel, std::int64_t{cols}, stream, dy, xhat, rows, dgamma, dbeta);
+void LayerNormWeightGrad(const float* dy, const float* x, const float* mean, const float* rstd,
+                         int rows, int cols, float* dgamma, float* dbeta, cudaStream_t stream) {
+  ColReduce(math::AffineTerms{dy, x, mean, rstd}, rows, cols, dgamma, dbeta, stream);
 }
 void RmsNormForward(const float* x, const float* gamma, int rows, int cols, float* y, float* rstd,
                     cudaStream_t stream) {
-  PIPETTE_LAUNCH(RmsNormForwardKernel, std::int64_t{rows}, stream, x, gamma, cols, y, rstd);
+  PIPETTE_LAUNCH_ROWS(RmsNormForwardKernel, rows, stream, x, gamma, cols, y, rstd);
 }
 void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const float* gamma,
-                      int rows, int cols, float* dx, bool accumulate, cudaStream_t stream) {
-  PIPETTE_LAUNCH(RmsNormInputGradKernel, std::int64_t{rows}, stream, dy, x, rstd, gamma, cols, dx,
-                 accumulate);
+                      const float* residual, int rows, int cols, float* dx, cudaStream_t stream) {
+  PIPETTE_LAUNCH_ROWS(RmsNormInputGradKernel, rows, stream, dy, x, rstd, gamma, residual, cols, dx);
 }
 void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int rows, int cols,
                        float* dgamma, cudaStream_t stream) {
-  PIPETTE_LAUNCH(RmsNormWeightGradKernel, std::int64_t{cols}, stream, dy, x, rstd, rows, dgamma);
+  ColReduce(math::RmsNormTerms{dy, x, rstd}, rows, cols, dgamma, nullptr, stream);
 }
 
 // ---- activations --------------------------------------------------------------------------------
@@ -293,20 +405,16 @@ void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch,
                    dwpe);
   }
 }
-void CrossEntropyForward(const float* logits, const std::int32_t* targets, int rows, int vocab,
-                         float* row_loss, cudaStream_t stream) {
-  PIPETTE_LAUNCH(CrossEntropyKernel, std::int64_t{rows}, stream, logits, targets, vocab, row_loss);
-}
-void CrossEntropyInputGrad(const float* logits, const std::int32_t* targets, int rows, int vocab,
-                           float scale, float* dlogits, cudaStream_t stream) {
-  PIPETTE_LAUNCH(CrossEntropyInputGradKernel, std::int64_t{rows}, stream, logits, targets, vocab,
-                 scale, dlogits);
+void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab,
+                  float scale, float* row_loss, float* dlogits, cudaStream_t stream) {
+  PIPETTE_LAUNCH_ROWS(CrossEntropyKernel, rows, stream, logits, targets, vocab, scale, row_loss,
+                      dlogits);
 }
 void AddBias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
   PIPETTE_LAUNCH(AddBiasKernel, Elements(rows, cols), stream, bias, cols, y);
 }
 void BiasGrad(const float* dy, int rows, int cols, float* dbias, cudaStream_t stream) {
-  PIPETTE_LAUNCH(BiasGradKernel, std::int64_t{cols}, stream, dy, rows, dbias);
+  ColReduce(math::BiasTerms{dy}, rows, cols, dbias, nullptr, stream);
 }
 void Add(const float* a, const float* b, std::int64_t n, float* y, cudaStream_t stream) {
   PIPETTE_LAUNCH(AddKernel, n, stream, a, b, y);
@@ -316,6 +424,12 @@ void Axpy(float alpha, const float* x, std::int64_t n, float* y, cudaStream_t st
 }
 void Sum(const float* x, std::int64_t n, float* out, cudaStream_t stream) {
   SumKernel<<<1, math::kSumThreads, 0, stream>>>(x, n, out);  // n == 0 writes 0
+  PIPETTE_CUDA_CHECK(cudaGetLastError());
+}
+void LossMean(const float* row_loss, std::int64_t n, float* mean, double* sum_of_means,
+              cudaStream_t stream) {
+  Require(n > 0, "the mean of no rows");
+  LossMeanKernel<<<1, math::kSumThreads, 0, stream>>>(row_loss, n, mean, sum_of_means);
   PIPETTE_CUDA_CHECK(cudaGetLastError());
 }
 void CastToBf16(const float* x, std::int64_t n, __nv_bfloat16* y, cudaStream_t stream) {

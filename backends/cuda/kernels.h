@@ -4,9 +4,9 @@
 // token). Shapes are as the CPU engine's kernels (backends/cpu/tensor.h) and the formulas are
 // identical to them, so the CPU engine checks this one on the same inputs.
 //
-// Every kernel's per-thread work is a plain function in kernel_math.h, compiled for the device and
-// for the host: tests/cuda run those functions on the CPU over every thread index and compare
-// with the CPU engine, so the math is checked on machines without a GPU.
+// Every kernel's per-thread (per-lane) work is a plain function in kernel_math.h, compiled for the
+// device and for the host: tests/cuda run those functions on the CPU over every thread index and
+// compare with the CPU engine, so the math is checked on machines without a GPU.
 //
 // `accumulate` flags and functions named "...WeightGrad" add into their outputs (gradients sum
 // over microbatches); everything else overwrites.
@@ -21,26 +21,30 @@
 namespace pipette::cuda::kernels {
 
 // ---- norms --------------------------------------------------------------------------------------
-// LayerNorm without the affine part: xhat = (x - mean) * rstd, rstd = 1/sqrt(var + 1e-5); rstd:
-// rows.
-void LayerNormForward(const float* x, int rows, int cols, float* xhat, float* rstd,
-                      cudaStream_t stream);
-// y = xhat * gamma + beta (gamma, beta: cols).
-void Affine(const float* xhat, const float* gamma, const float* beta, int rows, int cols, float* y,
-            cudaStream_t stream);
-// dx (+)= the LayerNorm input gradient for the affine output's gradient dy.
-void LayerNormInputGrad(const float* dy, const float* xhat, const float* rstd, const float* gamma,
-                        int rows, int cols, float* dx, bool accumulate, cudaStream_t stream);
-// dgamma += sum over rows of dy * xhat; dbeta += sum over rows of dy.
-void AffineWeightGrad(const float* dy, const float* xhat, int rows, int cols, float* dgamma,
-                      float* dbeta, cudaStream_t stream);
+// One block per row (coalesced, the block's fixed reduction tree), fused with what surrounds it:
+// the forward with the affine part, the input gradient with the residual. Column sums (weight
+// gradients) are two deterministic passes through stream-ordered scratch memory; no atomics, so
+// every launch gives the same bits.
+//
+// LayerNorm fused with its affine part: y = (x - mean) * rstd * gamma + beta, rstd =
+// 1/sqrt(var + 1e-5); mean, rstd: rows (the backward reads them with x).
+void LayerNormForward(const float* x, const float* gamma, const float* beta, int rows, int cols,
+                      float* y, float* mean, float* rstd, cudaStream_t stream);
+// dx = residual + the LayerNorm input gradient for the affine output's gradient dy. residual may
+// be null (dx = the gradient) or alias dx (dx += the gradient).
+void LayerNormInputGrad(const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, const float* residual, int rows, int cols, float* dx,
+                        cudaStream_t stream);
+// dgamma += sum over rows of dy * xhat; dbeta += sum over rows of dy (xhat from x, mean, rstd).
+void LayerNormWeightGrad(const float* dy, const float* x, const float* mean, const float* rstd,
+                         int rows, int cols, float* dgamma, float* dbeta, cudaStream_t stream);
 
 // RMSNorm (Llama): rstd = 1/sqrt(mean(x^2) + 1e-5), y = x * rstd * gamma; rstd: rows.
 void RmsNormForward(const float* x, const float* gamma, int rows, int cols, float* y, float* rstd,
                     cudaStream_t stream);
-// dx (+)= the RMSNorm input gradient for dy.
+// dx = residual + the RMSNorm input gradient for dy (residual: as LayerNormInputGrad's).
 void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const float* gamma,
-                      int rows, int cols, float* dx, bool accumulate, cudaStream_t stream);
+                      const float* residual, int rows, int cols, float* dx, cudaStream_t stream);
 // dgamma += sum over rows of dy * x * rstd.
 void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int rows, int cols,
                        float* dgamma, cudaStream_t stream);
@@ -94,22 +98,26 @@ void EmbeddingForward(const std::int32_t* tokens, const float* wte, const float*
 // dwte[tokens[t]] += dy[t] (and dwpe[t % seq] += dy[t] when dwpe is not null).
 void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch, int seq,
                          int hidden, float* dwte, float* dwpe, cudaStream_t stream);
-// row_loss[r] = -log softmax(logits[r])[targets[r]] (the CPU engine's clamp at 1e-30 included).
-void CrossEntropyForward(const float* logits, const std::int32_t* targets, int rows, int vocab,
-                         float* row_loss, cudaStream_t stream);
-// dlogits = (softmax(logits) - onehot(targets)) * scale; dlogits may alias logits.
-void CrossEntropyInputGrad(const float* logits, const std::int32_t* targets, int rows, int vocab,
-                           float scale, float* dlogits, cudaStream_t stream);
+// Cross-entropy, one block per row, one pass over the row for the loss (online max and sum):
+// row_loss[r] = -log softmax(logits[r])[targets[r]] (the CPU engine's clamp at 1e-30 included);
+// when dlogits is not null, a second pass writes dlogits = (softmax - onehot(targets)) * scale.
+// dlogits may alias logits (the loss module's forward turns the logits into their gradient).
+void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab,
+                  float scale, float* row_loss, float* dlogits, cudaStream_t stream);
 // y[r][c] += bias[c].
 void AddBias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
-// dbias[c] += sum over rows of dy[r][c].
+// dbias[c] += sum over rows of dy[r][c] (two deterministic passes, as the norms' weight gradients).
 void BiasGrad(const float* dy, int rows, int cols, float* dbias, cudaStream_t stream);
 // y = a + b over n elements (y may alias a or b).
 void Add(const float* a, const float* b, std::int64_t n, float* y, cudaStream_t stream);
 // y += alpha * x over n elements.
 void Axpy(float alpha, const float* x, std::int64_t n, float* y, cudaStream_t stream);
-// out[0] = sum of x[0..n) (one value; for the loss of a microbatch).
+// out[0] = sum of x[0..n) (one value, in a fixed order).
 void Sum(const float* x, std::int64_t n, float* out, cudaStream_t stream);
+// A microbatch's loss without the host: mean[0] = float(sum of row_loss[0..n)) / n (n > 0, the sum
+// as Sum's), and sum_of_means[0] += mean[0] when sum_of_means is not null (the rank's step total).
+void LossMean(const float* row_loss, std::int64_t n, float* mean, double* sum_of_means,
+              cudaStream_t stream);
 // y = bf16(x), round to nearest even, over n elements.
 void CastToBf16(const float* x, std::int64_t n, __nv_bfloat16* y, cudaStream_t stream);
 

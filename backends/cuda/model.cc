@@ -16,50 +16,48 @@ namespace {
 constexpr float kRopeTheta = 10000.0f;
 
 // The pre-norm of a block half or the final norm: LayerNorm with gamma and beta (GPT, spec.bias)
-// or RMSNorm with gamma (Llama). Forward keeps `kept` (LayerNorm: xhat; RMSNorm: the input x) and
-// rstd; the input gradient reads both; the weight gradient reads them and the norm's output
-// gradient.
+// or RMSNorm with gamma (Llama). The caller keeps the norm's input x; Forward writes the row
+// statistics `stats` (LayerNorm: 2 x rows, the means then the rstds; RMSNorm: 1 x rows, the
+// rstds), which the input and weight gradients read with x.
 class Norm {
  public:
   Norm(bool layer_norm, DeviceParam* gamma, DeviceParam* beta)
       : layer_norm_(layer_norm), gamma_(gamma), beta_(beta) {}
 
-  // y = norm(x); sets kept and rstd.
-  void Forward(RankDevice& dev, const DeviceTensor& x, DeviceTensor& y, DeviceTensor& kept,
-               DeviceTensor& rstd) const {
+  // y = norm(x) (LayerNorm fused with its affine part); sets stats.
+  void Forward(RankDevice& dev, const DeviceTensor& x, DeviceTensor& y, DeviceTensor& stats) const {
     const int n = x.rows(), h = x.cols();
-    rstd = dev.Tensor(n, 1);
     if (layer_norm_) {
-      kept = dev.Tensor(n, h);
-      kernels::LayerNormForward(x.data(), n, h, kept.data(), rstd.data(), dev.stream());
-      kernels::Affine(kept.data(), gamma_->value.data(), beta_->value.data(), n, h, y.data(),
-                      dev.stream());
+      stats = dev.Tensor(2, n);
+      kernels::LayerNormForward(x.data(), gamma_->value.data(), beta_->value.data(), n, h, y.data(),
+                                stats.data(), stats.data() + n, dev.stream());
     } else {
-      kept = dev.Clone(x);
-      kernels::RmsNormForward(x.data(), gamma_->value.data(), n, h, y.data(), rstd.data(),
+      stats = dev.Tensor(1, n);
+      kernels::RmsNormForward(x.data(), gamma_->value.data(), n, h, y.data(), stats.data(),
                               dev.stream());
     }
   }
-  // dx (+)= the norm's input gradient for dy.
-  void InputGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& kept,
-                 const DeviceTensor& rstd, DeviceTensor& dx, bool accumulate) const {
+  // dx = residual + the norm's input gradient for dy, in one kernel (residual may be null).
+  void InputGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& x,
+                 const DeviceTensor& stats, const DeviceTensor* residual, DeviceTensor& dx) const {
     const int n = dy.rows(), h = dy.cols();
+    const float* add = residual != nullptr ? residual->data() : nullptr;
     if (layer_norm_) {
-      kernels::LayerNormInputGrad(dy.data(), kept.data(), rstd.data(), gamma_->value.data(), n, h,
-                                  dx.data(), accumulate, dev.stream());
+      kernels::LayerNormInputGrad(dy.data(), x.data(), stats.data(), stats.data() + n,
+                                  gamma_->value.data(), add, n, h, dx.data(), dev.stream());
     } else {
-      kernels::RmsNormInputGrad(dy.data(), kept.data(), rstd.data(), gamma_->value.data(), n, h,
-                                dx.data(), accumulate, dev.stream());
+      kernels::RmsNormInputGrad(dy.data(), x.data(), stats.data(), gamma_->value.data(), add, n, h,
+                                dx.data(), dev.stream());
     }
   }
-  void WeightGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& kept,
-                  const DeviceTensor& rstd) const {
+  void WeightGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& x,
+                  const DeviceTensor& stats) const {
     const int n = dy.rows(), h = dy.cols();
     if (layer_norm_) {
-      kernels::AffineWeightGrad(dy.data(), kept.data(), n, h, gamma_->grad.data(),
-                                beta_->grad.data(), dev.stream());
+      kernels::LayerNormWeightGrad(dy.data(), x.data(), stats.data(), stats.data() + n, n, h,
+                                   gamma_->grad.data(), beta_->grad.data(), dev.stream());
     } else {
-      kernels::RmsNormWeightGrad(dy.data(), kept.data(), rstd.data(), n, h, gamma_->grad.data(),
+      kernels::RmsNormWeightGrad(dy.data(), x.data(), stats.data(), n, h, gamma_->grad.data(),
                                  dev.stream());
     }
   }
@@ -70,12 +68,12 @@ class Norm {
   DeviceParam* beta_;
 };
 
-// dx = dy + the norm's input gradient for dnorm: the residual's two paths.
+// dx = dy + the norm's input gradient for dnorm: the residual's two paths, one kernel.
 DeviceTensor ResidualInputGrad(RankDevice& dev, const Norm& norm, const DeviceTensor& dy,
-                               const DeviceTensor& dnorm, const DeviceTensor& kept,
-                               const DeviceTensor& rstd) {
-  DeviceTensor dx = dev.Clone(dy);
-  norm.InputGrad(dev, dnorm, kept, rstd, dx, true);
+                               const DeviceTensor& dnorm, const DeviceTensor& x,
+                               const DeviceTensor& stats) {
+  DeviceTensor dx = dev.Tensor(dy.rows(), dy.cols());
+  norm.InputGrad(dev, dnorm, x, stats, &dy, dx);
   return dx;
 }
 
@@ -253,7 +251,7 @@ class BlockHalf final : public DeviceModule {
     std::vector<DeviceTensor>& s = cache.saved;
     s.resize(kInner);
     s[kA] = d.Tensor(n, h_);
-    norm_.Forward(d, x, s[kA], s[kKept], s[kRstd]);
+    norm_.Forward(d, x, s[kA], s[kRstd]);
     DeviceTensor pre = d.Tensor(n, inner_->pre_cols());
     LinearForward(d, s[kA], w1_->value, bias_ ? &b1_->value : nullptr, pre);
     std::vector<DeviceTensor> kept;
@@ -261,6 +259,7 @@ class BlockHalf final : public DeviceModule {
     for (DeviceTensor& t : kept) s.push_back(std::move(t));
     DeviceTensor y = d.Tensor(n, h_);
     LinearForward(d, s[kAct], w2_->value, bias_ ? &b2_->value : nullptr, y, &x);  // + x
+    s[kKept] = std::move(x);  // the norm's backward reads its input
     return y;
   }
 
@@ -313,15 +312,16 @@ class FinalNorm final : public DeviceModule {
   int OutputCols() const override { return h_; }
   DeviceTensor Forward(const DeviceBatch&, DeviceTensor x, DeviceCache& cache) override {
     std::vector<DeviceTensor>& s = cache.saved;
-    s.resize(3);  // kept, rstd, dy
+    s.resize(3);  // x, stats, dy
     DeviceTensor y = dev().Tensor(x.rows(), h_);
-    norm_.Forward(dev(), x, y, s[0], s[1]);
+    norm_.Forward(dev(), x, y, s[1]);
+    s[0] = std::move(x);
     return y;
   }
   DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
     std::vector<DeviceTensor>& s = cache.saved;
     DeviceTensor dx = dev().Tensor(dy.rows(), h_);
-    norm_.InputGrad(dev(), dy, s[0], s[1], dx, false);
+    norm_.InputGrad(dev(), dy, s[0], s[1], nullptr, dx);
     s[2] = std::move(dy);
     return dx;
   }
@@ -368,8 +368,10 @@ class Head final : public DeviceModule {
   DeviceParam* w_;
 };
 
-// Softmax cross-entropy against the next tokens; the output is the microbatch's mean loss (1 x 1,
-// also in cache.loss on the host). Its backward starts the backward pass.
+// Softmax cross-entropy against the next tokens. Forward computes the loss and already the
+// gradient (the loss scale is the batch's): one kernel turns the logits into dlogits in place,
+// and the microbatch's mean loss (the 1 x 1 output) is added on the device into the rank's step
+// total (batch.loss_sum), so no forward waits for the host. InputGrad returns dlogits.
 class Loss final : public DeviceModule {
  public:
   Loss(const DecoderSpec& spec, RankDevice& dev) : DeviceModule("loss", dev), vocab_(spec.vocab) {}
@@ -378,21 +380,16 @@ class Loss final : public DeviceModule {
     RankDevice& d = dev();
     const int rows = logits.rows();
     DeviceTensor row_loss = d.Tensor(rows, 1);
-    kernels::CrossEntropyForward(logits.data(), batch.targets, rows, vocab_, row_loss.data(),
-                                 d.stream());
+    kernels::CrossEntropy(logits.data(), batch.targets, rows, vocab_, batch.host->loss_scale,
+                          row_loss.data(), logits.data(), d.stream());
     DeviceTensor out = d.Tensor(1, 1);
-    kernels::Sum(row_loss.data(), rows, out.data(), d.stream());
-    const float total = d.Download(out)[0];
-    cache.loss = total / static_cast<float>(rows);
-    d.Upload(&cache.loss, out);
-    cache.saved.push_back(std::move(logits));
+    kernels::LossMean(row_loss.data(), rows, out.data(), batch.loss_sum, d.stream());
+    cache.saved.push_back(std::move(logits));  // now dlogits
     return out;
   }
-  DeviceTensor InputGrad(const DeviceBatch& batch, DeviceTensor, DeviceCache& cache) override {
+  DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor, DeviceCache& cache) override {
     DeviceTensor dlogits = std::move(cache.saved.at(0));
     cache.saved.clear();
-    kernels::CrossEntropyInputGrad(dlogits.data(), batch.targets, dlogits.rows(), vocab_,
-                                   batch.host->loss_scale, dlogits.data(), dev().stream());
     return dlogits;
   }
   void WeightGrad(const DeviceBatch&, DeviceCache&) override {}

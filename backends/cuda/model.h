@@ -25,6 +25,9 @@ struct DeviceBatch {
   const Batch* host = nullptr;
   std::int32_t* tokens = nullptr;
   std::int32_t* targets = nullptr;
+  // The rank's step total of microbatch mean losses (one device double): the loss module adds
+  // its microbatch's mean here on the stream; null when no loss module runs on this batch.
+  double* loss_sum = nullptr;
   int num_tokens() const { return host->num_tokens(); }
 };
 
@@ -37,7 +40,6 @@ struct DeviceParam {
 
 struct DeviceCache {
   std::vector<DeviceTensor> saved;
-  float loss = 0;  // the loss module: the microbatch's mean loss
 };
 
 class DeviceModule {

@@ -63,56 +63,127 @@ constexpr double kRel = 1e-5;  // kernel math against the CPU engine
 
 // ---- norms ------------------------------------------------------------------------------------
 
-TEST(KernelMathNorms, LayerNormForwardAndAffineMatchCpu) {
-  const int rows = 9, cols = 48;
-  const Floats x = Random(rows * cols, 1, -2, 3), gamma = Random(cols, 2), beta = Random(cols, 3);
-  Tensor xhat_cpu(rows, cols), rstd_cpu(rows, 1), y_cpu(rows, cols);
-  cpu::LayerNormForward(ToTensor(x, rows, cols), xhat_cpu, rstd_cpu);
-  cpu::Affine(xhat_cpu, ToTensor(gamma, 1, cols), ToTensor(beta, 1, cols), y_cpu);
+// ---- block reductions --------------------------------------------------------------------------
 
-  Floats xhat(rows * cols), rstd(rows), y(rows * cols);
-  ForEachIndex(rows, [&](std::int64_t r) {
-    LayerNormForwardRow(r, x.data(), cols, xhat.data(), rstd.data());
-  });
-  ForEachIndex(rows * cols, [&](std::int64_t i) {
-    AffineAt(i, xhat.data(), gamma.data(), beta.data(), cols, y.data());
-  });
-  ExpectClose(xhat, xhat_cpu, kRel, "xhat");
-  ExpectClose(rstd, rstd_cpu, kRel, "rstd");
-  ExpectClose(y, y_cpu, kRel, "y");
+// 32 lanes exchanging values by xor shuffles, as a warp does: lane i adds lane (i ^ o)'s value.
+std::vector<double> Butterfly(std::vector<double> v) {
+  for (int o = kWarpSize / 2; o > 0; o /= 2) {
+    std::vector<double> next(v.size());
+    for (int i = 0; i < kWarpSize; ++i) next[i] = v[i] + v[i ^ o];
+    v = next;
+  }
+  return v;
 }
 
-TEST(KernelMathNorms, LayerNormInputGradMatchesCpuOverwritingAndAccumulating) {
-  const int rows = 7, cols = 32;
-  const Floats x = Random(rows * cols, 4, -2, 2), gamma = Random(cols, 5);
-  const Floats dy = Random(rows * cols, 6), dx0 = Random(rows * cols, 7);
-  Tensor xhat(rows, cols), rstd(rows, 1);
-  cpu::LayerNormForward(ToTensor(x, rows, cols), xhat, rstd);
-  for (const bool accumulate : {false, true}) {
-    Tensor dx_cpu = ToTensor(dx0, rows, cols);
-    cpu::LayerNormInputGrad(ToTensor(dy, rows, cols), xhat, rstd, ToTensor(gamma, 1, cols), dx_cpu,
-                            accumulate);
-    Floats dx = dx0;
+TEST(KernelMathBlockReduce, HalvingTreeIsTheWarpButterflyBitForBit) {
+  const Floats x = Random(kWarpSize, 90, -1e4f, 1e4f);
+  std::vector<double> v(x.begin(), x.end());
+  for (int i = 0; i < kWarpSize; i += 3) v[i] *= 1e-9;  // magnitudes whose order of addition shows
+  const std::vector<double> lanes = Butterfly(v);
+  for (int i = 1; i < kWarpSize; ++i) EXPECT_EQ(lanes[i], lanes[0]) << "lane " << i;
+  std::vector<double> halved = v;
+  EXPECT_EQ(HalvingTree(halved.data(), kWarpSize, SumOp{}), lanes[0]);
+}
+
+TEST(KernelMathBlockReduce, BlockReduceModelIsTheTwoLevelTree) {
+  std::vector<double> v(kRowThreads);
+  for (int i = 0; i < kRowThreads; ++i) v[i] = (i % 7 == 0 ? 1e12 : 1.0) * (i + 1) / 3.0;
+  std::vector<double> warps(kWarpSize, 0.0);
+  for (int w = 0; w < kRowWarps; ++w) {
+    warps[w] = Butterfly(
+        std::vector<double>(v.begin() + w * kWarpSize, v.begin() + (w + 1) * kWarpSize))[0];
+  }
+  const double expected = Butterfly(warps)[0];
+  std::vector<double> copy = v;
+  EXPECT_EQ(BlockReduceModel(copy.data(), 0.0, SumOp{}), expected);
+  // Whole numbers sum exactly whatever the order.
+  for (int i = 0; i < kRowThreads; ++i) v[i] = i + 1;
+  EXPECT_EQ(BlockReduceModel(v.data(), 0.0, SumOp{}), 0.5 * kRowThreads * (kRowThreads + 1));
+}
+
+// ---- norms ------------------------------------------------------------------------------------
+
+// Column counts below, between and past multiples of the block's kRowThreads lanes.
+constexpr int kNormCols[] = {48, 300, 777};
+
+TEST(KernelMathNorms, LayerNormForwardMatchesCpuNormAndAffine) {
+  const int rows = 9;
+  for (const int cols : kNormCols) {
+    SCOPED_TRACE(cols);
+    const Floats x = Random(rows * cols, 1, -2, 3), gamma = Random(cols, 2), beta = Random(cols, 3);
+    Tensor xhat_cpu(rows, cols), rstd_cpu(rows, 1), y_cpu(rows, cols);
+    cpu::LayerNormForward(ToTensor(x, rows, cols), xhat_cpu, rstd_cpu);
+    cpu::Affine(xhat_cpu, ToTensor(gamma, 1, cols), ToTensor(beta, 1, cols), y_cpu);
+
+    Floats y(rows * cols), mean(rows), rstd(rows), xhat(rows * cols);
     ForEachIndex(rows, [&](std::int64_t r) {
-      LayerNormInputGradRow(r, dy.data(), xhat.data(), rstd.data(), gamma.data(), cols, dx.data(),
-                            accumulate);
+      LayerNormForwardBlock(r, x.data(), gamma.data(), beta.data(), cols, y.data(), mean.data(),
+                            rstd.data());
     });
-    ExpectClose(dx, dx_cpu, kRel, accumulate ? "dx accumulated" : "dx");
+    for (int i = 0; i < rows * cols; ++i) xhat[i] = Xhat(x[i], {mean[i / cols], rstd[i / cols]});
+    ExpectClose(y, y_cpu, kRel, "y");
+    ExpectClose(rstd, rstd_cpu, kRel, "rstd");
+    ExpectClose(xhat, xhat_cpu, kRel, "xhat recomputed from mean and rstd");
   }
 }
 
-TEST(KernelMathNorms, AffineWeightGradAddsTheCpuSums) {
-  const int rows = 11, cols = 24;
-  const Floats dy = Random(rows * cols, 8), xhat = Random(rows * cols, 9);
-  Floats dgamma = Random(cols, 10), dbeta = Random(cols, 11);  // earlier microbatches' sums
-  Tensor dgamma_cpu = ToTensor(dgamma, 1, cols), dbeta_cpu = ToTensor(dbeta, 1, cols);
-  cpu::AffineWeightGrad(ToTensor(dy, rows, cols), ToTensor(xhat, rows, cols), dgamma_cpu,
-                        dbeta_cpu);
-  ForEachIndex(cols, [&](std::int64_t c) {
-    AffineWeightGradCol(c, dy.data(), xhat.data(), rows, cols, dgamma.data(), dbeta.data());
-  });
-  ExpectClose(dgamma, dgamma_cpu, kRel, "dgamma");
-  ExpectClose(dbeta, dbeta_cpu, kRel, "dbeta");
+// dx = residual + the gradient, with no residual, a residual, and the residual aliasing dx.
+TEST(KernelMathNorms, LayerNormInputGradWithResidualMatchesCpu) {
+  const int rows = 7;
+  for (const int cols : kNormCols) {
+    SCOPED_TRACE(cols);
+    const Floats x = Random(rows * cols, 4, -2, 2), gamma = Random(cols, 5), beta(cols, 0.0f);
+    const Floats dy = Random(rows * cols, 6), dx0 = Random(rows * cols, 7);
+    Tensor xhat(rows, cols), rstd_cpu(rows, 1);
+    cpu::LayerNormForward(ToTensor(x, rows, cols), xhat, rstd_cpu);
+    Floats y(rows * cols), mean(rows), rstd(rows);
+    ForEachIndex(rows, [&](std::int64_t r) {
+      LayerNormForwardBlock(r, x.data(), gamma.data(), beta.data(), cols, y.data(), mean.data(),
+                            rstd.data());
+    });
+    for (const bool residual : {false, true}) {
+      Tensor dx_cpu = ToTensor(dx0, rows, cols);
+      cpu::LayerNormInputGrad(ToTensor(dy, rows, cols), xhat, rstd_cpu, ToTensor(gamma, 1, cols),
+                              dx_cpu, residual);
+      Floats dx(rows * cols, -99.0f), in_place = dx0;
+      ForEachIndex(rows, [&](std::int64_t r) {
+        LayerNormInputGradBlock(r, dy.data(), x.data(), mean.data(), rstd.data(), gamma.data(),
+                                residual ? dx0.data() : nullptr, cols, dx.data());
+        if (residual) {
+          LayerNormInputGradBlock(r, dy.data(), x.data(), mean.data(), rstd.data(), gamma.data(),
+                                  in_place.data(), cols, in_place.data());
+        }
+      });
+      ExpectClose(dx, dx_cpu, kRel, residual ? "residual + dx" : "dx");
+      if (residual) {
+        EXPECT_EQ(in_place, dx);
+      }
+    }
+  }
+}
+
+// Rows past and not a multiple of the chunk, columns not a multiple of the tile.
+TEST(KernelMathNorms, LayerNormWeightGradAddsTheCpuSums) {
+  for (const int rows : {11, 64, 150}) {
+    SCOPED_TRACE(rows);
+    const int cols = 40;
+    const Floats x = Random(rows * cols, 8, -2, 2), gamma(cols, 1.0f), beta(cols, 0.0f);
+    const Floats dy = Random(rows * cols, 9);
+    Floats y(rows * cols), mean(rows), rstd(rows);
+    ForEachIndex(rows, [&](std::int64_t r) {
+      LayerNormForwardBlock(r, x.data(), gamma.data(), beta.data(), cols, y.data(), mean.data(),
+                            rstd.data());
+    });
+    Floats dgamma = Random(cols, 10), dbeta = Random(cols, 11);  // earlier microbatches' sums
+    Tensor xhat(rows, cols), rstd_cpu(rows, 1);
+    cpu::LayerNormForward(ToTensor(x, rows, cols), xhat, rstd_cpu);
+    Tensor dgamma_cpu = ToTensor(dgamma, 1, cols), dbeta_cpu = ToTensor(dbeta, 1, cols);
+    cpu::AffineWeightGrad(ToTensor(dy, rows, cols), xhat, dgamma_cpu, dbeta_cpu);
+    ColReduceModel(AffineTerms{dy.data(), x.data(), mean.data(), rstd.data()}, rows, cols,
+                   dgamma.data(), dbeta.data());
+    ExpectClose(dgamma, dgamma_cpu, kRel, "dgamma");
+    ExpectClose(dbeta, dbeta_cpu, kRel, "dbeta");
+  }
 }
 
 // The conventions' RMSNorm in double: y = x / sqrt(mean(x^2) + 1e-5) * gamma.
@@ -137,7 +208,7 @@ struct RmsNormCase {
   Floats Forward(Floats* rstd_out = nullptr) const {
     Floats y(x.size()), rstd(rows);
     ForEachIndex(rows, [&](std::int64_t r) {
-      RmsNormForwardRow(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
+      RmsNormForwardBlock(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
     });
     if (rstd_out != nullptr) *rstd_out = rstd;
     return y;
@@ -177,7 +248,7 @@ TEST(KernelMathNorms, RmsNormForwardMatchesTheConventions) {
   // A row of equal values v: rstd = 1/sqrt(v^2 + 1e-5).
   const Floats twos(8, 2.0f), ones(8, 1.0f);
   Floats y2(8), rstd2(1);
-  RmsNormForwardRow(0, twos.data(), ones.data(), 8, y2.data(), rstd2.data());
+  RmsNormForwardBlock(0, twos.data(), ones.data(), 8, y2.data(), rstd2.data());
   EXPECT_FLOAT_EQ(rstd2[0], static_cast<float>(1.0 / std::sqrt(4.0 + 1e-5)));
 }
 
@@ -187,32 +258,30 @@ TEST(KernelMathNorms, RmsNormGradientsMatchFiniteDifferences) {
   c.Forward(&rstd);
   Floats dx(c.x.size()), dgamma(c.cols, 0.0f);
   ForEachIndex(c.rows, [&](std::int64_t r) {
-    RmsNormInputGradRow(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), c.cols, dx.data(),
-                        false);
+    RmsNormInputGradBlock(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), nullptr, c.cols,
+                          dx.data());
   });
-  ForEachIndex(c.cols, [&](std::int64_t col) {
-    RmsNormWeightGradCol(col, c.w.data(), c.x.data(), rstd.data(), c.rows, c.cols, dgamma.data());
-  });
+  ColReduceModel(RmsNormTerms{c.w.data(), c.x.data(), rstd.data()}, c.rows, c.cols, dgamma.data(),
+                 nullptr);
   ExpectFiniteDifferences(c, c.x, dx, 1e-2f, "dx");
   ExpectFiniteDifferences(c, c.gamma, dgamma, 1e-2f, "dgamma");
 }
 
-TEST(KernelMathNorms, RmsNormGradientsAccumulate) {
+TEST(KernelMathNorms, RmsNormGradientsAddTheResidual) {
   RmsNormCase c;
   Floats rstd;
   c.Forward(&rstd);
   Floats fresh(c.x.size()), summed = Random(c.x.size(), 15), dgamma = Random(c.cols, 16);
   const Floats before = summed, dgamma_before = dgamma;
   ForEachIndex(c.rows, [&](std::int64_t r) {
-    RmsNormInputGradRow(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), c.cols,
-                        fresh.data(), false);
-    RmsNormInputGradRow(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), c.cols,
-                        summed.data(), true);
+    RmsNormInputGradBlock(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), nullptr, c.cols,
+                          fresh.data());
+    RmsNormInputGradBlock(r, c.w.data(), c.x.data(), rstd.data(), c.gamma.data(), summed.data(),
+                          c.cols, summed.data());
   });
   for (std::size_t i = 0; i < fresh.size(); ++i) EXPECT_FLOAT_EQ(summed[i], before[i] + fresh[i]);
-  ForEachIndex(c.cols, [&](std::int64_t col) {
-    RmsNormWeightGradCol(col, c.w.data(), c.x.data(), rstd.data(), c.rows, c.cols, dgamma.data());
-  });
+  ColReduceModel(RmsNormTerms{c.w.data(), c.x.data(), rstd.data()}, c.rows, c.cols, dgamma.data(),
+                 nullptr);
   for (int col = 0; col < c.cols; ++col) {  // dgamma adds sum_r w * x * rstd
     double sum = dgamma_before[col];
     for (int r = 0; r < c.rows; ++r)
@@ -566,39 +635,55 @@ TEST(KernelMathEmbedding, WithoutPositionsIsTheTokenRow) {
 
 // ---- loss -------------------------------------------------------------------------------------
 
+// Vocabularies below and past the block's lanes (empty lanes; several columns a lane), the
+// gradient in place in the same kernel as the loss, as the loss module's forward runs it.
 TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
-  DecoderSpec spec = SmallSpec();
-  spec.vocab = 13;
-  const int rows = 6, vocab = spec.vocab;
-  Batch batch;
-  batch.sequences = 2;
-  batch.seq = 3;
-  batch.tokens.assign(rows, 0);
-  batch.targets = {0, 12, 5, 7, 7, 3};
-  batch.loss_scale = 1.0f / rows;
-  Floats logits = Random(std::size_t{1} * rows * vocab, 30, -4, 4);
-  logits[5 * vocab + 3] = -150.0f;  // p(target) underflows: the 1e-30 clamp decides the loss
-  logits[5 * vocab + 4] = 150.0f;
+  for (const int vocab : {13, 1001}) {
+    SCOPED_TRACE(vocab);
+    DecoderSpec spec = SmallSpec();
+    spec.vocab = vocab;
+    const int rows = 6;
+    Batch batch;
+    batch.sequences = 2;
+    batch.seq = 3;
+    batch.tokens.assign(rows, 0);
+    batch.targets = {0, 12, 5, 7, 7, 3};
+    batch.loss_scale = 1.0f / rows;
+    Floats logits = Random(std::size_t{1} * rows * vocab, 30, -4, 4);
+    logits[5 * vocab + 3] = -150.0f;  // p(target) underflows: the 1e-30 clamp decides the loss
+    logits[5 * vocab + 4] = 150.0f;
+    logits[2 * vocab + vocab - 1] = 9.0f;  // the max in the last column of a row
 
-  auto module = std::move(cpu::MakeModule(spec, "loss", 0).value());
-  cpu::Cache cache;
-  module->Forward(batch, ToTensor(logits, rows, vocab), cache);
-  const Tensor dlogits_cpu = module->InputGrad(batch, Tensor(), cache);
+    auto module = std::move(cpu::MakeModule(spec, "loss", 0).value());
+    cpu::Cache cache;
+    module->Forward(batch, ToTensor(logits, rows, vocab), cache);
+    const Tensor dlogits_cpu = module->InputGrad(batch, Tensor(), cache);
 
-  Floats row_loss(rows);
-  ForEachIndex(rows, [&](std::int64_t r) {
-    CrossEntropyRow(r, logits.data(), batch.targets.data(), vocab, row_loss.data());
-  });
-  double total = 0;
-  for (float l : row_loss) total += l;
-  EXPECT_NEAR(total / rows, cache.loss, kRel * cache.loss);
-  EXPECT_FLOAT_EQ(row_loss[5], static_cast<float>(-std::log(1e-30)));
-  Floats dlogits = logits;  // in place, as the engine may call it
-  ForEachIndex(rows, [&](std::int64_t r) {
-    CrossEntropyInputGradRow(r, dlogits.data(), batch.targets.data(), vocab, batch.loss_scale,
-                             dlogits.data());
-  });
-  ExpectClose(dlogits, dlogits_cpu, kRel, "dlogits");
+    Floats row_loss(rows), loss_only(rows), dlogits = logits;  // in place, as the engine calls it
+    ForEachIndex(rows, [&](std::int64_t r) {
+      CrossEntropyBlock(r, logits.data(), batch.targets.data(), vocab, batch.loss_scale,
+                        loss_only.data(), nullptr);
+      CrossEntropyBlock(r, dlogits.data(), batch.targets.data(), vocab, batch.loss_scale,
+                        row_loss.data(), dlogits.data());
+    });
+    EXPECT_EQ(loss_only, row_loss);
+    double total = 0;
+    for (float l : row_loss) total += l;
+    EXPECT_NEAR(total / rows, cache.loss, kRel * cache.loss);
+    EXPECT_FLOAT_EQ(row_loss[5], static_cast<float>(-std::log(1e-30)));
+    ExpectClose(dlogits, dlogits_cpu, kRel, "dlogits");
+  }
+}
+
+TEST(KernelMathLoss, OnlineSoftmaxMergeIsCommutativeAndSkipsEmptyLanes) {
+  const OnlineSoftmax a{2.0f, 3.5}, b{-1.0f, 7.25}, empty = EmptySoftmax();
+  const OnlineSoftmax ab = SoftmaxMergeOp{}(a, b), ba = SoftmaxMergeOp{}(b, a);
+  EXPECT_EQ(ab.max, 2.0f);
+  EXPECT_EQ(ab.sum, ba.sum);
+  EXPECT_NEAR(ab.sum, 3.5 + 7.25 * std::exp(-3.0), 1e-6);
+  EXPECT_EQ(SoftmaxMergeOp{}(empty, a).sum, a.sum);
+  EXPECT_EQ(SoftmaxMergeOp{}(a, empty).max, a.max);
+  EXPECT_EQ(SoftmaxMergeOp{}(empty, empty).sum, 0.0);
 }
 
 // ---- elementwise ------------------------------------------------------------------------------
@@ -606,7 +691,7 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
 TEST(KernelMathElementwise, BiasAndItsGradientMatchCpuLinear) {
   const int n = 6, in = 5, out = 4;
   const Tensor x = ToTensor(Random(n * in, 31), n, in), w = ToTensor(Random(out * in, 32), out, in);
-  const Floats bias = Random(out, 33), dy = Random(n * out, 34);
+  const Floats bias = Random(out, 33);
   Tensor y_cpu(n, out), y_nobias(n, out);
   cpu::LinearForward(x, w, nullptr, y_nobias);
   const Tensor bias_t = ToTensor(bias, 1, out);
@@ -615,11 +700,14 @@ TEST(KernelMathElementwise, BiasAndItsGradientMatchCpuLinear) {
   ForEachIndex(n * out, [&](std::int64_t i) { AddBiasAt(i, bias.data(), out, y.data()); });
   ExpectClose(y, y_cpu, kRel, "x W^T + bias");
 
-  Floats dbias = Random(out, 35);
-  Tensor dw(out, in), dbias_cpu = ToTensor(dbias, 1, out);
-  cpu::LinearWeightGrad(ToTensor(dy, n, out), x, dw, &dbias_cpu);
-  ForEachIndex(out, [&](std::int64_t c) { BiasGradCol(c, dy.data(), n, out, dbias.data()); });
-  EXPECT_EQ(dbias, ToFloats(dbias_cpu));  // the same additions in the same order
+  // The gradient over rows past two chunks and columns past a tile.
+  const int rows = 2 * kColChunkRows + 5, cols = kColTile + 7;
+  const Floats dy = Random(rows * cols, 34), xs = Random(rows * in, 36);
+  Floats dbias = Random(cols, 35);
+  Tensor dw(cols, in), dbias_cpu = ToTensor(dbias, 1, cols);
+  cpu::LinearWeightGrad(ToTensor(dy, rows, cols), ToTensor(xs, rows, in), dw, &dbias_cpu);
+  ColReduceModel(BiasTerms{dy.data()}, rows, cols, dbias.data(), nullptr);
+  ExpectClose(dbias, dbias_cpu, kRel, "dbias");
 }
 
 TEST(KernelMathElementwise, AddAndAxpy) {
@@ -742,31 +830,34 @@ TEST(KernelMathAdamW, MultiTensorStepsMatchParamSet) {
 
 // RMSNorm forward, input gradient (overwriting and accumulating) and weight gradient.
 TEST(LlamaAgainstCpuEngine, RmsNorm) {
-  const int rows = 6, cols = 20;
-  const Floats x = Random(rows * cols, 31), gamma = Random(cols, 32, 0.5f, 1.5f),
-               dy = Random(rows * cols, 33), base = Random(rows * cols, 34);
-  Floats y(x.size()), rstd(rows), dx = base, dgamma = Random(cols, 35);
-  ForEachIndex(rows, [&](std::int64_t r) {
-    RmsNormForwardRow(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
-  });
-  ForEachIndex(rows, [&](std::int64_t r) {
-    RmsNormInputGradRow(r, dy.data(), x.data(), rstd.data(), gamma.data(), cols, dx.data(), true);
-  });
-  const Floats dgamma_before = dgamma;
-  ForEachIndex(cols, [&](std::int64_t c) {
-    RmsNormWeightGradCol(c, dy.data(), x.data(), rstd.data(), rows, cols, dgamma.data());
-  });
-  Tensor xhat(rows, cols), cpu_rstd(rows, 1), cpu_y(rows, cols),
-      cpu_dx = ToTensor(base, rows, cols);
-  Tensor cpu_dgamma = ToTensor(dgamma_before, 1, cols);
-  const Tensor g = ToTensor(gamma, 1, cols), d = ToTensor(dy, rows, cols);
-  cpu::RmsNormForward(ToTensor(x, rows, cols), g, xhat, cpu_rstd, cpu_y);
-  cpu::RmsNormInputGrad(d, xhat, cpu_rstd, g, cpu_dx, true);
-  cpu::RmsNormWeightGrad(d, xhat, cpu_dgamma);
-  ExpectClose(y, cpu_y, kRel, "y");
-  ExpectClose(rstd, cpu_rstd, kRel, "rstd");
-  ExpectClose(dx, cpu_dx, kRel, "dx");
-  ExpectClose(dgamma, cpu_dgamma, kRel, "dgamma");
+  for (const int cols : kNormCols) {
+    SCOPED_TRACE(cols);
+    const int rows = 70;
+    const Floats x = Random(rows * cols, 31), gamma = Random(cols, 32, 0.5f, 1.5f),
+                 dy = Random(rows * cols, 33), base = Random(rows * cols, 34);
+    Floats y(x.size()), rstd(rows), dx = base, dgamma = Random(cols, 35);
+    ForEachIndex(rows, [&](std::int64_t r) {
+      RmsNormForwardBlock(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
+    });
+    ForEachIndex(rows, [&](std::int64_t r) {
+      RmsNormInputGradBlock(r, dy.data(), x.data(), rstd.data(), gamma.data(), dx.data(), cols,
+                            dx.data());
+    });
+    const Floats dgamma_before = dgamma;
+    ColReduceModel(RmsNormTerms{dy.data(), x.data(), rstd.data()}, rows, cols, dgamma.data(),
+                   nullptr);
+    Tensor xhat(rows, cols), cpu_rstd(rows, 1), cpu_y(rows, cols),
+        cpu_dx = ToTensor(base, rows, cols);
+    Tensor cpu_dgamma = ToTensor(dgamma_before, 1, cols);
+    const Tensor g = ToTensor(gamma, 1, cols), d = ToTensor(dy, rows, cols);
+    cpu::RmsNormForward(ToTensor(x, rows, cols), g, xhat, cpu_rstd, cpu_y);
+    cpu::RmsNormInputGrad(d, xhat, cpu_rstd, g, cpu_dx, true);
+    cpu::RmsNormWeightGrad(d, xhat, cpu_dgamma);
+    ExpectClose(y, cpu_y, kRel, "y");
+    ExpectClose(rstd, cpu_rstd, kRel, "rstd");
+    ExpectClose(dx, cpu_dx, kRel, "dx");
+    ExpectClose(dgamma, cpu_dgamma, kRel, "dgamma");
+  }
 }
 
 // RoPE forward and inverse on q and k of a grouped-query qkv, theta 10000, v untouched.

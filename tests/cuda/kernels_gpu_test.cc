@@ -98,66 +98,85 @@ class KernelsGpu : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(KernelsGpu, LayerNormAndAffineMatchTheHostMath) {
-  const int rows = 67, cols = 96;
+// Rows x cols not multiples of the row block (256 lanes), the column tile (32) or the row chunk
+// (64): the fused forward, the input gradient with the residual (and in place), the two-pass
+// weight gradients.
+TEST_F(KernelsGpu, LayerNormMatchesTheHostBlockMath) {
+  const int rows = 167, cols = 777;
   const Floats x = Random(rows * cols, 1, -2, 3), gamma = Random(cols, 2), beta = Random(cols, 3);
   const Floats dy = Random(rows * cols, 4), dx0 = Random(rows * cols, 5);
   const Floats dgamma0 = Random(cols, 6), dbeta0 = Random(cols, 7);
-  DeviceArray<float> d_x(x), d_gamma(gamma), d_beta(beta), d_dy(dy), d_dx(dx0);
-  DeviceArray<float> d_dgamma(dgamma0), d_dbeta(dbeta0), d_xhat(x.size()), d_rstd(rows),
-      d_y(x.size());
-  LayerNormForward(d_x.get(), rows, cols, d_xhat.get(), d_rstd.get(), stream_);
-  Affine(d_xhat.get(), d_gamma.get(), d_beta.get(), rows, cols, d_y.get(), stream_);
-  LayerNormInputGrad(d_dy.get(), d_xhat.get(), d_rstd.get(), d_gamma.get(), rows, cols, d_dx.get(),
-                     true, stream_);
-  AffineWeightGrad(d_dy.get(), d_xhat.get(), rows, cols, d_dgamma.get(), d_dbeta.get(), stream_);
+  DeviceArray<float> d_x(x), d_gamma(gamma), d_beta(beta), d_dy(dy), d_res(dx0), d_dx(x.size());
+  DeviceArray<float> d_dgamma(dgamma0), d_dbeta(dbeta0), d_mean(rows), d_rstd(rows), d_y(x.size());
+  LayerNormForward(d_x.get(), d_gamma.get(), d_beta.get(), rows, cols, d_y.get(), d_mean.get(),
+                   d_rstd.get(), stream_);
+  LayerNormInputGrad(d_dy.get(), d_x.get(), d_mean.get(), d_rstd.get(), d_gamma.get(), d_res.get(),
+                     rows, cols, d_dx.get(), stream_);
+  LayerNormInputGrad(d_dy.get(), d_x.get(), d_mean.get(), d_rstd.get(), d_gamma.get(), d_res.get(),
+                     rows, cols, d_res.get(), stream_);  // in place
+  LayerNormWeightGrad(d_dy.get(), d_x.get(), d_mean.get(), d_rstd.get(), rows, cols, d_dgamma.get(),
+                      d_dbeta.get(), stream_);
 
-  Floats xhat(x.size()), rstd(rows), y(x.size()), dx = dx0, dgamma = dgamma0, dbeta = dbeta0;
+  Floats y(x.size()), mean(rows), rstd(rows), dx(x.size()), dgamma = dgamma0, dbeta = dbeta0;
   ForEachIndex(rows, [&](std::int64_t r) {
-    math::LayerNormForwardRow(r, x.data(), cols, xhat.data(), rstd.data());
-  });
-  ForEachIndex(rows * cols, [&](std::int64_t i) {
-    math::AffineAt(i, xhat.data(), gamma.data(), beta.data(), cols, y.data());
+    math::LayerNormForwardBlock(r, x.data(), gamma.data(), beta.data(), cols, y.data(), mean.data(),
+                                rstd.data());
   });
   ForEachIndex(rows, [&](std::int64_t r) {
-    math::LayerNormInputGradRow(r, dy.data(), xhat.data(), rstd.data(), gamma.data(), cols,
-                                dx.data(), true);
+    math::LayerNormInputGradBlock(r, dy.data(), x.data(), mean.data(), rstd.data(), gamma.data(),
+                                  dx0.data(), cols, dx.data());
   });
-  ForEachIndex(cols, [&](std::int64_t c) {
-    math::AffineWeightGradCol(c, dy.data(), xhat.data(), rows, cols, dgamma.data(), dbeta.data());
-  });
-  ExpectClose(d_xhat.Host(), xhat, "xhat");
-  ExpectClose(d_rstd.Host(), rstd, "rstd");
+  math::ColReduceModel(math::AffineTerms{dy.data(), x.data(), mean.data(), rstd.data()}, rows, cols,
+                       dgamma.data(), dbeta.data());
   ExpectClose(d_y.Host(), y, "y");
+  ExpectClose(d_mean.Host(), mean, "mean");
+  ExpectClose(d_rstd.Host(), rstd, "rstd");
   ExpectClose(d_dx.Host(), dx, "dx");
+  EXPECT_EQ(d_res.Host(), d_dx.Host()) << "in place";
   ExpectClose(d_dgamma.Host(), dgamma, "dgamma");
   ExpectClose(d_dbeta.Host(), dbeta, "dbeta");
 }
 
-TEST_F(KernelsGpu, RmsNormMatchesTheHostMath) {
-  const int rows = 45, cols = 80;
+TEST_F(KernelsGpu, RmsNormMatchesTheHostBlockMath) {
+  const int rows = 145, cols = 300;
   const Floats x = Random(rows * cols, 8, -2, 2), gamma = Random(cols, 9);
   const Floats dy = Random(rows * cols, 10), dgamma0 = Random(cols, 11);
   DeviceArray<float> d_x(x), d_gamma(gamma), d_dy(dy), d_dgamma(dgamma0), d_y(x.size()),
       d_rstd(rows), d_dx(x.size());
   RmsNormForward(d_x.get(), d_gamma.get(), rows, cols, d_y.get(), d_rstd.get(), stream_);
-  RmsNormInputGrad(d_dy.get(), d_x.get(), d_rstd.get(), d_gamma.get(), rows, cols, d_dx.get(),
-                   false, stream_);
+  RmsNormInputGrad(d_dy.get(), d_x.get(), d_rstd.get(), d_gamma.get(), nullptr, rows, cols,
+                   d_dx.get(), stream_);
   RmsNormWeightGrad(d_dy.get(), d_x.get(), d_rstd.get(), rows, cols, d_dgamma.get(), stream_);
 
   Floats y(x.size()), rstd(rows), dx(x.size()), dgamma = dgamma0;
   ForEachIndex(rows, [&](std::int64_t r) {
-    math::RmsNormForwardRow(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
-    math::RmsNormInputGradRow(r, dy.data(), x.data(), rstd.data(), gamma.data(), cols, dx.data(),
-                              false);
+    math::RmsNormForwardBlock(r, x.data(), gamma.data(), cols, y.data(), rstd.data());
   });
-  ForEachIndex(cols, [&](std::int64_t c) {
-    math::RmsNormWeightGradCol(c, dy.data(), x.data(), rstd.data(), rows, cols, dgamma.data());
+  ForEachIndex(rows, [&](std::int64_t r) {
+    math::RmsNormInputGradBlock(r, dy.data(), x.data(), rstd.data(), gamma.data(), nullptr, cols,
+                                dx.data());
   });
+  math::ColReduceModel(math::RmsNormTerms{dy.data(), x.data(), rstd.data()}, rows, cols,
+                       dgamma.data(), nullptr);
   ExpectClose(d_y.Host(), y, "y");
   ExpectClose(d_rstd.Host(), rstd, "rstd");
   ExpectClose(d_dx.Host(), dx, "dx");
   ExpectClose(d_dgamma.Host(), dgamma, "dgamma");
+}
+
+// The reductions have no atomics: two launches on the same inputs give the same bits.
+TEST_F(KernelsGpu, RowAndColumnReductionsAreBitReproducible) {
+  const int rows = 8192 / 16, cols = 2048;
+  const Floats x = Random(std::size_t{1} * rows * cols, 12, -3, 3), gamma = Random(cols, 13);
+  DeviceArray<float> d_x(x), d_gamma(gamma), d_y(x.size()), d_rstd(rows);
+  std::vector<Floats> dgammas;
+  for (int run = 0; run < 2; ++run) {
+    DeviceArray<float> d_dgamma(cols);
+    RmsNormForward(d_x.get(), d_gamma.get(), rows, cols, d_y.get(), d_rstd.get(), stream_);
+    RmsNormWeightGrad(d_x.get(), d_y.get(), d_rstd.get(), rows, cols, d_dgamma.get(), stream_);
+    dgammas.push_back(d_dgamma.Host());
+  }
+  EXPECT_EQ(dgammas[0], dgammas[1]);
 }
 
 TEST_F(KernelsGpu, ActivationsMatchTheHostMath) {
@@ -379,23 +398,40 @@ TEST_F(KernelsGpu, EmbeddingMatchesTheHostMathAndIsDeterministic) {
   EXPECT_EQ(d_dwte_again.Host(), dwte);  // the same again: no atomics
 }
 
-TEST_F(KernelsGpu, CrossEntropyMatchesTheHostMathInPlace) {
-  const int rows = 40, vocab = 1000;
-  Floats logits = Random(std::size_t{1} * rows * vocab, 24, -6, 6);
-  Ints targets(rows);
-  for (int r = 0; r < rows; ++r) targets[r] = (r * 37) % vocab;
-  DeviceArray<float> d_logits(logits), d_loss(rows);
-  DeviceArray<std::int32_t> d_targets(targets);
-  CrossEntropyForward(d_logits.get(), d_targets.get(), rows, vocab, d_loss.get(), stream_);
-  CrossEntropyInputGrad(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_logits.get(),
-                        stream_);
-  Floats loss(rows);
-  ForEachIndex(rows, [&](std::int64_t r) {
-    math::CrossEntropyRow(r, logits.data(), targets.data(), vocab, loss.data());
-    math::CrossEntropyInputGradRow(r, logits.data(), targets.data(), vocab, 0.25f, logits.data());
-  });
-  ExpectClose(d_loss.Host(), loss, "row loss");
-  ExpectClose(d_logits.Host(), logits, "dlogits");
+// One block per row over vocabularies odd and past the lanes; loss only, and loss plus the
+// gradient in place; the mean and the device-side loss total.
+TEST_F(KernelsGpu, CrossEntropyMatchesTheHostBlockMathInPlace) {
+  for (const int vocab : {1000, 50257}) {
+    SCOPED_TRACE(vocab);
+    const int rows = 40;
+    Floats logits = Random(std::size_t{1} * rows * vocab, 24, -6, 6);
+    Ints targets(rows);
+    for (int r = 0; r < rows; ++r) targets[r] = (r * 37) % vocab;
+    DeviceArray<float> d_logits(logits), d_loss(rows), d_loss_only(rows), d_mean(1);
+    DeviceArray<double> d_total(std::vector<double>{0.5});
+    DeviceArray<std::int32_t> d_targets(targets);
+    CrossEntropy(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_loss_only.get(), nullptr,
+                 stream_);
+    CrossEntropy(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_loss.get(), d_logits.get(),
+                 stream_);
+    LossMean(d_loss.get(), rows, d_mean.get(), d_total.get(), stream_);
+    Floats loss(rows);
+    ForEachIndex(rows, [&](std::int64_t r) {
+      math::CrossEntropyBlock(r, logits.data(), targets.data(), vocab, 0.25f, loss.data(),
+                              logits.data());
+    });
+    ExpectClose(d_loss.Host(), loss, "row loss");
+    EXPECT_EQ(d_loss_only.Host(), d_loss.Host());
+    ExpectClose(d_logits.Host(), logits, "dlogits");
+    std::vector<double> partials(math::kSumThreads);
+    const Floats device_loss = d_loss.Host();
+    for (int i = 0; i < math::kSumThreads; ++i) {
+      partials[i] = math::SumPartialAt(i, device_loss.data(), rows);
+    }
+    const float mean = math::MeanOf(math::SumOfPartials(partials.data()), rows);
+    EXPECT_EQ(d_mean.Host()[0], mean);
+    EXPECT_EQ(d_total.Host()[0], 0.5 + mean);
+  }
 }
 
 TEST_F(KernelsGpu, ElementwiseMatchTheHostMath) {
@@ -419,8 +455,7 @@ TEST_F(KernelsGpu, ElementwiseMatchTheHostMath) {
     math::AxpyAt(i, -0.5f, b.data(), y.data());
     math::AddAt(i, a.data(), b.data(), add.data());
   });
-  ForEachIndex(cols,
-               [&](std::int64_t c) { math::BiasGradCol(c, a.data(), rows, cols, dbias.data()); });
+  math::ColReduceModel(math::BiasTerms{a.data()}, rows, cols, dbias.data(), nullptr);
   std::vector<double> partials(math::kSumThreads);
   for (int i = 0; i < math::kSumThreads; ++i) partials[i] = math::SumPartialAt(i, a.data(), n);
   ExpectClose(d_y.Host(), y, "bias then axpy");

@@ -39,7 +39,7 @@ done
 
 # Libraries the image provides (CUDA, the driver) or every Linux has (glibc's own).
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libmvec|libpthread|libdl\.|librt\.|libcuda\.|libcudart|libcublas|libcublasLt|libnccl|libnvrtc|libnvJitLink|libcudnn)'
-# The C++ runtime the image has is used unless it is missing or too old (gpu-test.sh decides):
+# The C++ runtime the image has is used unless it is missing or too old (scripts/gpu/bundle-env.sh decides):
 # ours needs glibc 2.36, which older images lack.
 fallback='^(libstdc\+\+|libgcc_s)'
 for t in "${targets[@]}"; do

@@ -14,25 +14,21 @@
 #include <vector>
 
 #include "cpu/tensor.h"
+#include "cpu_compare_util.h"
 #include "cuda/flash_attention_math.h"
-#include "kernel_test_util.h"
 
 namespace pipette::cuda::flash {
 namespace {
 
 using cpu::Tensor;
+using test_util::ExpectClose;
 using test_util::Floats;
 using test_util::Random;
+using test_util::ToTensor;
 
 struct Result {
   Floats out, lse, dqkv;
 };
-
-Tensor ToTensor(const Floats& v, int rows, int cols) {
-  Tensor t(rows, cols);
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
 
 // The CPU engine's attention and the log-sum-exp of each query row from its probabilities:
 // lse_r = s_r0 - log p_r0, s_r0 = scale q_r . k_0 (key 0 is visible to every row), in double.
@@ -77,23 +73,6 @@ Result Tiled(const Floats& qkv, const Floats& dout, const AttnDims& s, bool bf16
                          r.dqkv.data(), delta.data());
   }
   return r;
-}
-
-// Every element within rel * (|expected| + the tensor's mean magnitude), as kernel_math_test.
-void ExpectClose(const Floats& actual, const Floats& expected, double rel, const char* what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  double mean = 0;
-  for (float e : expected) mean += std::abs(e);
-  mean /= std::max<std::size_t>(expected.size(), 1);
-  int failures = 0;
-  for (std::size_t i = 0; i < expected.size() && failures < 5; ++i) {
-    const double tol = rel * (std::abs(expected[i]) + mean);
-    if (!(std::abs(actual[i] - expected[i]) <= tol)) {
-      ++failures;
-      ADD_FAILURE() << what << "[" << i << "]: " << actual[i] << " vs expected " << expected[i]
-                    << " (tolerance " << tol << ")";
-    }
-  }
 }
 
 // The largest |actual - expected| over the largest |expected|.

@@ -10,28 +10,16 @@
 #include <vector>
 
 #include "cpu/tensor.h"
+#include "cpu_compare_util.h"
 #include "cuda/device.h"
 
 namespace pipette::cuda {
 namespace {
 
-using Floats = std::vector<float>;
-
-Floats Random(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Floats v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-cpu::Tensor ToTensor(const Floats& v, int rows, int cols) {
-  cpu::Tensor t(rows, cols);
-  for (std::size_t i = 0; i < v.size(); ++i) t[i] = v[i];
-  return t;
-}
-
-Floats ToFloats(const cpu::Tensor& t) { return Floats(t.data(), t.data() + t.size()); }
+using test_util::Floats;
+using test_util::Random;
+using test_util::ToFloats;
+using test_util::ToTensor;
 
 void ExpectClose(const Floats& actual, const Floats& expected, double rel, const char* what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;

@@ -18,7 +18,7 @@
 #include "cpu/gpt.h"
 #include "cpu/param_set.h"
 #include "cpu/tensor.h"
-#include "kernel_test_util.h"
+#include "cpu_compare_util.h"
 #include "pipette/engine/corpus.h"
 
 namespace pipette::cuda::math {
@@ -27,34 +27,12 @@ namespace {
 using cpu::Tensor;
 using test_util::Floats;
 
+using test_util::ExpectClose;
 using test_util::ForEachIndex;
 using test_util::Random;
+using test_util::ToFloats;
+using test_util::ToTensor;
 
-Tensor ToTensor(const Floats& v, int rows, int cols) {
-  Tensor t(rows, cols);
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
-
-Floats ToFloats(const Tensor& t) { return Floats(t.data(), t.data() + t.size()); }
-
-// Every element within `rel` of the expected one, relative to its size plus the tensor's mean
-// magnitude (elements near zero come from cancelling sums; their error is relative to the terms).
-void ExpectClose(const Floats& actual, const Floats& expected, double rel, const char* what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  double mean = 0;
-  for (float e : expected) mean += std::abs(e);
-  mean /= std::max<std::size_t>(expected.size(), 1);
-  int failures = 0;
-  for (std::size_t i = 0; i < expected.size() && failures < 5; ++i) {
-    const double tol = rel * (std::abs(expected[i]) + mean);
-    if (std::abs(actual[i] - expected[i]) > tol) {
-      ++failures;
-      ADD_FAILURE() << what << "[" << i << "]: " << actual[i] << " vs expected " << expected[i]
-                    << " (tolerance " << tol << ")";
-    }
-  }
-}
 void ExpectClose(const Floats& actual, const Tensor& expected, double rel, const char* what) {
   ExpectClose(actual, ToFloats(expected), rel, what);
 }

@@ -219,8 +219,12 @@ RankDevice::~RankDevice() {
   for (Bf16ShadowBuffer* shadow : shadows_)
     shadow->owner = nullptr;  // tensors outliving their rank
   plans_.clear();
-  for (void* p : bf16_) (void)cudaFreeAsync(p, stream_);
-  (void)cudaFreeAsync(workspace_, stream_);
+  // Only what was allocated: cudaFreeAsync(nullptr) may return cudaErrorInvalidValue, which would
+  // stay this thread's last error and fail the next launch check (cudaGetLastError).
+  for (void* p : bf16_) {
+    if (p != nullptr) (void)cudaFreeAsync(p, stream_);
+  }
+  if (workspace_ != nullptr) (void)cudaFreeAsync(workspace_, stream_);
   (void)cudaStreamSynchronize(stream_);
   (void)cublasLtDestroy(lt_);
   (void)cudaStreamDestroy(stream_);

@@ -79,6 +79,55 @@ TEST(KernelMathBlockReduce, BlockReduceModelIsTheTwoLevelTree) {
   EXPECT_EQ(BlockReduceModel(v.data(), 0.0, SumOp{}), 0.5 * kRowThreads * (kRowThreads + 1));
 }
 
+// kernels.cu's BlockReduce as every thread runs it: each warp's lanes by xor shuffles (thread i
+// computes op(its value, lane i ^ o's value)), then every warp the warps' results (identity past
+// the last warp) the same way. Returns each of the kRowThreads threads' result.
+template <class T, class Op>
+std::vector<T> DeviceBlockReduce(const std::vector<T>& v, T identity, Op op) {
+  auto warp = [&](std::vector<T> lanes) {
+    for (int o = kWarpSize / 2; o > 0; o /= 2) {
+      std::vector<T> next(lanes.size());
+      for (int i = 0; i < kWarpSize; ++i) next[i] = op(lanes[i], lanes[i ^ o]);
+      lanes = next;
+    }
+    return lanes;
+  };
+  std::vector<T> shared(kRowWarps), out(kRowThreads);
+  for (int w = 0; w < kRowWarps; ++w) {
+    shared[w] = warp(std::vector<T>(v.begin() + w * kWarpSize, v.begin() + (w + 1) * kWarpSize))[0];
+  }
+  std::vector<T> second(kWarpSize, identity);
+  for (int l = 0; l < kRowWarps; ++l) second[l] = shared[l];
+  const std::vector<T> reduced = warp(second);
+  for (int t = 0; t < kRowThreads; ++t) out[t] = reduced[t % kWarpSize];
+  return out;
+}
+
+// CrossEntropyKernel's every thread uses the merged softmax for its own columns of the gradient:
+// all threads must hold the same bits, and those of the host's model (CrossEntropyBlock).
+TEST(KernelMathBlockReduce, EveryThreadGetsTheSameMergedSoftmax) {
+  for (const int vocab : {100, 256, 1000, 4099}) {  // lanes with no column, one, several
+    SCOPED_TRACE(vocab);
+    Floats z = Random(vocab, 91 + vocab, -8, 8);
+    for (int c = 0; c < vocab; c += 37) z[c] *= 3.0f;  // maxima spread over lanes
+    std::vector<OnlineSoftmax> lanes(kRowThreads);
+    for (int l = 0; l < kRowThreads; ++l) lanes[l] = SoftmaxLane(l, z.data(), vocab);
+    const std::vector<OnlineSoftmax> threads =
+        DeviceBlockReduce(lanes, EmptySoftmax(), SoftmaxMergeOp{});
+    std::vector<OnlineSoftmax> copy = lanes;
+    const OnlineSoftmax model = BlockReduceModel(copy.data(), EmptySoftmax(), SoftmaxMergeOp{});
+    for (int t = 0; t < kRowThreads; ++t) {
+      ASSERT_EQ(threads[t].max, model.max) << "thread " << t;
+      ASSERT_EQ(threads[t].sum, model.sum) << "thread " << t;
+    }
+    double expected = 0;  // and it is the row's softmax denominator
+    const float mx = *std::max_element(z.begin(), z.end());
+    for (float v : z) expected += std::exp(static_cast<double>(v) - mx);
+    EXPECT_EQ(model.max, mx);
+    EXPECT_NEAR(model.sum, expected, 1e-5 * expected);
+  }
+}
+
 // ---- norms ------------------------------------------------------------------------------------
 
 // Column counts below, between and past multiples of the block's kRowThreads lanes.

@@ -164,8 +164,8 @@ void CudaRankRuntime::Send(const Instruction& ins, std::int64_t) {
 void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
   Mark(ins, true);
   const Message message = MessageOf(ins.action);
-  DeviceTensor buffer =
-      dev_.Tensor(plan_.tokens_per_microbatch(), plan_.stage_output_cols[message.shape_stage()]);
+  DeviceTensor buffer = dev_.Uninitialized(plan_.tokens_per_microbatch(),
+                                           plan_.stage_output_cols[message.shape_stage()]);
   fabric_.PostRecv(ins.peer, message.slot(plan_.m()), std::move(buffer), dev_);
 }
 

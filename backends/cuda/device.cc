@@ -132,12 +132,12 @@ struct Bf16ShadowBuffer {
 // ---- DeviceTensor
 // ---------------------------------------------------------------------------------
 
-DeviceTensor::DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter)
+DeviceTensor::DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter, bool zero)
     : rows_(rows), cols_(cols), stream_(stream), meter_(meter) {
   if (bytes() == 0) return;
   void* p = nullptr;
   PIPETTE_CUDA_CHECK(cudaMallocAsync(&p, static_cast<std::size_t>(bytes()), stream_));
-  PIPETTE_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<std::size_t>(bytes()), stream_));
+  if (zero) PIPETTE_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<std::size_t>(bytes()), stream_));
   data_ = static_cast<float*>(p);
   if (meter_ != nullptr) meter_->Add(bytes());
 }
@@ -231,7 +231,7 @@ RankDevice::~RankDevice() {
 }
 
 DeviceTensor RankDevice::Clone(const DeviceTensor& t) {
-  DeviceTensor copy = Tensor(t.rows(), t.cols());
+  DeviceTensor copy = Uninitialized(t.rows(), t.cols());
   if (!t.empty()) {
     PIPETTE_CUDA_CHECK(cudaMemcpyAsync(copy.data(), t.data(), static_cast<std::size_t>(t.bytes()),
                                        cudaMemcpyDeviceToDevice, stream_));
@@ -240,7 +240,7 @@ DeviceTensor RankDevice::Clone(const DeviceTensor& t) {
 }
 
 DeviceTensor RankDevice::Upload(const float* host, int rows, int cols) {
-  DeviceTensor t = Tensor(rows, cols);
+  DeviceTensor t = Uninitialized(rows, cols);
   Upload(host, t);
   return t;
 }

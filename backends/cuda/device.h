@@ -37,8 +37,9 @@ struct Bf16ShadowBuffer;  // a tensor's values rounded to bf16 (device.cc)
 class DeviceTensor {
  public:
   DeviceTensor();
-  // rows x cols, zero-filled in stream order on `stream`. REQUIRES: rows, cols >= 0.
-  DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter);
+  // rows x cols in stream order on `stream`, zero-filled unless `zero` is false (then undefined
+  // until written). REQUIRES: rows, cols >= 0.
+  DeviceTensor(int rows, int cols, cudaStream_t stream, DeviceMeter* meter, bool zero = true);
   ~DeviceTensor();
   DeviceTensor(DeviceTensor&& other) noexcept;
   DeviceTensor& operator=(DeviceTensor&& other) noexcept;
@@ -187,6 +188,11 @@ class RankDevice {
 
   // A zero-filled tensor of this rank.
   DeviceTensor Tensor(int rows, int cols) { return DeviceTensor(rows, cols, stream_, &meter_); }
+  // A tensor of this rank with undefined contents, for an output that a kernel or a GEMM with
+  // beta 0 writes whole: no fill pass (a GEMM output of a 1.3B stage is tens of MB).
+  DeviceTensor Uninitialized(int rows, int cols) {
+    return DeviceTensor(rows, cols, stream_, &meter_, /*zero=*/false);
+  }
   // A copy of `t` (same rank).
   DeviceTensor Clone(const DeviceTensor& t);
   // Host -> device and back (the download waits for the stream).

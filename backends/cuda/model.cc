@@ -28,11 +28,11 @@ class Norm {
   void Forward(RankDevice& dev, const DeviceTensor& x, DeviceTensor& y, DeviceTensor& stats) const {
     const int n = x.rows(), h = x.cols();
     if (layer_norm_) {
-      stats = dev.Tensor(2, n);
+      stats = dev.Uninitialized(2, n);
       kernels::LayerNormForward(x.data(), gamma_->value.data(), beta_->value.data(), n, h, y.data(),
                                 stats.data(), stats.data() + n, dev.stream());
     } else {
-      stats = dev.Tensor(1, n);
+      stats = dev.Uninitialized(1, n);
       kernels::RmsNormForward(x.data(), gamma_->value.data(), n, h, y.data(), stats.data(),
                               dev.stream());
     }
@@ -72,7 +72,7 @@ class Norm {
 DeviceTensor ResidualInputGrad(RankDevice& dev, const Norm& norm, const DeviceTensor& dy,
                                const DeviceTensor& dnorm, const DeviceTensor& x,
                                const DeviceTensor& stats) {
-  DeviceTensor dx = dev.Tensor(dy.rows(), dy.cols());
+  DeviceTensor dx = dev.Uninitialized(dy.rows(), dy.cols());
   norm.InputGrad(dev, dnorm, x, stats, &dy, dx);
   return dx;
 }
@@ -88,7 +88,7 @@ class Embedding final : public DeviceModule {
   }
   int OutputCols() const override { return h_; }
   DeviceTensor Forward(const DeviceBatch& batch, DeviceTensor, DeviceCache&) override {
-    DeviceTensor y = dev().Tensor(batch.num_tokens(), h_);
+    DeviceTensor y = dev().Uninitialized(batch.num_tokens(), h_);
     kernels::EmbeddingForward(batch.tokens, wte_->value.data(),
                               wpe_ != nullptr ? wpe_->value.data() : nullptr, batch.host->sequences,
                               batch.host->seq, h_, y.data(), dev().stream());
@@ -139,8 +139,8 @@ class AttentionInner final : public Inner {
                        std::vector<DeviceTensor>& kept) override {
     const kernels::AttentionShape shape = Shape(batch);
     if (rope_) kernels::RopeForward(qkv.data(), shape, kRopeTheta, d.stream());
-    DeviceTensor out = d.Tensor(qkv.rows(), shape.out_cols());
-    DeviceTensor lse = d.Tensor(shape.batch * shape.heads, shape.seq);
+    DeviceTensor out = d.Uninitialized(qkv.rows(), shape.out_cols());
+    DeviceTensor lse = d.Uninitialized(shape.batch * shape.heads, shape.seq);
     const auto forward = Flash(d) ? kernels::FlashAttentionForward : kernels::AttentionForward;
     forward(qkv.data(), shape, out.data(), lse.data(), d.stream());
     kept.push_back(std::move(qkv));
@@ -150,8 +150,8 @@ class AttentionInner final : public Inner {
   DeviceTensor InputGrad(RankDevice& d, const DeviceBatch& batch, const DeviceTensor& dout,
                          const DeviceTensor& out, std::vector<DeviceTensor>& kept) override {
     const kernels::AttentionShape shape = Shape(batch);
-    DeviceTensor dqkv = d.Tensor(dout.rows(), shape.qkv_cols());
-    DeviceTensor delta = d.Tensor(shape.batch * shape.heads, shape.seq);
+    DeviceTensor dqkv = d.Uninitialized(dout.rows(), shape.qkv_cols());
+    DeviceTensor delta = d.Uninitialized(shape.batch * shape.heads, shape.seq);
     const auto grad = Flash(d) ? kernels::FlashAttentionInputGrad : kernels::AttentionInputGrad;
     grad(dout.data(), kept.at(0).data(), out.data(), kept.at(1).data(), shape, dqkv.data(),
          delta.data(), d.stream());
@@ -183,7 +183,7 @@ class ActivationInner final : public Inner {
   int act_cols() const override { return f_; }
   DeviceTensor Forward(RankDevice& d, const DeviceBatch&, DeviceTensor pre,
                        std::vector<DeviceTensor>& kept) override {
-    DeviceTensor act = d.Tensor(pre.rows(), f_);
+    DeviceTensor act = d.Uninitialized(pre.rows(), f_);
     if (gated_) {
       kernels::SwiGluForward(pre.data(), pre.rows(), f_, act.data(), d.stream());
     } else {
@@ -195,7 +195,7 @@ class ActivationInner final : public Inner {
   DeviceTensor InputGrad(RankDevice& d, const DeviceBatch&, const DeviceTensor& dact,
                          const DeviceTensor&, std::vector<DeviceTensor>& kept) override {
     const DeviceTensor& pre = kept.at(0);
-    DeviceTensor dpre = d.Tensor(dact.rows(), pre_cols());
+    DeviceTensor dpre = d.Uninitialized(dact.rows(), pre_cols());
     if (gated_) {
       kernels::SwiGluInputGrad(dact.data(), pre.data(), dact.rows(), f_, dpre.data(), d.stream());
     } else {
@@ -250,14 +250,14 @@ class BlockHalf final : public DeviceModule {
     const int n = x.rows();
     std::vector<DeviceTensor>& s = cache.saved;
     s.resize(kInner);
-    s[kA] = d.Tensor(n, h_);
+    s[kA] = d.Uninitialized(n, h_);
     norm_.Forward(d, x, s[kA], s[kRstd]);
-    DeviceTensor pre = d.Tensor(n, inner_->pre_cols());
+    DeviceTensor pre = d.Uninitialized(n, inner_->pre_cols());
     LinearForward(d, s[kA], w1_->value, bias_ ? &b1_->value : nullptr, pre);
     std::vector<DeviceTensor> kept;
     s[kAct] = inner_->Forward(d, batch, std::move(pre), kept);
     for (DeviceTensor& t : kept) s.push_back(std::move(t));
-    DeviceTensor y = d.Tensor(n, h_);
+    DeviceTensor y = d.Uninitialized(n, h_);
     LinearForward(d, s[kAct], w2_->value, bias_ ? &b2_->value : nullptr, y, &x);  // + x
     s[kKept] = std::move(x);  // the norm's backward reads its input
     return y;
@@ -267,13 +267,13 @@ class BlockHalf final : public DeviceModule {
     RankDevice& d = dev();
     std::vector<DeviceTensor>& s = cache.saved;
     const int n = dy.rows();
-    DeviceTensor dact = d.Tensor(n, inner_->act_cols());
+    DeviceTensor dact = d.Uninitialized(n, inner_->act_cols());
     LinearInputGrad(d, dy, w2_->value, dact);
     std::vector<DeviceTensor> kept;
     for (std::size_t i = kInner; i < s.size(); ++i) kept.push_back(std::move(s[i]));
     s.resize(kInner);
     s[kDpre] = inner_->InputGrad(d, batch, dact, s[kAct], kept);
-    s[kDa] = d.Tensor(n, h_);
+    s[kDa] = d.Uninitialized(n, h_);
     LinearInputGrad(d, s[kDpre], w1_->value, s[kDa]);
     DeviceTensor dx = ResidualInputGrad(d, norm_, dy, s[kDa], s[kKept], s[kRstd]);
     s[kDy] = std::move(dy);
@@ -313,14 +313,14 @@ class FinalNorm final : public DeviceModule {
   DeviceTensor Forward(const DeviceBatch&, DeviceTensor x, DeviceCache& cache) override {
     std::vector<DeviceTensor>& s = cache.saved;
     s.resize(3);  // x, stats, dy
-    DeviceTensor y = dev().Tensor(x.rows(), h_);
+    DeviceTensor y = dev().Uninitialized(x.rows(), h_);
     norm_.Forward(dev(), x, y, s[1]);
     s[0] = std::move(x);
     return y;
   }
   DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
     std::vector<DeviceTensor>& s = cache.saved;
-    DeviceTensor dx = dev().Tensor(dy.rows(), h_);
+    DeviceTensor dx = dev().Uninitialized(dy.rows(), h_);
     norm_.InputGrad(dev(), dy, s[0], s[1], nullptr, dx);
     s[2] = std::move(dy);
     return dx;
@@ -346,14 +346,14 @@ class Head final : public DeviceModule {
   }
   int OutputCols() const override { return vocab_; }
   DeviceTensor Forward(const DeviceBatch&, DeviceTensor x, DeviceCache& cache) override {
-    DeviceTensor logits = dev().Tensor(x.rows(), vocab_);
+    DeviceTensor logits = dev().Uninitialized(x.rows(), vocab_);
     LinearForward(dev(), x, w_->value, nullptr, logits);
     cache.saved.resize(2);  // x, dlogits
     cache.saved[0] = std::move(x);
     return logits;
   }
   DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
-    DeviceTensor dx = dev().Tensor(dy.rows(), w_->value.cols());
+    DeviceTensor dx = dev().Uninitialized(dy.rows(), w_->value.cols());
     LinearInputGrad(dev(), dy, w_->value, dx);
     cache.saved[1] = std::move(dy);
     return dx;

@@ -616,7 +616,9 @@ void RankDevice::Autotune(const GemmArgs& args, GemmPlan& plan) {
 // ---- RankDevice: bf16 shadows
 // ---------------------------------------------------------------------
 
-const __nv_bfloat16* RankDevice::Bf16Shadow(const DeviceTensor& w) {
+const __nv_bfloat16* RankDevice::Bf16Shadow(const DeviceTensor& w) { return MakeShadow(w, true); }
+
+const __nv_bfloat16* RankDevice::MakeShadow(const DeviceTensor& w, bool recast) {
   if (w.shadow_ != nullptr) return w.shadow_->data;
   if (w.empty()) return nullptr;
   auto shadow = std::make_unique<Bf16ShadowBuffer>();
@@ -629,8 +631,10 @@ const __nv_bfloat16* RankDevice::Bf16Shadow(const DeviceTensor& w) {
   shadow->data = static_cast<__nv_bfloat16*>(p);
   if (shadow->meter != nullptr) shadow->meter->Add(shadow->n * 2);
   kernels::CastToBf16(w.data(), shadow->n, shadow->data, stream_);
-  shadow->owner = this;
-  shadows_.push_back(shadow.get());
+  if (recast) {
+    shadow->owner = this;
+    shadows_.push_back(shadow.get());
+  }
   w.shadow_ = std::move(shadow);
   return w.shadow_->data;
 }
@@ -639,6 +643,13 @@ GemmOperand RankDevice::WeightOperand(const DeviceTensor& w) {
   GemmOperand op;
   op.f32 = w.data();
   if (precision_ == GemmPrecision::kBf16) op.bf16 = Bf16Shadow(w);
+  return op;
+}
+
+GemmOperand RankDevice::ActivationOperand(const DeviceTensor& x) {
+  GemmOperand op;
+  op.f32 = x.data();
+  if (precision_ == GemmPrecision::kBf16) op.bf16 = MakeShadow(x, false);
   return op;
 }
 
@@ -653,21 +664,22 @@ void RankDevice::RefreshBf16Shadows() {
 
 void LinearForward(RankDevice& dev, const DeviceTensor& x, const DeviceTensor& w,
                    const DeviceTensor* bias, DeviceTensor& y, const DeviceTensor* residual) {
-  dev.Gemm(LinearForwardArgs(x.rows(), x.cols(), w.rows(), {x.data(), nullptr},
+  dev.Gemm(LinearForwardArgs(x.rows(), x.cols(), w.rows(), dev.ActivationOperand(x),
                              dev.WeightOperand(w), bias != nullptr ? bias->data() : nullptr,
                              residual != nullptr ? residual->data() : nullptr, y.data()));
 }
 
 void LinearInputGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& w,
                      DeviceTensor& dx, bool accumulate) {
-  dev.Gemm(LinearInputGradArgs(dy.rows(), w.cols(), w.rows(), {dy.data(), nullptr},
+  dev.Gemm(LinearInputGradArgs(dy.rows(), w.cols(), w.rows(), dev.ActivationOperand(dy),
                                dev.WeightOperand(w), dx.data(), accumulate));
 }
 
 void LinearWeightGrad(RankDevice& dev, const DeviceTensor& dy, const DeviceTensor& x,
                       DeviceTensor& dw, DeviceTensor* dbias) {
   const int n = dy.rows(), out = dy.cols(), in = x.cols();
-  dev.Gemm(LinearWeightGradArgs(n, in, out, {dy.data(), nullptr}, {x.data(), nullptr}, dw.data()));
+  dev.Gemm(LinearWeightGradArgs(n, in, out, dev.ActivationOperand(dy), dev.ActivationOperand(x),
+                                dw.data()));
   if (dbias != nullptr) kernels::BiasGrad(dy.data(), n, out, dbias->data(), dev.stream());
 }
 

@@ -218,9 +218,15 @@ class RankDevice {
   const __nv_bfloat16* Bf16Shadow(const DeviceTensor& w);
   // The operand a GEMM reads for weight `w`: its fp32 values, and its shadow at bf16 precision.
   GemmOperand WeightOperand(const DeviceTensor& w);
+  // The operand a GEMM reads for activation `x`: its fp32 values, and at bf16 precision its values
+  // rounded once into a shadow kept with `x` (freed with it, counted on the meter, never recast):
+  // every activation a linear layer reads in F or I is read again by W, which then rounds nothing.
+  // REQUIRES: nothing writes `x` after its first GEMM.
+  GemmOperand ActivationOperand(const DeviceTensor& x);
   // Recasts every shadow of this rank from its tensor's values (in stream order): call after
   // anything writes weights (the optimizer step, copies between shared parameters).
   void RefreshBf16Shadows();
+  // The weight shadows (ActivationOperand's are not listed: nothing recasts them).
   int num_bf16_shadows() const { return static_cast<int>(shadows_.size()); }
 
   // GEMM plans made so far (one per distinct key).
@@ -233,6 +239,8 @@ class RankDevice {
                                     int* chosen = nullptr);
 
  private:
+  // `t`'s shadow, made and cast on first use; listed for RefreshBf16Shadows when `recast`.
+  const __nv_bfloat16* MakeShadow(const DeviceTensor& t, bool recast);
   // `x`'s n elements as bf16 in a scratch buffer of this rank (slot 0 or 1).
   const void* AsBf16(const float* x, std::int64_t n, int slot);
   // The operand pointer cuBLASLt reads for `op` spanning `span` elements (slot for a cast).

@@ -99,9 +99,11 @@ TEST_F(GemmGpu, Bf16ShadowsAreMadeOnceStaleUntilRefreshedAndFreedWithTheirTensor
     DeviceTensor dw = dev.Upload(w.data(), kOut, kIn);
     const std::int64_t with_weight = dev.meter().live;
     LinearForward(dev, dx, dw, nullptr, y);
-    EXPECT_EQ(dev.num_bf16_shadows(), 1);
+    EXPECT_EQ(dev.num_bf16_shadows(), 1);  // the weight's; the activation's is not recast
     EXPECT_NE(dw.bf16_shadow(), nullptr);
-    EXPECT_GE(dev.meter().live, with_weight + dw.size() * 2);  // (+ the activations' scratch)
+    const __nv_bfloat16* x_shadow = dx.bf16_shadow();  // rounded once, kept for W
+    EXPECT_NE(x_shadow, nullptr);
+    EXPECT_EQ(dev.meter().live, with_weight + (dw.size() + dx.size()) * 2);
     const Floats first = dev.Download(y);
     cpu::Tensor y_cpu(kRows, kOut);
     cpu::LinearForward(ToTensor(x, kRows, kIn), ToTensor(w, kOut, kIn), nullptr, y_cpu);
@@ -118,10 +120,13 @@ TEST_F(GemmGpu, Bf16ShadowsAreMadeOnceStaleUntilRefreshedAndFreedWithTheirTensor
     for (float& v : twice) v *= 2;  // doubling is exact in bf16 and in the sums
     EXPECT_EQ(dev.Download(y), twice);
     EXPECT_EQ(dev.num_bf16_shadows(), 1);
+    EXPECT_EQ(dx.bf16_shadow(), x_shadow);  // every GEMM read the same rounding of x
   }
   EXPECT_EQ(dev.num_bf16_shadows(), 0);
-  // What stays: the activations' bf16 scratch (x, the product's second operand).
+  // What stays: x's shadow, with x.
   EXPECT_EQ(dev.meter().live, before + static_cast<std::int64_t>(kRows) * kIn * 2);
+  dx = DeviceTensor();
+  EXPECT_EQ(dev.meter().live, before - static_cast<std::int64_t>(kRows) * kIn * 4);
 }
 
 TEST_F(GemmGpu, TimingTheAlgorithmsLeavesTheOutputAndAutotuneKeepsItsChoice) {

@@ -618,7 +618,7 @@ void RankDevice::Autotune(const GemmArgs& args, GemmPlan& plan) {
 
 const __nv_bfloat16* RankDevice::Bf16Shadow(const DeviceTensor& w) { return MakeShadow(w, true); }
 
-const __nv_bfloat16* RankDevice::MakeShadow(const DeviceTensor& w, bool recast) {
+__nv_bfloat16* RankDevice::MakeShadow(const DeviceTensor& w, bool recast, bool cast) {
   if (w.shadow_ != nullptr) return w.shadow_->data;
   if (w.empty()) return nullptr;
   auto shadow = std::make_unique<Bf16ShadowBuffer>();
@@ -630,7 +630,7 @@ const __nv_bfloat16* RankDevice::MakeShadow(const DeviceTensor& w, bool recast) 
   PIPETTE_CUDA_CHECK(cudaMallocAsync(&p, static_cast<std::size_t>(shadow->n) * 2, w.stream_));
   shadow->data = static_cast<__nv_bfloat16*>(p);
   if (shadow->meter != nullptr) shadow->meter->Add(shadow->n * 2);
-  kernels::CastToBf16(w.data(), shadow->n, shadow->data, stream_);
+  if (cast) kernels::CastToBf16(w.data(), shadow->n, shadow->data, stream_);
   if (recast) {
     shadow->owner = this;
     shadows_.push_back(shadow.get());
@@ -651,6 +651,12 @@ GemmOperand RankDevice::ActivationOperand(const DeviceTensor& x) {
   op.f32 = x.data();
   if (precision_ == GemmPrecision::kBf16) op.bf16 = MakeShadow(x, false);
   return op;
+}
+
+__nv_bfloat16* RankDevice::ShadowToWrite(const DeviceTensor& t) {
+  if (precision_ != GemmPrecision::kBf16) return nullptr;
+  if (t.bf16_shadow() != nullptr) throw std::logic_error("ShadowToWrite: the tensor has a shadow");
+  return MakeShadow(t, false, /*cast=*/false);
 }
 
 void RankDevice::RefreshBf16Shadows() {

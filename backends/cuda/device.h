@@ -223,6 +223,10 @@ class RankDevice {
   // every activation a linear layer reads in F or I is read again by W, which then rounds nothing.
   // REQUIRES: nothing writes `x` after its first GEMM.
   GemmOperand ActivationOperand(const DeviceTensor& x);
+  // At bf16 precision: `t`'s (never recast) shadow, allocated but not cast, for the kernel that
+  // writes `t` to fill with the same values rounded (ActivationOperand then reads it); null at
+  // fp32. REQUIRES: `t` has no shadow yet.
+  __nv_bfloat16* ShadowToWrite(const DeviceTensor& t);
   // Recasts every shadow of this rank from its tensor's values (in stream order): call after
   // anything writes weights (the optimizer step, copies between shared parameters).
   void RefreshBf16Shadows();
@@ -239,8 +243,9 @@ class RankDevice {
                                     int* chosen = nullptr);
 
  private:
-  // `t`'s shadow, made and cast on first use; listed for RefreshBf16Shadows when `recast`.
-  const __nv_bfloat16* MakeShadow(const DeviceTensor& t, bool recast);
+  // `t`'s shadow, made on first use (cast from `t` when `cast`); listed for RefreshBf16Shadows
+  // when `recast`.
+  __nv_bfloat16* MakeShadow(const DeviceTensor& t, bool recast, bool cast = true);
   // `x`'s n elements as bf16 in a scratch buffer of this rank (slot 0 or 1).
   const void* AsBf16(const float* x, std::int64_t n, int slot);
   // The operand pointer cuBLASLt reads for `op` spanning `span` elements (slot for a cast).

@@ -556,6 +556,20 @@ PIPETTE_HD inline void EmbeddingWpeGradAt(std::int64_t i, const float* dy, int b
   dwpe[i] = sum;
 }
 
+// The bf16 bits of x rounded to nearest even (NaN -> 0x7fff, as CUDA's __float2bfloat16_rn;
+// values past the largest bf16 round to infinity).
+PIPETTE_HD inline std::uint16_t Bf16Bits(float x) {
+  std::uint32_t u;
+#if defined(__CUDA_ARCH__)
+  u = __float_as_uint(x);
+#else
+  std::memcpy(&u, &x, sizeof u);
+#endif
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
 // ---- loss -------------------------------------------------------------------------------------
 //
 // Cross-entropy, one block per row: each lane runs an online softmax over its columns (a running
@@ -597,20 +611,25 @@ PIPETTE_HD inline float CrossEntropyLossOf(OnlineSoftmax s, float target_logit) 
   return static_cast<float>(-log(fmax(static_cast<double>(p), 1e-30)));
 }
 
-// Lane `lane`'s columns of dlogits = (softmax - onehot(target)) * scale (dlogits may alias z).
+// Lane `lane`'s columns of dlogits = (softmax - onehot(target)) * scale (dlogits may alias z),
+// and their bf16 bits into g_bf16 when it is not null (what a bf16 GEMM reads: no rounding pass).
 PIPETTE_HD inline void CrossEntropyGradLane(int lane, const float* z, int vocab, int target,
-                                            OnlineSoftmax s, float scale, float* g) {
+                                            OnlineSoftmax s, float scale, float* g,
+                                            std::uint16_t* g_bf16) {
   const float inv = static_cast<float>(1.0 / s.sum);
   for (int c = lane; c < vocab; c += kRowThreads) {
     float p = expf(z[c] - s.max) * inv;
     if (c == target) p -= 1.0f;
     g[c] = p * scale;
+    if (g_bf16 != nullptr) g_bf16[c] = Bf16Bits(g[c]);
   }
 }
 
-// Row r as its block computes it: row_loss[r]; dlogits too when not null (may alias logits).
+// Row r as its block computes it: row_loss[r]; dlogits too when not null (may alias logits), and
+// its bf16 bits when dlogits_bf16 is not null.
 inline void CrossEntropyBlock(std::int64_t r, const float* logits, const std::int32_t* targets,
-                              int vocab, float scale, float* row_loss, float* dlogits) {
+                              int vocab, float scale, float* row_loss, float* dlogits,
+                              std::uint16_t* dlogits_bf16 = nullptr) {
   const float* z = logits + r * vocab;
   OnlineSoftmax v[kRowThreads];
   for (int l = 0; l < kRowThreads; ++l) v[l] = SoftmaxLane(l, z, vocab);
@@ -618,7 +637,8 @@ inline void CrossEntropyBlock(std::int64_t r, const float* logits, const std::in
   row_loss[r] = CrossEntropyLossOf(s, z[targets[r]]);
   if (dlogits == nullptr) return;
   for (int l = 0; l < kRowThreads; ++l) {
-    CrossEntropyGradLane(l, z, vocab, targets[r], s, scale, dlogits + r * vocab);
+    CrossEntropyGradLane(l, z, vocab, targets[r], s, scale, dlogits + r * vocab,
+                         dlogits_bf16 != nullptr ? dlogits_bf16 + r * vocab : nullptr);
   }
 }
 
@@ -651,20 +671,6 @@ PIPETTE_HD inline float SumOfPartials(const double* partials) {
 }
 // A microbatch's loss from the sum of its n row losses: float(sum) / n, as the CPU engine.
 PIPETTE_HD inline float MeanOf(float sum, std::int64_t n) { return sum / static_cast<float>(n); }
-
-// The bf16 bits of x rounded to nearest even (NaN -> 0x7fff, as CUDA's __float2bfloat16_rn;
-// values past the largest bf16 round to infinity).
-PIPETTE_HD inline std::uint16_t Bf16Bits(float x) {
-  std::uint32_t u;
-#if defined(__CUDA_ARCH__)
-  u = __float_as_uint(x);
-#else
-  std::memcpy(&u, &x, sizeof u);
-#endif
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
 
 // ---- optimizer --------------------------------------------------------------------------------
 

@@ -102,8 +102,10 @@ void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch,
 // row_loss[r] = -log softmax(logits[r])[targets[r]] (the CPU engine's clamp at 1e-30 included);
 // when dlogits is not null, a second pass writes dlogits = (softmax - onehot(targets)) * scale.
 // dlogits may alias logits (the loss module's forward turns the logits into their gradient).
+// dlogits_bf16 (may be null; needs dlogits): the gradient's bf16 rounding too, for bf16 GEMMs.
 void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab,
-                  float scale, float* row_loss, float* dlogits, cudaStream_t stream);
+                  float scale, float* row_loss, float* dlogits, __nv_bfloat16* dlogits_bf16,
+                  cudaStream_t stream);
 // y[r][c] += bias[c].
 void AddBias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
 // dbias[c] += sum over rows of dy[r][c] (two deterministic passes, as the norms' weight gradients).

@@ -380,8 +380,9 @@ class Loss final : public DeviceModule {
     RankDevice& d = dev();
     const int rows = logits.rows();
     DeviceTensor row_loss = d.Tensor(rows, 1);
+    // At bf16 the kernel also writes dlogits' rounding, which the head's I and W GEMMs read.
     kernels::CrossEntropy(logits.data(), batch.targets, rows, vocab_, batch.host->loss_scale,
-                          row_loss.data(), logits.data(), d.stream());
+                          row_loss.data(), logits.data(), d.ShadowToWrite(logits), d.stream());
     DeviceTensor out = d.Tensor(1, 1);
     kernels::LossMean(row_loss.data(), rows, out.data(), batch.loss_sum, d.stream());
     cache.saved.push_back(std::move(logits));  // now dlogits

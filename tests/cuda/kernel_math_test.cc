@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -694,6 +695,21 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
                         row_loss.data(), dlogits.data());
     });
     EXPECT_EQ(loss_only, row_loss);
+    // With the bf16 output: the same fp32 gradient, and its round-to-nearest-even bits.
+    Floats with_bf16 = logits;
+    std::vector<std::uint16_t> bf16(logits.size());
+    ForEachIndex(rows, [&](std::int64_t r) {
+      CrossEntropyBlock(r, with_bf16.data(), batch.targets.data(), vocab, batch.loss_scale,
+                        loss_only.data(), with_bf16.data(), bf16.data());
+    });
+    EXPECT_EQ(with_bf16, dlogits);
+    for (std::size_t i = 0; i < bf16.size(); ++i) {
+      ASSERT_EQ(bf16[i], Bf16Bits(dlogits[i])) << i;
+      float back = 0;
+      const std::uint32_t bits = static_cast<std::uint32_t>(bf16[i]) << 16;
+      std::memcpy(&back, &bits, sizeof back);
+      ASSERT_LE(std::abs(back - dlogits[i]), std::abs(dlogits[i]) * 0x1p-8f) << i;
+    }
     double total = 0;
     for (float l : row_loss) total += l;
     EXPECT_NEAR(total / rows, cache.loss, kRel * cache.loss);

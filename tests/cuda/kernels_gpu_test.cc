@@ -410,10 +410,11 @@ TEST_F(KernelsGpu, CrossEntropyMatchesTheHostBlockMathInPlace) {
     DeviceArray<float> d_logits(logits), d_loss(rows), d_loss_only(rows), d_mean(1);
     DeviceArray<double> d_total(std::vector<double>{0.5});
     DeviceArray<std::int32_t> d_targets(targets);
+    DeviceArray<std::uint16_t> d_bf16(std::size_t{1} * rows * vocab);
     CrossEntropy(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_loss_only.get(), nullptr,
-                 stream_);
+                 nullptr, stream_);
     CrossEntropy(d_logits.get(), d_targets.get(), rows, vocab, 0.25f, d_loss.get(), d_logits.get(),
-                 stream_);
+                 reinterpret_cast<__nv_bfloat16*>(d_bf16.get()), stream_);
     LossMean(d_loss.get(), rows, d_mean.get(), d_total.get(), stream_);
     Floats loss(rows);
     ForEachIndex(rows, [&](std::int64_t r) {
@@ -423,6 +424,10 @@ TEST_F(KernelsGpu, CrossEntropyMatchesTheHostBlockMathInPlace) {
     ExpectClose(d_loss.Host(), loss, "row loss");
     EXPECT_EQ(d_loss_only.Host(), d_loss.Host());
     ExpectClose(d_logits.Host(), logits, "dlogits");
+    const Floats device_dlogits = d_logits.Host();
+    std::vector<std::uint16_t> rounded(device_dlogits.size());
+    for (std::size_t i = 0; i < rounded.size(); ++i) rounded[i] = math::Bf16Bits(device_dlogits[i]);
+    EXPECT_EQ(d_bf16.Host(), rounded) << "the bf16 gradient is the fp32 one rounded";
     std::vector<double> partials(math::kSumThreads);
     const Floats device_loss = d_loss.Host();
     for (int i = 0; i < math::kSumThreads; ++i) {

@@ -570,6 +570,12 @@ PIPETTE_HD inline std::uint16_t Bf16Bits(float x) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
+// Lane `lane`'s columns of a row's bf16 bits: a row kernel rounding its own output (y, cols wide)
+// for the bf16 GEMMs that read it, so no separate rounding pass reads it again.
+PIPETTE_HD inline void Bf16Lane(int lane, const float* y, int cols, std::uint16_t* y_bf16) {
+  for (int c = lane; c < cols; c += kRowThreads) y_bf16[c] = Bf16Bits(y[c]);
+}
+
 // ---- loss -------------------------------------------------------------------------------------
 //
 // Cross-entropy, one block per row: each lane runs an online softmax over its columns (a running

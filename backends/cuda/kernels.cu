@@ -78,7 +78,8 @@ __device__ double BlockSum(double v, double* shared) {
 
 // Row kernels: block r (kRowThreads threads) computes row r; thread l is lane l.
 __global__ void LayerNormForwardKernel(const float* x, const float* gamma, const float* beta,
-                                       int cols, float* y, float* mean, float* rstd) {
+                                       int cols, float* y, float* mean, float* rstd,
+                                       std::uint16_t* y_bf16) {
   __shared__ double shared[math::kRowWarps];
   const std::int64_t r = blockIdx.x;
   const int l = static_cast<int>(threadIdx.x);
@@ -88,6 +89,7 @@ __global__ void LayerNormForwardKernel(const float* x, const float* gamma, const
       BlockSum(math::LaneSum(l, cols, math::RowSquaredDeviation{xr, sum / cols}), shared);
   const math::NormStats s = math::LayerNormStatsOf(sum, squared_deviation, cols);
   math::LayerNormOutputLane(l, xr, gamma, beta, cols, s, y + r * cols);
+  if (y_bf16 != nullptr) math::Bf16Lane(l, y + r * cols, cols, y_bf16 + r * cols);
   if (l == 0) {
     mean[r] = s.mean;
     rstd[r] = s.rstd;
@@ -108,7 +110,7 @@ __global__ void LayerNormInputGradKernel(const float* dy, const float* x, const 
                                residual != nullptr ? residual + at : nullptr, dx + at);
 }
 __global__ void RmsNormForwardKernel(const float* x, const float* gamma, int cols, float* y,
-                                     float* rstd) {
+                                     float* rstd, std::uint16_t* y_bf16) {
   __shared__ double shared[math::kRowWarps];
   const std::int64_t r = blockIdx.x;
   const int l = static_cast<int>(threadIdx.x);
@@ -116,6 +118,7 @@ __global__ void RmsNormForwardKernel(const float* x, const float* gamma, int col
   const float s =
       math::RmsNormRstdOf(BlockSum(math::LaneSum(l, cols, math::RowSquares{xr}), shared), cols);
   math::RmsNormOutputLane(l, xr, gamma, cols, s, y + r * cols);
+  if (y_bf16 != nullptr) math::Bf16Lane(l, y + r * cols, cols, y_bf16 + r * cols);
   if (l == 0) rstd[r] = s;
 }
 __global__ void RmsNormInputGradKernel(const float* dy, const float* x, const float* rstd,
@@ -199,14 +202,21 @@ void ColReduce(const Terms& t, int rows, int cols, float* out0, float* out1, cud
   PIPETTE_CUDA_CHECK(cudaFreeAsync(partials, stream));
 }
 
-__global__ void GeluForwardKernel(std::int64_t n, const float* x, float* y) {
-  PIPETTE_FOR_EACH_INDEX(i, n) math::GeluAt(i, x, y);
+__global__ void GeluForwardKernel(std::int64_t n, const float* x, float* y, std::uint16_t* y_bf16) {
+  PIPETTE_FOR_EACH_INDEX(i, n) {
+    math::GeluAt(i, x, y);
+    if (y_bf16 != nullptr) y_bf16[i] = math::Bf16Bits(y[i]);
+  }
 }
 __global__ void GeluInputGradKernel(std::int64_t n, const float* dy, const float* x, float* dx) {
   PIPETTE_FOR_EACH_INDEX(i, n) math::GeluInputGradAt(i, dy, x, dx);
 }
-__global__ void SwiGluForwardKernel(std::int64_t n, const float* gate_up, int f, float* y) {
-  PIPETTE_FOR_EACH_INDEX(i, n) math::SwiGluAt(i, gate_up, f, y);
+__global__ void SwiGluForwardKernel(std::int64_t n, const float* gate_up, int f, float* y,
+                                    std::uint16_t* y_bf16) {
+  PIPETTE_FOR_EACH_INDEX(i, n) {
+    math::SwiGluAt(i, gate_up, f, y);
+    if (y_bf16 != nullptr) y_bf16[i] = math::Bf16Bits(y[i]);
+  }
 }
 __global__ void SwiGluInputGradKernel(std::int64_t n, const float* dy, const float* gate_up, int f,
                                       float* dgate_up) {
@@ -304,8 +314,10 @@ __global__ void AdamWKernel(std::int64_t n, const math::AdamWSlice* slices, int 
   } while (0)
 
 void LayerNormForward(const float* x, const float* gamma, const float* beta, int rows, int cols,
-                      float* y, float* mean, float* rstd, cudaStream_t stream) {
-  PIPETTE_LAUNCH_ROWS(LayerNormForwardKernel, rows, stream, x, gamma, beta, cols, y, mean, rstd);
+                      float* y, float* mean, float* rstd, cudaStream_t stream,
+                      __nv_bfloat16* y_bf16) {
+  PIPETTE_LAUNCH_ROWS(LayerNormForwardKernel, rows, stream, x, gamma, beta, cols, y, mean, rstd,
+                      reinterpret_cast<std::uint16_t*>(y_bf16));
 }
 void LayerNormInputGrad(const float* dy, const float* x, const float* mean, const float* rstd,
                         const float* gamma, const float* residual, int rows, int cols, float* dx,
@@ -318,8 +330,9 @@ void LayerNormWeightGrad(const float* dy, const float* x, const float* mean, con
   ColReduce(math::AffineTerms{dy, x, mean, rstd}, rows, cols, dgamma, dbeta, stream);
 }
 void RmsNormForward(const float* x, const float* gamma, int rows, int cols, float* y, float* rstd,
-                    cudaStream_t stream) {
-  PIPETTE_LAUNCH_ROWS(RmsNormForwardKernel, rows, stream, x, gamma, cols, y, rstd);
+                    cudaStream_t stream, __nv_bfloat16* y_bf16) {
+  PIPETTE_LAUNCH_ROWS(RmsNormForwardKernel, rows, stream, x, gamma, cols, y, rstd,
+                      reinterpret_cast<std::uint16_t*>(y_bf16));
 }
 void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const float* gamma,
                       const float* residual, int rows, int cols, float* dx, cudaStream_t stream) {
@@ -332,15 +345,18 @@ void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int r
 
 // ---- activations --------------------------------------------------------------------------------
 
-void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream) {
-  PIPETTE_LAUNCH(GeluForwardKernel, n, stream, x, y);
+void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream,
+                 __nv_bfloat16* y_bf16) {
+  PIPETTE_LAUNCH(GeluForwardKernel, n, stream, x, y, reinterpret_cast<std::uint16_t*>(y_bf16));
 }
 void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx,
                    cudaStream_t stream) {
   PIPETTE_LAUNCH(GeluInputGradKernel, n, stream, dy, x, dx);
 }
-void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream) {
-  PIPETTE_LAUNCH(SwiGluForwardKernel, Elements(rows, f), stream, gate_up, f, y);
+void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream,
+                   __nv_bfloat16* y_bf16) {
+  PIPETTE_LAUNCH(SwiGluForwardKernel, Elements(rows, f), stream, gate_up, f, y,
+                 reinterpret_cast<std::uint16_t*>(y_bf16));
 }
 void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
                      cudaStream_t stream) {

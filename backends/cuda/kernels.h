@@ -27,9 +27,11 @@ namespace pipette::cuda::kernels {
 // every launch gives the same bits.
 //
 // LayerNorm fused with its affine part: y = (x - mean) * rstd * gamma + beta, rstd =
-// 1/sqrt(var + 1e-5); mean, rstd: rows (the backward reads them with x).
+// 1/sqrt(var + 1e-5); mean, rstd: rows (the backward reads them with x). The forwards of the norms
+// and activations also write y's bf16 rounding into y_bf16 when it is not null (for bf16 GEMMs).
 void LayerNormForward(const float* x, const float* gamma, const float* beta, int rows, int cols,
-                      float* y, float* mean, float* rstd, cudaStream_t stream);
+                      float* y, float* mean, float* rstd, cudaStream_t stream,
+                      __nv_bfloat16* y_bf16 = nullptr);
 // dx = residual + the LayerNorm input gradient for the affine output's gradient dy. residual may
 // be null (dx = the gradient) or alias dx (dx += the gradient).
 void LayerNormInputGrad(const float* dy, const float* x, const float* mean, const float* rstd,
@@ -41,7 +43,7 @@ void LayerNormWeightGrad(const float* dy, const float* x, const float* mean, con
 
 // RMSNorm (Llama): rstd = 1/sqrt(mean(x^2) + 1e-5), y = x * rstd * gamma; rstd: rows.
 void RmsNormForward(const float* x, const float* gamma, int rows, int cols, float* y, float* rstd,
-                    cudaStream_t stream);
+                    cudaStream_t stream, __nv_bfloat16* y_bf16 = nullptr);
 // dx = residual + the RMSNorm input gradient for dy (residual: as LayerNormInputGrad's).
 void RmsNormInputGrad(const float* dy, const float* x, const float* rstd, const float* gamma,
                       const float* residual, int rows, int cols, float* dx, cudaStream_t stream);
@@ -51,10 +53,12 @@ void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int r
 
 // ---- activations --------------------------------------------------------------------------------
 // GELU, tanh approximation (GPT-2), over n elements.
-void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream);
+void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream,
+                 __nv_bfloat16* y_bf16 = nullptr);
 void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx, cudaStream_t stream);
 // SwiGLU: gate_up is rows x 2f, [gate | up] column blocks; y = silu(gate) * up, rows x f.
-void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream);
+void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream,
+                   __nv_bfloat16* y_bf16 = nullptr);
 // dgate_up (rows x 2f) = the gradient of gate_up for dy (rows x f).
 void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
                      cudaStream_t stream);

@@ -24,17 +24,19 @@ class Norm {
   Norm(bool layer_norm, DeviceParam* gamma, DeviceParam* beta)
       : layer_norm_(layer_norm), gamma_(gamma), beta_(beta) {}
 
-  // y = norm(x) (LayerNorm fused with its affine part); sets stats.
-  void Forward(RankDevice& dev, const DeviceTensor& x, DeviceTensor& y, DeviceTensor& stats) const {
+  // y = norm(x) (LayerNorm fused with its affine part); sets stats. With `y_bf16` (not null) also
+  // y's bf16 rounding, for a GEMM that reads y.
+  void Forward(RankDevice& dev, const DeviceTensor& x, DeviceTensor& y, DeviceTensor& stats,
+               __nv_bfloat16* y_bf16 = nullptr) const {
     const int n = x.rows(), h = x.cols();
     if (layer_norm_) {
       stats = dev.Uninitialized(2, n);
       kernels::LayerNormForward(x.data(), gamma_->value.data(), beta_->value.data(), n, h, y.data(),
-                                stats.data(), stats.data() + n, dev.stream());
+                                stats.data(), stats.data() + n, dev.stream(), y_bf16);
     } else {
       stats = dev.Uninitialized(1, n);
       kernels::RmsNormForward(x.data(), gamma_->value.data(), n, h, y.data(), stats.data(),
-                              dev.stream());
+                              dev.stream(), y_bf16);
     }
   }
   // dx = residual + the norm's input gradient for dy, in one kernel (residual may be null).
@@ -184,10 +186,11 @@ class ActivationInner final : public Inner {
   DeviceTensor Forward(RankDevice& d, const DeviceBatch&, DeviceTensor pre,
                        std::vector<DeviceTensor>& kept) override {
     DeviceTensor act = d.Uninitialized(pre.rows(), f_);
+    __nv_bfloat16* act_bf16 = d.ShadowToWrite(act);  // bf16: what the proj GEMMs read
     if (gated_) {
-      kernels::SwiGluForward(pre.data(), pre.rows(), f_, act.data(), d.stream());
+      kernels::SwiGluForward(pre.data(), pre.rows(), f_, act.data(), d.stream(), act_bf16);
     } else {
-      kernels::GeluForward(pre.data(), pre.size(), act.data(), d.stream());
+      kernels::GeluForward(pre.data(), pre.size(), act.data(), d.stream(), act_bf16);
     }
     kept.push_back(std::move(pre));
     return act;
@@ -251,7 +254,7 @@ class BlockHalf final : public DeviceModule {
     std::vector<DeviceTensor>& s = cache.saved;
     s.resize(kInner);
     s[kA] = d.Uninitialized(n, h_);
-    norm_.Forward(d, x, s[kA], s[kRstd]);
+    norm_.Forward(d, x, s[kA], s[kRstd], d.ShadowToWrite(s[kA]));  // bf16: rounded for fc/qkv
     DeviceTensor pre = d.Uninitialized(n, inner_->pre_cols());
     LinearForward(d, s[kA], w1_->value, bias_ ? &b1_->value : nullptr, pre);
     std::vector<DeviceTensor> kept;

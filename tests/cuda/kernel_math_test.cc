@@ -718,6 +718,21 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
   }
 }
 
+// A row kernel's bf16 copy of its output: every column once, over all lanes, each the value's
+// round-to-nearest-even bits (ties to even, NaN kept a NaN).
+TEST(KernelMathBf16, Bf16LaneRoundsEveryColumnOfTheRow) {
+  for (const int cols : {1, 255, 256, 777}) {
+    Floats y = Random(cols, 40, -3, 3);
+    y[0] = 1.0f + 0x1p-8f;  // a tie between two bf16 values: to the even one, 1.0
+    std::vector<std::uint16_t> bits(cols, 0xdead);
+    for (int l = 0; l < kRowThreads; ++l) Bf16Lane(l, y.data(), cols, bits.data());
+    EXPECT_EQ(bits[0], 0x3f80) << cols;
+    for (int c = 0; c < cols; ++c) ASSERT_EQ(bits[c], Bf16Bits(y[c])) << cols << " " << c;
+  }
+  EXPECT_EQ(Bf16Bits(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);  // the other tie: up, to even
+  EXPECT_EQ(Bf16Bits(std::numeric_limits<float>::quiet_NaN()), 0x7fff);
+}
+
 TEST(KernelMathLoss, OnlineSoftmaxMergeIsCommutativeAndSkipsEmptyLanes) {
   const OnlineSoftmax a{2.0f, 3.5}, b{-1.0f, 7.25}, empty = EmptySoftmax();
   const OnlineSoftmax ab = SoftmaxMergeOp{}(a, b), ba = SoftmaxMergeOp{}(b, a);

@@ -98,6 +98,15 @@ class KernelsGpu : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
+// `device` holds the bf16 bits of every value of `values` (a kernel's rounding of its own output).
+void ExpectBf16Of(const std::vector<std::uint16_t>& device, const Floats& values,
+                  const char* what) {
+  ASSERT_EQ(device.size(), values.size()) << what;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(device[i], math::Bf16Bits(values[i])) << what << " at " << i;
+  }
+}
+
 // Rows x cols not multiples of the row block (256 lanes), the column tile (32) or the row chunk
 // (64): the fused forward, the input gradient with the residual (and in place), the two-pass
 // weight gradients.
@@ -108,8 +117,10 @@ TEST_F(KernelsGpu, LayerNormMatchesTheHostBlockMath) {
   const Floats dgamma0 = Random(cols, 6), dbeta0 = Random(cols, 7);
   DeviceArray<float> d_x(x), d_gamma(gamma), d_beta(beta), d_dy(dy), d_res(dx0), d_dx(x.size());
   DeviceArray<float> d_dgamma(dgamma0), d_dbeta(dbeta0), d_mean(rows), d_rstd(rows), d_y(x.size());
+  DeviceArray<std::uint16_t> d_y_bf16(x.size());
   LayerNormForward(d_x.get(), d_gamma.get(), d_beta.get(), rows, cols, d_y.get(), d_mean.get(),
-                   d_rstd.get(), stream_);
+                   d_rstd.get(), stream_, reinterpret_cast<__nv_bfloat16*>(d_y_bf16.get()));
+  ExpectBf16Of(d_y_bf16.Host(), d_y.Host(), "LayerNorm's bf16 output");
   LayerNormInputGrad(d_dy.get(), d_x.get(), d_mean.get(), d_rstd.get(), d_gamma.get(), d_res.get(),
                      rows, cols, d_dx.get(), stream_);
   LayerNormInputGrad(d_dy.get(), d_x.get(), d_mean.get(), d_rstd.get(), d_gamma.get(), d_res.get(),
@@ -143,7 +154,10 @@ TEST_F(KernelsGpu, RmsNormMatchesTheHostBlockMath) {
   const Floats dy = Random(rows * cols, 10), dgamma0 = Random(cols, 11);
   DeviceArray<float> d_x(x), d_gamma(gamma), d_dy(dy), d_dgamma(dgamma0), d_y(x.size()),
       d_rstd(rows), d_dx(x.size());
-  RmsNormForward(d_x.get(), d_gamma.get(), rows, cols, d_y.get(), d_rstd.get(), stream_);
+  DeviceArray<std::uint16_t> d_y_bf16(std::size_t{1} * rows * cols);
+  RmsNormForward(d_x.get(), d_gamma.get(), rows, cols, d_y.get(), d_rstd.get(), stream_,
+                 reinterpret_cast<__nv_bfloat16*>(d_y_bf16.get()));
+  ExpectBf16Of(d_y_bf16.Host(), d_y.Host(), "RMSNorm's bf16 output");
   RmsNormInputGrad(d_dy.get(), d_x.get(), d_rstd.get(), d_gamma.get(), nullptr, rows, cols,
                    d_dx.get(), stream_);
   RmsNormWeightGrad(d_dy.get(), d_x.get(), d_rstd.get(), rows, cols, d_dgamma.get(), stream_);
@@ -185,9 +199,14 @@ TEST_F(KernelsGpu, ActivationsMatchTheHostMath) {
   const Floats x = Random(n, 12, -8, 8), dy = Random(n, 13), gate_up = Random(2 * n, 14, -6, 6);
   DeviceArray<float> d_x(x), d_dy(dy), d_gate_up(gate_up), d_gelu(n), d_dgelu(n), d_swiglu(n),
       d_dgate_up(2 * n);
-  GeluForward(d_x.get(), n, d_gelu.get(), stream_);
+  DeviceArray<std::uint16_t> d_gelu_bf16(n), d_swiglu_bf16(n);
+  GeluForward(d_x.get(), n, d_gelu.get(), stream_,
+              reinterpret_cast<__nv_bfloat16*>(d_gelu_bf16.get()));
   GeluInputGrad(d_dy.get(), d_x.get(), n, d_dgelu.get(), stream_);
-  SwiGluForward(d_gate_up.get(), rows, f, d_swiglu.get(), stream_);
+  SwiGluForward(d_gate_up.get(), rows, f, d_swiglu.get(), stream_,
+                reinterpret_cast<__nv_bfloat16*>(d_swiglu_bf16.get()));
+  ExpectBf16Of(d_gelu_bf16.Host(), d_gelu.Host(), "GELU's bf16 output");
+  ExpectBf16Of(d_swiglu_bf16.Host(), d_swiglu.Host(), "SwiGLU's bf16 output");
   SwiGluInputGrad(d_dy.get(), d_gate_up.get(), rows, f, d_dgate_up.get(), stream_);
 
   Floats gelu(n), dgelu(n), swiglu(n), dgate_up(2 * n);

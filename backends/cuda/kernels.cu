@@ -208,8 +208,12 @@ __global__ void GeluForwardKernel(std::int64_t n, const float* x, float* y, std:
     if (y_bf16 != nullptr) y_bf16[i] = math::Bf16Bits(y[i]);
   }
 }
-__global__ void GeluInputGradKernel(std::int64_t n, const float* dy, const float* x, float* dx) {
-  PIPETTE_FOR_EACH_INDEX(i, n) math::GeluInputGradAt(i, dy, x, dx);
+__global__ void GeluInputGradKernel(std::int64_t n, const float* dy, const float* x, float* dx,
+                                    std::uint16_t* dx_bf16) {
+  PIPETTE_FOR_EACH_INDEX(i, n) {
+    math::GeluInputGradAt(i, dy, x, dx);
+    if (dx_bf16 != nullptr) dx_bf16[i] = math::Bf16Bits(dx[i]);
+  }
 }
 __global__ void SwiGluForwardKernel(std::int64_t n, const float* gate_up, int f, float* y,
                                     std::uint16_t* y_bf16) {
@@ -219,8 +223,15 @@ __global__ void SwiGluForwardKernel(std::int64_t n, const float* gate_up, int f,
   }
 }
 __global__ void SwiGluInputGradKernel(std::int64_t n, const float* dy, const float* gate_up, int f,
-                                      float* dgate_up) {
-  PIPETTE_FOR_EACH_INDEX(i, n) math::SwiGluInputGradAt(i, dy, gate_up, f, dgate_up);
+                                      float* dgate_up, std::uint16_t* dgate_up_bf16) {
+  PIPETTE_FOR_EACH_INDEX(i, n) {
+    math::SwiGluInputGradAt(i, dy, gate_up, f, dgate_up);
+    if (dgate_up_bf16 != nullptr) {  // the two elements element i wrote
+      const std::int64_t r = i / f, at = r * 2 * f + (i - r * f);
+      dgate_up_bf16[at] = math::Bf16Bits(dgate_up[at]);
+      dgate_up_bf16[at + f] = math::Bf16Bits(dgate_up[at + f]);
+    }
+  }
 }
 __global__ void RopeKernel(std::int64_t n, float* qkv, math::AttnDims s, float theta,
                            bool inverse) {
@@ -349,9 +360,10 @@ void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream,
                  __nv_bfloat16* y_bf16) {
   PIPETTE_LAUNCH(GeluForwardKernel, n, stream, x, y, reinterpret_cast<std::uint16_t*>(y_bf16));
 }
-void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx,
-                   cudaStream_t stream) {
-  PIPETTE_LAUNCH(GeluInputGradKernel, n, stream, dy, x, dx);
+void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx, cudaStream_t stream,
+                   __nv_bfloat16* dx_bf16) {
+  PIPETTE_LAUNCH(GeluInputGradKernel, n, stream, dy, x, dx,
+                 reinterpret_cast<std::uint16_t*>(dx_bf16));
 }
 void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream,
                    __nv_bfloat16* y_bf16) {
@@ -359,8 +371,9 @@ void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t
                  reinterpret_cast<std::uint16_t*>(y_bf16));
 }
 void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
-                     cudaStream_t stream) {
-  PIPETTE_LAUNCH(SwiGluInputGradKernel, Elements(rows, f), stream, dy, gate_up, f, dgate_up);
+                     cudaStream_t stream, __nv_bfloat16* dgate_up_bf16) {
+  PIPETTE_LAUNCH(SwiGluInputGradKernel, Elements(rows, f), stream, dy, gate_up, f, dgate_up,
+                 reinterpret_cast<std::uint16_t*>(dgate_up_bf16));
 }
 
 // ---- attention ----------------------------------------------------------------------------------

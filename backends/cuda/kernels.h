@@ -55,13 +55,15 @@ void RmsNormWeightGrad(const float* dy, const float* x, const float* rstd, int r
 // GELU, tanh approximation (GPT-2), over n elements.
 void GeluForward(const float* x, std::int64_t n, float* y, cudaStream_t stream,
                  __nv_bfloat16* y_bf16 = nullptr);
-void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx, cudaStream_t stream);
+// The input gradients, likewise with their bf16 rounding when dx_bf16 / dgate_up_bf16 is not null.
+void GeluInputGrad(const float* dy, const float* x, std::int64_t n, float* dx, cudaStream_t stream,
+                   __nv_bfloat16* dx_bf16 = nullptr);
 // SwiGLU: gate_up is rows x 2f, [gate | up] column blocks; y = silu(gate) * up, rows x f.
 void SwiGluForward(const float* gate_up, int rows, int f, float* y, cudaStream_t stream,
                    __nv_bfloat16* y_bf16 = nullptr);
 // dgate_up (rows x 2f) = the gradient of gate_up for dy (rows x f).
 void SwiGluInputGrad(const float* dy, const float* gate_up, int rows, int f, float* dgate_up,
-                     cudaStream_t stream);
+                     cudaStream_t stream, __nv_bfloat16* dgate_up_bf16 = nullptr);
 
 // ---- attention ----------------------------------------------------------------------------------
 // The column layout of a fused QKV row, (heads + 2 kv_heads) * head_dim wide: q heads, then k

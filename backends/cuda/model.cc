@@ -199,10 +199,13 @@ class ActivationInner final : public Inner {
                          const DeviceTensor&, std::vector<DeviceTensor>& kept) override {
     const DeviceTensor& pre = kept.at(0);
     DeviceTensor dpre = d.Uninitialized(dact.rows(), pre_cols());
+    __nv_bfloat16* dpre_bf16 = d.ShadowToWrite(dpre);  // bf16: what fc's I and W GEMMs read
     if (gated_) {
-      kernels::SwiGluInputGrad(dact.data(), pre.data(), dact.rows(), f_, dpre.data(), d.stream());
+      kernels::SwiGluInputGrad(dact.data(), pre.data(), dact.rows(), f_, dpre.data(), d.stream(),
+                               dpre_bf16);
     } else {
-      kernels::GeluInputGrad(dact.data(), pre.data(), dact.size(), dpre.data(), d.stream());
+      kernels::GeluInputGrad(dact.data(), pre.data(), dact.size(), dpre.data(), d.stream(),
+                             dpre_bf16);
     }
     kept.clear();
     return dpre;

@@ -202,12 +202,17 @@ TEST_F(KernelsGpu, ActivationsMatchTheHostMath) {
   DeviceArray<std::uint16_t> d_gelu_bf16(n), d_swiglu_bf16(n);
   GeluForward(d_x.get(), n, d_gelu.get(), stream_,
               reinterpret_cast<__nv_bfloat16*>(d_gelu_bf16.get()));
-  GeluInputGrad(d_dy.get(), d_x.get(), n, d_dgelu.get(), stream_);
+  DeviceArray<std::uint16_t> d_dgelu_bf16(n), d_dgate_up_bf16(2 * n);
+  GeluInputGrad(d_dy.get(), d_x.get(), n, d_dgelu.get(), stream_,
+                reinterpret_cast<__nv_bfloat16*>(d_dgelu_bf16.get()));
   SwiGluForward(d_gate_up.get(), rows, f, d_swiglu.get(), stream_,
                 reinterpret_cast<__nv_bfloat16*>(d_swiglu_bf16.get()));
   ExpectBf16Of(d_gelu_bf16.Host(), d_gelu.Host(), "GELU's bf16 output");
   ExpectBf16Of(d_swiglu_bf16.Host(), d_swiglu.Host(), "SwiGLU's bf16 output");
-  SwiGluInputGrad(d_dy.get(), d_gate_up.get(), rows, f, d_dgate_up.get(), stream_);
+  SwiGluInputGrad(d_dy.get(), d_gate_up.get(), rows, f, d_dgate_up.get(), stream_,
+                  reinterpret_cast<__nv_bfloat16*>(d_dgate_up_bf16.get()));
+  ExpectBf16Of(d_dgelu_bf16.Host(), d_dgelu.Host(), "GELU's bf16 input gradient");
+  ExpectBf16Of(d_dgate_up_bf16.Host(), d_dgate_up.Host(), "SwiGLU's bf16 input gradient");
 
   Floats gelu(n), dgelu(n), swiglu(n), dgate_up(2 * n);
   ForEachIndex(n, [&](std::int64_t i) {

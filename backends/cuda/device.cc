@@ -199,14 +199,21 @@ void DeviceTensor::Release() {
 RankDevice::RankDevice(GemmPrecision precision, bool autotune)
     : precision_(precision), autotune_(autotune) {
   // The stream-ordered pool keeps what it has: with its default release threshold (0) every
-  // synchronisation (one per instruction) would return its memory to the OS and the next
-  // instruction would map it again, inside the timed instructions.
+  // synchronisation (one per step) would return its memory to the OS and the next step would map
+  // it again, inside the timed instructions. And it reuses memory freed on another stream only
+  // where the program already orders the two: by default it may also make an allocation wait for
+  // another stream's free (another virtual rank's, the communication stream's), a dependency the
+  // program does not have that would couple the ranks' timings.
   int device = 0;
   cudaMemPool_t pool = nullptr;
   PIPETTE_CUDA_CHECK(cudaGetDevice(&device));
   PIPETTE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
   std::uint64_t keep = UINT64_MAX;
   PIPETTE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  int off = 0;
+  PIPETTE_CUDA_CHECK(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off));
+  PIPETTE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &off));
   PIPETTE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   PIPETTE_CUBLAS_CHECK(cublasLtCreate(&lt_));
   workspace_bytes_ = kWorkspaceBytes;

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "../cpu/small_specs.h"
 #include "cpu/gpt.h"
 #include "cpu/param_set.h"
 #include "cpu/tensor.h"
@@ -590,15 +591,10 @@ TEST(KernelMathAttention, GroupedQueryMatchesRepeatedHeadsOnCpu) {
 
 // ---- embedding --------------------------------------------------------------------------------
 
+// The CPU engine tests' small GPT decoder (tests/cpu/small_specs.h), one block.
 DecoderSpec SmallSpec() {
-  DecoderSpec spec = cpu::TinyDecoder();
+  DecoderSpec spec = cpu::test_specs::SmallGptSpec(/*tied=*/false);
   spec.layers = 1;
-  spec.hidden = 16;
-  spec.heads = 2;
-  spec.kv_heads = 2;
-  spec.ffn_hidden = 32;
-  spec.vocab = 11;
-  spec.max_positions = 8;
   return spec;
 }
 

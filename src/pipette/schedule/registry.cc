@@ -37,7 +37,7 @@ Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& pa
 }  // namespace
 
 std::span<const ScheduleGenerator* const> AllScheduleGenerators() {
-  static const std::array<const ScheduleGenerator*, 13> kAll = {
+  static const std::array<const ScheduleGenerator*, 15> kAll = {
       &schedules::Gpipe(),
       &schedules::OneFOneB(),
       &schedules::EagerOneFOneB(),
@@ -51,6 +51,8 @@ std::span<const ScheduleGenerator* const> AllScheduleGenerators() {
       &schedules::Zbv(),
       &schedules::DualPipe(),
       &schedules::DualPipeV(),
+      &schedules::VHalf(),
+      &schedules::VMin(),
   };
   return kAll;
 }

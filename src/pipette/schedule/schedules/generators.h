@@ -19,5 +19,7 @@ const ScheduleGenerator& InterleavedZeroBubble();
 const ScheduleGenerator& Zbv();
 const ScheduleGenerator& DualPipe();
 const ScheduleGenerator& DualPipeV();
+const ScheduleGenerator& VHalf();
+const ScheduleGenerator& VMin();
 
 }  // namespace pipette::schedules

@@ -89,7 +89,9 @@ std::vector<Case> AllCases() {
                                               "interleaved-zb",
                                               "zbv",
                                               "dualpipe",
-                                              "dualpipe-v"};
+                                              "dualpipe-v",
+                                              "v-half",
+                                              "v-min"};
   std::vector<Case> cases;
   for (const std::string& s : schedules) {
     cases.push_back({s, 2, "-p 2 -m 4"});

@@ -16,7 +16,7 @@ std::string Rejection(const std::string& name, int p, int m, int v = 0, int grou
   return s.status().message();
 }
 
-TEST(Registry, ListsThirteenSchedulesWithUniqueNames) {
+TEST(Registry, ListsFifteenSchedulesWithUniqueNames) {
   std::set<std::string_view> names;
   for (const ScheduleGenerator* g : AllScheduleGenerators()) {
     names.insert(g->name());
@@ -24,10 +24,10 @@ TEST(Registry, ListsThirteenSchedulesWithUniqueNames) {
     EXPECT_FALSE(g->summary().empty());
     EXPECT_FALSE(g->constraints().empty());
   }
-  EXPECT_EQ(names, (std::set<std::string_view>{"gpipe", "1f1b", "eager-1f1b", "zb-h1", "zb-h2",
-                                               "interleaved-1f1b", "interleaved-1f1b-plus-one",
-                                               "kimi-k2", "interleaved-gpipe", "interleaved-zb",
-                                               "zbv", "dualpipe", "dualpipe-v"}));
+  EXPECT_EQ(names, (std::set<std::string_view>{
+                       "gpipe", "1f1b", "eager-1f1b", "zb-h1", "zb-h2", "interleaved-1f1b",
+                       "interleaved-1f1b-plus-one", "kimi-k2", "interleaved-gpipe",
+                       "interleaved-zb", "zbv", "dualpipe", "dualpipe-v", "v-half", "v-min"}));
 }
 
 TEST(Registry, UnknownNameIsNotFound) {

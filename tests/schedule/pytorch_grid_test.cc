@@ -159,6 +159,23 @@ TEST(PytorchGrid, PytorchDocstringSizesRunInterleaved) {
   EXPECT_EQ(testing::RankOrder(small, 3), "3F0 3F1 3F2 7F0 7B0 7F1 7B1 7F2 7B2 3B0 3B1 3B2");
 }
 
+TEST(PytorchGrid, PytorchSizesMeetTheInterleavedClosedForm) {
+  // G = m / rounds >= p divides m for every PyTorch size with m >= p, so the makespan is
+  // (m*v + p-1)(f+b): with f = 1, b = 2 at p = 4, v = 2: 39, 45, 51, 69 for m = 5, 6, 7, 10.
+  for (int m : {5, 6, 7, 10}) {
+    const Evaluation e =
+        testing::MustEvaluate(testing::MustMake("interleaved-1f1b", 4, m, 2), StageCost{1, 1, 1});
+    EXPECT_DOUBLE_EQ(e.makespan, (m * 2 + 3) * 3.0) << "m = " << m;
+  }
+  // m < p: one round of G = m = 3, too few microbatches to keep the 8 stages busy. By hand: the
+  // backward of microbatch 2 leaves stage 7 at 16 and then crosses stages 6..0 back to back (6B2
+  // at 16-18, ..., 0B2 at 28-30), so 30 rather than (3*2 + 3) * 3 = 27.
+  EXPECT_DOUBLE_EQ(
+      testing::MustEvaluate(testing::MustMake("interleaved-1f1b", 4, 3, 2), StageCost{1, 1, 1})
+          .makespan,
+      30.0);
+}
+
 TEST(PytorchGrid, MegatronOrderStaysAvailableWithGroupSize) {
   // p = 4, m = 10, v = 2: PyTorch's G = 5 by default; Megatron-LM refuses its default G = 4 (last
   // group of 2 < p) and says which flavour runs it.

@@ -118,7 +118,9 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
   options->v_option = cmd->add_option("-v,--chunks", options->params.v,
                                       "Stages (chunks) per rank; default depends on the schedule");
   cmd->add_option("--group-size", options->params.group_size,
-                  "Interleaved 1F1B: microbatches per chunk group (Megatron's G; default p)");
+                  "Megatron-LM's order with G microbatches per chunk group (interleaved-1f1b and "
+                  "its +1 variants). Default: interleaved-1f1b follows PyTorch (G = m / max(1, "
+                  "floor(m/p))), the +1 variants Megatron (G = p)");
   cmd->add_option("--times", options->times, "Per-chunk costs F=..,I=..,W=.. (B = I+W)")
       ->capture_default_str()
       ->check(NonEmpty());

@@ -100,6 +100,9 @@ std::vector<Case> AllCases() {
   // Deeper interleaving, odd microbatch counts, data parallelism, a tied LM head.
   cases.push_back({"interleaved-1f1b", 2, "-p 2 -v 3 -m 6"});
   cases.push_back({"interleaved-zb", 2, "-p 2 -v 3 -m 4"});
+  // Sizes only PyTorch's interleaved grouping runs: m = p+1 (one round of 3) and m < p.
+  cases.push_back({"interleaved-1f1b", 2, "-p 2 -v 2 -m 3"});
+  cases.push_back({"interleaved-1f1b", 4, "-p 4 -v 2 -m 3"});
   cases.push_back({"1f1b", 2, "-p 2 -m 3"});
   cases.push_back({"zb-h1", 4, "-p 2 --dp 2 -m 4"});
   cases.push_back({"dualpipe", 4, "-p 2 --dp 2 -m 4"});

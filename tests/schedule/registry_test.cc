@@ -72,11 +72,18 @@ TEST(Registry, ScheduleConstraintsNameTheRule) {
   EXPECT_NE(Rejection("dualpipe", 4, 6).find("m = 6: this schedule needs m >= 2p = 8"),
             std::string::npos);
   EXPECT_NE(Rejection("dualpipe-v", 4, 7).find("m >= 2p = 8"), std::string::npos);
-  EXPECT_NE(Rejection("interleaved-1f1b", 4, 3)
-                .find("m = 3: an interleaved schedule with v > 1 "
-                      "needs m >= p = 4"),
+  // interleaved-1f1b follows PyTorch without --group-size (it runs p = 4 with m = 3 and m = 10);
+  // Megatron's rules apply with --group-size and to the +1 variants.
+  EXPECT_NE(Rejection("interleaved-1f1b", 4, 3, 2, 4)
+                .find("m = 3: Megatron-LM's interleaved schedule (v > 1) needs m >= p = 4"),
             std::string::npos);
-  EXPECT_NE(Rejection("interleaved-1f1b", 4, 10).find("the last group has 2 < p = 4"),
+  EXPECT_NE(Rejection("kimi-k2", 4, 3).find("m = 3: Megatron-LM's interleaved schedule"),
+            std::string::npos);
+  EXPECT_NE(Rejection("interleaved-1f1b", 4, 10, 2, 4).find("the last group has 2 < p = 4"),
+            std::string::npos);
+  EXPECT_NE(Rejection("interleaved-1f1b", 4, 9)
+                .find("m = 9: PyTorch's ScheduleInterleaved1F1B needs m to be a multiple of its "
+                      "rounds max(1, floor(m/p)) = 2"),
             std::string::npos);
   EXPECT_NE(Rejection("interleaved-1f1b", 4, 8, 2, 3)
                 .find("--group-size = 3: microbatches per "

@@ -88,8 +88,8 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
         fmt::format("-v = {}: need at least 1 stage per rank", params.v));
   }
   if (params.group_size < 0) {
-    return Status::InvalidArgument(
-        fmt::format("--group-size = {}: must be >= 1 (or 0 for the default p)", params.group_size));
+    return Status::InvalidArgument(fmt::format(
+        "--group-size = {}: must be >= 1 (or 0 for the schedule's default)", params.group_size));
   }
   if (params.group_size != 0 && !generator->uses_group_size()) {
     return Status::InvalidArgument(fmt::format(

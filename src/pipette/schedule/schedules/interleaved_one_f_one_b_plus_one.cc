@@ -13,7 +13,8 @@ const ScheduleGenerator& InterleavedOneFOneBPlusOne() {
   static const MegatronInterleavedGenerator generator(
       "interleaved-1f1b-plus-one",
       "interleaved 1F1B with one extra warmup forward per rank (Megatron-LM EP-overlap)",
-      /*extra_warmup=*/1, /*overlap=*/false);
+      kMegatronInterleavedConstraints, /*extra_warmup=*/1, /*overlap=*/false,
+      /*pytorch_default=*/false);
   return generator;
 }
 

@@ -30,7 +30,8 @@ class InterleavedZeroBubbleGenerator final : public ScheduleGenerator {
     if (params.m % rounds != 0) {
       return Status::InvalidArgument(
           fmt::format("m = {}: must be divisible by the number of rounds max(1, floor(m/p)) = {} "
-                      "(PyTorch ScheduleInterleavedZeroBubble)",
+                      "(PyTorch ScheduleInterleavedZeroBubble raises too; this order has no other "
+                      "flavour; zbv (v = 2) and interleaved-1f1b with --group-size run such m)",
                       params.m, rounds));
     }
     return Status::Ok();

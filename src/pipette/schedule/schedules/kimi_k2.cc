@@ -11,7 +11,8 @@ namespace pipette::schedules {
 const ScheduleGenerator& KimiK2() {
   static const MegatronInterleavedGenerator generator(
       "kimi-k2", "interleaved 1F1B +1 warmup, steady pairs as overlapped (F;B) cells (Kimi K2)",
-      /*extra_warmup=*/1, /*overlap=*/true);
+      kMegatronInterleavedConstraints, /*extra_warmup=*/1, /*overlap=*/true,
+      /*pytorch_default=*/false);
   return generator;
 }
 

@@ -94,20 +94,6 @@ nlohmann::ordered_json ScheduleJson(const Schedule& schedule) {
   return json;
 }
 
-nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work) {
-  if (work.IsEven()) return nullptr;
-  nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  if (!work.rank_speed.empty()) json["rank_speed"] = work.rank_speed;
-  if (!work.microbatch_seqlens.empty()) {
-    json["microbatch_seqlens"] = work.microbatch_seqlens;
-    json["seq_len"] = work.reference_seqlen;
-    json["attention_share"] = work.attention_share;
-  }
-  if (!work.link_slowdowns.empty())
-    json["link_slowdown"] = FormatLinkSlowdowns(work.link_slowdowns);
-  return json;
-}
-
 std::string FormatScheduleText(const ScheduleReport& report) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;

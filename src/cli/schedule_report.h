@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "cli/uneven_options.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/program.h"
@@ -24,10 +25,6 @@ struct ScheduleReport {
   const Costs& costs;
   const UnevenWork& uneven;
 };
-
-// The uneven work as JSON (rank_speed, microbatch_seqlens, seq_len, attention_share,
-// link_slowdown: only what is given), or null when the work is even.
-nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work);
 
 // The keys every JSON report of a schedule starts with: schedule, p, v, m.
 nlohmann::ordered_json ScheduleJson(const Schedule& schedule);

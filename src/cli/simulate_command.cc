@@ -321,6 +321,12 @@ Result<UnevenWork> UnevenOfRun(const SimulateOptions& o, const CostsFromPlan& pl
   if (config.contains("seq_len") && config["seq_len"].is_number_integer()) {
     reference = config["seq_len"].get<int>();
   }
+  if (config.contains("uneven") && AnyUnevenWorkOption(o.uneven)) {
+    return Status::InvalidArgument(fmt::format(
+        "--costs-from = {}: the run already ran uneven work ({}); predict uneven work from an "
+        "even run",
+        o.costs_from, config["uneven"].dump()));
+  }
   if (reference <= 0 && !o.uneven.microbatch_seqlens.empty()) {
     return Status::InvalidArgument(fmt::format(
         "--microbatch-seqlens with --costs-from = {}: the run records no seq_len to scale from",

@@ -4,8 +4,7 @@
 
 namespace pipette::cli {
 
-void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len,
-                          bool attention_share) {
+void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len, bool attention_share) {
   cmd->add_option("--rank-speed", o.rank_speed,
                   "Per-rank speed factors RANK=SPEED,... in (0, 100]: a compute on that rank "
                   "takes nominal / SPEED (e.g. 3=0.8)");
@@ -15,9 +14,9 @@ void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len,
                   "Slow links A-B=FACTOR,... in [1, 1000]: messages between pipeline ranks A and B "
                   "take FACTOR times as long");
   if (seq_len) {
-    o.seq_len_option = cmd->add_option(
-        "--seq-len", o.seq_len,
-        "With --microbatch-seqlens: the sequence length the --times costs are for");
+    o.seq_len_option =
+        cmd->add_option("--seq-len", o.seq_len,
+                        "With --microbatch-seqlens: the sequence length the --times costs are for");
   }
   if (!attention_share) return;
   o.attention_share_option =
@@ -25,6 +24,20 @@ void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len,
                       "With --microbatch-seqlens: share in [0, 1] of a chunk's cost that grows "
                       "with the square of the sequence length (the rest grows linearly)")
           ->capture_default_str();
+}
+
+nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work) {
+  if (work.IsEven()) return nullptr;
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  if (!work.rank_speed.empty()) json["rank_speed"] = work.rank_speed;
+  if (!work.microbatch_seqlens.empty()) {
+    json["microbatch_seqlens"] = work.microbatch_seqlens;
+    json["seq_len"] = work.reference_seqlen;
+    json["attention_share"] = work.attention_share;
+  }
+  if (!work.link_slowdowns.empty())
+    json["link_slowdown"] = FormatLinkSlowdowns(work.link_slowdowns);
+  return json;
 }
 
 bool AnyUnevenWorkOption(const UnevenWorkOptions& o) {
@@ -51,9 +64,8 @@ Result<UnevenWork> ParseUnevenWorkOptions(const UnevenWorkOptions& o, int p, int
           o.seq_len));
     }
     if (o.attention_share_option != nullptr && o.attention_share_option->count() > 0) {
-      return Status::InvalidArgument(
-          fmt::format("--attention-share = {:g}: applies only with --microbatch-seqlens",
-                      o.attention_share));
+      return Status::InvalidArgument(fmt::format(
+          "--attention-share = {:g}: applies only with --microbatch-seqlens", o.attention_share));
     }
   } else if (reference_seqlen <= 0 && !seq_len_given) {
     return Status::InvalidArgument(

@@ -23,8 +23,8 @@ TEST(UnevenCli, GPipeWithASlowLastRank) {
   // Both phases are flow shops whose bottleneck is the last stage (speed 0.5: F 2, B 4):
   // forwards end at 3 * 1 + 8 * 2 = 19, its 8 backwards at 19 + 32, and the last one crosses the
   // 3 other stages: 51 + 3 * 2 = 57.
-  const auto json = Json(Pipette(
-      "schedule gpipe -p 4 -m 8 --times F=1,I=1,W=1 --rank-speed 3=0.5 --format json"));
+  const auto json = Json(
+      Pipette("schedule gpipe -p 4 -m 8 --times F=1,I=1,W=1 --rank-speed 3=0.5 --format json"));
   EXPECT_DOUBLE_EQ(json["makespan"].get<double>(), 57);
   EXPECT_DOUBLE_EQ(json["busy"][3].get<double>(), 8 * 6);
   EXPECT_EQ(json["uneven"]["rank_speed"], nlohmann::json({1, 1, 1, 0.5}));
@@ -49,18 +49,18 @@ TEST(UnevenCli, GPipeWithOneLongMicrobatchAndTheTextReportNamesIt) {
 
 TEST(UnevenCli, SlowLinkMultipliesTheLatencyAndSeqlensComeFromAFile) {
   // 1F1B, m = 1, p = 3: 3 (f + b) + 2 (c + 3c) with link 1-2 three times slower.
-  auto json = Json(Pipette(
-      "schedule 1f1b -p 3 -m 1 --times F=1,I=1,W=1 --latency 0.25 --link-slowdown 2-1=3 "
-      "--format json"));
+  auto json = Json(
+      Pipette("schedule 1f1b -p 3 -m 1 --times F=1,I=1,W=1 --latency 0.25 --link-slowdown 2-1=3 "
+              "--format json"));
   EXPECT_DOUBLE_EQ(json["makespan"].get<double>(), 9 + 2 * (0.25 + 0.75));
   EXPECT_EQ(json["uneven"]["link_slowdown"], "2-1=3");
-  CommandResult write = pipette::testing::Shell(
-      "printf '# lengths\\n100 200\\n300\\n' > seqlens.txt");
+  CommandResult write =
+      pipette::testing::Shell("printf '# lengths\\n100 200\\n300\\n' > seqlens.txt");
   ASSERT_EQ(write.exit_code, 0);
   // GPipe p = 2 with linear scaling: sum t_j + (p - 1) max t_j per phase, t_j = 3 s_j / 100.
-  json = Json(Pipette(
-      "schedule gpipe -p 2 -m 3 --times F=1,I=1,W=1 --microbatch-seqlens seqlens.txt "
-      "--seq-len 100 --format json"));
+  json =
+      Json(Pipette("schedule gpipe -p 2 -m 3 --times F=1,I=1,W=1 --microbatch-seqlens seqlens.txt "
+                   "--seq-len 100 --format json"));
   EXPECT_DOUBLE_EQ(json["makespan"].get<double>(), 3 * (6 + 3));
 }
 
@@ -75,14 +75,15 @@ TEST(UnevenCli, SimulateOnTheIdealNetworkEqualsScheduleWithUnevenWork) {
     const auto schedule = Json(Pipette("schedule " + s + " --times F=1,I=2,W=1 --latency 0.25" +
                                        uneven + " --format json"));
     const auto sim = Json(Pipette("simulate --schedule " + name + shape +
-                                  " --times F=1,I=2,W=1 --ideal-network --latency-us 250" +
-                                  uneven + " --format json --no-db"));
+                                  " --times F=1,I=2,W=1 --ideal-network --latency-us 250" + uneven +
+                                  " --format json --no-db"));
     const double makespan = schedule["makespan"].get<double>();
     EXPECT_NEAR(sim["step_time_s"].get<double>() * 1e3, makespan, 1e-9 * makespan) << spec;
     EXPECT_NEAR(sim["bubble_ratio"].get<double>(), schedule["bubble_ratio"].get<double>(), 1e-12)
         << spec;
     // Against the even run: the straggler and the long microbatch cost time.
-    const auto even = Json(Pipette("schedule " + s + " --times F=1,I=2,W=1 --latency 0.25 "
+    const auto even = Json(Pipette("schedule " + s +
+                                   " --times F=1,I=2,W=1 --latency 0.25 "
                                    "--format json"));
     EXPECT_GT(makespan, even["makespan"].get<double>() * 1.5) << spec;
   }
@@ -94,14 +95,16 @@ TEST(UnevenCli, SimulateTheModelWithVariableLengthsAndAStraggler) {
       "--format json --no-db";
   const auto even = Json(Pipette(base));
   // Every microbatch at the reference length and every rank at speed 1: the same run.
-  const auto same = Json(Pipette(base + " --microbatch-seqlens 2048,2048,2048,2048 --rank-speed 0=1"));
+  const auto same =
+      Json(Pipette(base + " --microbatch-seqlens 2048,2048,2048,2048 --rank-speed 0=1"));
   EXPECT_EQ(same["step_time_s"], even["step_time_s"]);
   // Half the microbatches twice as long: more tokens, more time, at least linear in them for
   // the longer ones (attention grows faster).
   const auto longer = Json(Pipette(base + " --microbatch-seqlens 2048,4096,2048,4096"));
   const double t0 = even["step_time_s"].get<double>(), t1 = longer["step_time_s"].get<double>();
   EXPECT_GT(t1, 1.4 * t0);
-  EXPECT_NEAR(longer["tokens_per_s"].get<double>() * t1, 1.5 * even["tokens_per_s"].get<double>() * t0,
+  EXPECT_NEAR(longer["tokens_per_s"].get<double>() * t1,
+              1.5 * even["tokens_per_s"].get<double>() * t0,
               1e-6 * even["tokens_per_s"].get<double>() * t0);
   // A straggler at half speed: its stage becomes 1F1B's bottleneck, (m - 1) of its F + B and its
   // own once more are twice as long (sim tests check the model path against evaluate exactly).
@@ -142,7 +145,8 @@ TEST(UnevenCli, BadUnevenInputExitsTwoNamingTheOption) {
 }
 
 TEST(UnevenCli, ASweepVariesTheUnevenWorkAndEachRunRecordsIt) {
-  // GPipe p = 4, m = 8, F = I = W = 1 ms: even 33 ms; rank 3 at 0.5: 57 ms (GPipeWithASlowLastRank).
+  // GPipe p = 4, m = 8, F = I = W = 1 ms: even 33 ms; rank 3 at 0.5: 57 ms
+  // (GPipeWithASlowLastRank).
   const std::string spec = R"(name = "straggler"
 [fixed]
 schedule = "gpipe"

@@ -54,12 +54,11 @@ tflops = { bf16 = 494.5 }
   EXPECT_EQ(spec->GpuOfNode(2).peak_flops.at(DType::kBF16), 494.5e12);
   EXPECT_EQ(spec->GpuOfNode(2).peak_flops.at(DType::kFP8), 1979e12);  // kept from the base
   EXPECT_EQ(spec->GpuOfNode(1).name, "H100-SXM5-80GB");
-  EXPECT_EQ(*RelativeRankSpeeds(*spec, DType::kBF16, 24, 1),
-            [] {
-              std::vector<double> v(24, 1.0);
-              for (int r = 0; r < 8; ++r) v[r] = v[16 + r] = 0.5;
-              return v;
-            }());
+  EXPECT_EQ(*RelativeRankSpeeds(*spec, DType::kBF16, 24, 1), [] {
+    std::vector<double> v(24, 1.0);
+    for (int r = 0; r < 8; ++r) v[r] = v[16 + r] = 0.5;
+    return v;
+  }());
   Result<ClusterSpec> back = ParseClusterToml(FormatClusterToml(*spec), "back.toml");
   ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << FormatClusterToml(*spec);
   EXPECT_EQ(back->node_groups, spec->node_groups);
@@ -67,7 +66,8 @@ tflops = { bf16 = 494.5 }
 
 TEST(NodeGroups, BadGroupsAreRefusedNamingTheKey) {
   const std::pair<std::string, std::string> cases[] = {
-      {"nodes = \"4\"\nbase = \"dgx-a100\"", "node_groups[0].nodes = \"4\": node 4 is outside 0..3"},
+      {"nodes = \"4\"\nbase = \"dgx-a100\"",
+       "node_groups[0].nodes = \"4\": node 4 is outside 0..3"},
       {"nodes = \"1-0\"\nbase = \"dgx-a100\"", "'1-0' is not a node index or a range"},
       {"nodes = \"1,1\"\nbase = \"dgx-a100\"", "node 1 is listed twice"},
       {"nodes = \"x\"\nbase = \"dgx-a100\"", "'x' is not a node index"},

@@ -103,6 +103,9 @@ std::string FormatScheduleText(const ScheduleReport& report) {
       "# p={} v={} m={} stages={}  per-chunk times F={} I={} W={} (B={})  p2p latency={}\n", s.p,
       s.v, s.m, s.num_stages(), report.times.f, report.times.i, report.times.w, report.times.b(),
       report.latency);
+  if (const std::string uneven = DescribeUnevenWork(report.uneven); !uneven.empty()) {
+    out += "# uneven work: " + uneven + "\n";
+  }
 
   // Per-rank order: one column per action, columns aligned across ranks. The names are made twice
   // (widths, then text) rather than kept: S*m strings at once took gigabytes at the size limit.
@@ -172,6 +175,7 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   tail["bubble_ratio"] = e.bubble_ratio;
   tail["busy"] = e.busy;
   tail["peak_activations"] = e.peak_activations;
+  if (!report.uneven.IsEven()) tail["uneven"] = UnevenWorkJson(report.uneven);
   const std::string rest = tail.dump();
   out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }

@@ -6,10 +6,12 @@
 #include <ostream>
 #include <string>
 
+#include "cli/uneven_options.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette::cli {
 
@@ -17,8 +19,11 @@ struct ScheduleReport {
   const Schedule& schedule;
   const Program& program;
   const Evaluation& evaluation;  // with timeline
-  StageCost times;               // per-chunk costs used
+  StageCost times;               // per-chunk costs given (nominal)
   double latency = 0.0;
+  // The costs evaluated (the nominal times with uneven work applied) and the uneven work.
+  const Costs& costs;
+  const UnevenWork& uneven;
 };
 
 // The keys every JSON report of a schedule starts with: schedule, p, v, m.

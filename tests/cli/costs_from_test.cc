@@ -14,6 +14,7 @@
 #include "pipette/engine/step_loop.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/uneven_work.h"
 #include "pipette/store/calibration.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/trace_rows.h"
@@ -71,11 +72,16 @@ Costs SyntheticCosts(int stages) {
 }
 
 // Records the synthetic engine's run of `schedule` into `db_path` as a cpu run; returns its id.
+// With `uneven`, the engine really runs uneven work (its costs through ApplyUnevenWork) and the
+// run records seq_len = uneven->reference_seqlen.
 std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& schedule, int p,
-                                int m, int steps, double latency = 0) {
+                                int m, int steps, double latency = 0,
+                                const UnevenWork* uneven = nullptr) {
   const Schedule s = *MakeSchedule(schedule, {.p = p, .v = 0, .m = m});
   const Program program = *Lower(s);
-  const Costs costs = SyntheticCosts(program.num_stages());
+  const Costs costs = uneven == nullptr ? SyntheticCosts(program.num_stages())
+                                        : *ApplyUnevenWork(SyntheticCosts(program.num_stages()),
+                                                           s.placement, m, *uneven);
   testing::FakeNetwork network(latency);
   StepClock clock(p);
   std::vector<RankLog> logs(p);
@@ -107,10 +113,12 @@ std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& s
   }
   RunRecord run;
   run.engine = "cpu";
-  run.config =
-      nlohmann::json{{"engine", "cpu"}, {"schedule", schedule}, {"p", p}, {"v", s.v}, {"m", m},
-                     {"dp", 1}}
-          .dump();
+  nlohmann::json config{{"engine", "cpu"}, {"schedule", schedule}, {"p", p}, {"v", s.v}, {"m", m},
+                        {"dp", 1}};
+  if (uneven != nullptr) config["seq_len"] = uneven->reference_seqlen;
+  if (uneven != nullptr && !uneven->IsEven())
+    config["uneven"] = {{"rank_speed", uneven->rank_speed}};
+  run.config = config.dump();
   auto db = ExperimentDb::Open(db_path);
   EXPECT_TRUE(db.ok()) << db.status().message();
   const std::int64_t id = *db->BeginRun(run);
@@ -204,6 +212,51 @@ TEST(CostsFrom, ACalibrationsMessageTimeReproducesTheEnginesLatency) {
       Pipette("simulate --costs-from " + std::to_string(measured) + " --calibration 99 --db " + db);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--calibration = 99"), std::string::npos) << bad.err;
+}
+
+// What the straggler and variable-length studies do: predict a slowed run from an unslowed one.
+// The synthetic engine runs rank 2 at half speed and microbatches of other lengths (its costs
+// scaled as uneven_work.h says, attention share 0.25); the prediction of the even run with the
+// same --rank-speed, --microbatch-seqlens and --attention-share reproduces every event. (This
+// checks the plumbing end to end; whether the CPU engine's real work scales so is the studies'.)
+TEST(CostsFrom, PredictsAnUnevenRunFromAnEvenOne) {
+  const std::string db = ScratchDir() + "/uneven.db";
+  UnevenWork even;
+  even.reference_seqlen = 64;
+  UnevenWork uneven = even;
+  uneven.rank_speed = {1, 1, 0.5, 1};
+  uneven.microbatch_seqlens = {64, 32, 128, 64, 96, 64, 16, 64};
+  uneven.attention_share = 0.25;
+  for (const char* schedule : {"1f1b", "zbv"}) {
+    SCOPED_TRACE(schedule);
+    const std::int64_t base = RecordSyntheticRun(db, schedule, 4, 8, 2, 0, &even);
+    const std::int64_t slowed = RecordSyntheticRun(db, schedule, 4, 8, 2, 0, &uneven);
+    const auto run = Pipette("simulate --costs-from " + std::to_string(base) +
+                             " --rank-speed 2=0.5 --microbatch-seqlens 64,32,128,64,96,64,16,64 "
+                             "--attention-share 0.25 --cores 0 --db " +
+                             db + " --format json");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    auto store = ExperimentDb::OpenReadOnly(db);
+    ASSERT_TRUE(store.ok());
+    const RunData got = *store->LoadRun(nlohmann::json::parse(run.out)["run_id"].get<int>());
+    EXPECT_EQ(nlohmann::json::parse(got.run.config)["uneven"]["rank_speed"],
+              nlohmann::json({1, 1, 0.5, 1}));
+    ExpectSameEvents(got, *store->LoadRun(slowed));
+    // Without the uneven work the prediction is the even run's, far from the slowed one.
+    EXPECT_LT(store->LoadRun(base)->Metric("step_times_s[1]"),
+              0.8 * store->LoadRun(slowed)->Metric("step_times_s[1]"));
+  }
+  // A run that ran uneven work is not scaled again.
+  const auto twice = Pipette("simulate --costs-from " +
+                             std::to_string(RecordSyntheticRun(db, "1f1b", 4, 8, 1, 0, &uneven)) +
+                             " --rank-speed 2=0.5 --db " + db);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("the run already ran uneven work"), std::string::npos) << twice.err;
+  const auto no_seq_len =
+      Pipette("simulate --costs-from " + std::to_string(RecordSyntheticRun(db, "1f1b", 2, 2, 1)) +
+              " --microbatch-seqlens 1,2 --db " + db);
+  EXPECT_EQ(no_seq_len.exit_code, 2);
+  EXPECT_NE(no_seq_len.err.find("the run records no seq_len"), std::string::npos) << no_seq_len.err;
 }
 
 TEST(CostsFrom, RefusesSimulatedUnknownAndContradictedRuns) {

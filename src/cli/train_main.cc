@@ -3,7 +3,8 @@
 //
 // `mpirun -np P*D pipette train --engine cpu [--model tiny|NAME] [--schedule NAME] [-p P] [-v V]
 //  [--dp D] [-m M] [--steps N] [--micro-batch-size B] [--seq-len L] [--seed S] [--lr X]
-//  [--weight-decay X] [--verify] [--peer-timeout S] [--db FILE] [--format text|json]`: real
+//  [--weight-decay X] [--verify] [--peer-timeout S] [--rank-speed R=S,..]
+//  [--microbatch-seqlens LIST|FILE] [--db FILE] [--format text|json]`: real
 // pipeline-parallel training on the CPU engine (backends/cpu/trainer.h), one MPI process per rank.
 // Rank 0 prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
 // without mpirun.

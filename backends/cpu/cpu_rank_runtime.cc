@@ -3,10 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "pipette/schedule/message.h"
 
 namespace pipette::cpu {
+namespace {
+
+// CPU time of the calling thread (the rank's math runs on it: OpenBLAS has one thread per rank).
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+}  // namespace
 
 CpuRankRuntime::CpuRankRuntime(const TrainPlan& plan, const TrainOptions& options,
                                const RankPlace& place, Watchdog& dog, StepCallback on_step)
@@ -44,13 +55,25 @@ void CpuRankRuntime::Compute(const Instruction& ins) {
   // activations among them): only plain instructions are measured.
   const std::int64_t before = LiveTensorBytes(), peak = PeakTensorBytes();
   ResetPeakTensorBytes();
+  const double work_start = ThreadCpuSeconds();
   Run(ins.action);
+  SlowDown(ThreadCpuSeconds() - work_start);
   if (ins.action.kind != ActionKind::kOverlapped) {
     StageMemory& memory = stage_memory_[ins.action.stage];
     memory.workspace_bytes =
         std::max(memory.workspace_bytes, PeakTensorBytes() - std::max(before, LiveTensorBytes()));
   }
   RaisePeakTensorBytes(peak);
+}
+
+void CpuRankRuntime::SlowDown(double work) {
+  work_seconds_ += work;
+  const double speed = plan_.rank_speed.empty() ? 1.0 : plan_.rank_speed[place_.pp_rank];
+  if (speed >= 1.0) return;  // a faster rank cannot be made faster
+  const double start = ThreadCpuSeconds(), until = start + (1.0 / speed - 1.0) * work;
+  double now = start;
+  while (now < until) now = ThreadCpuSeconds();
+  slowdown_seconds_ += now - start;
 }
 
 void CpuRankRuntime::Run(const Action& a) {
@@ -71,8 +94,8 @@ void CpuRankRuntime::Send(const Instruction& ins, std::int64_t) {
 void CpuRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
   const Message message = MessageOf(ins.action);
   Pending& pending = recvs_[message.key()];
-  pending.tensor =
-      Tensor(plan_.tokens_per_microbatch(), plan_.stage_output_cols[message.shape_stage()]);
+  pending.tensor = Tensor(plan_.tokens_of(ins.action.microbatch),
+                          plan_.stage_output_cols[message.shape_stage()]);
   MPI_Irecv(pending.tensor.data(), static_cast<int>(pending.tensor.size()), MPI_FLOAT, ins.peer,
             static_cast<int>(message.slot(plan_.m())), place_.pp_comm, &pending.request);
 }
@@ -103,7 +126,7 @@ void CpuRankRuntime::Forward(const Action& a) {
   StageMemory& memory = stage_memory_[a.stage];
   memory.activation_bytes = std::max(memory.activation_bytes, ModuleChain::CacheBytes(caches));
   if (a.stage == route.last) {
-    loss_sum_ += caches.back().loss;
+    loss_sum_ += plan_.loss_weight(a.microbatch) * caches.back().loss;
   } else {
     io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
   }
@@ -184,8 +207,8 @@ void CpuRankRuntime::EndStep(int step, const Span& span) {
     MPI_Reduce(&span.end, &end_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   });
   if (place_.world_rank != 0) return;
-  const double loss = totals[0] / (static_cast<double>(plan_.m()) * plan_.dp);
-  const double seconds = end_max + totals[1];  // latest end - earliest start
+  const double loss = totals[0] / plan_.loss_weight_per_step();  // the mean over the step's tokens
+  const double seconds = end_max + totals[1];                    // latest end - earliest start
   losses_.push_back(loss);
   step_times_.push_back(seconds);
   if (on_step_) on_step_(step, loss, seconds);

@@ -59,6 +59,12 @@ class CpuRankRuntime final : public RankRuntime {
   const std::vector<StageMemory>& stage_memory() const { return stage_memory_; }
   // Gradients of the owned parameters after step 1 (world rank 0, with options.verify).
   NamedTensors& first_grads() { return first_grads_; }
+  // Over all steps: the CPU time of this rank's computes' own work, and of the busy waits that
+  // slow it down to its --rank-speed (each compute of t CPU seconds is followed by a spin of
+  // (1/speed - 1) * t CPU seconds, measured on this thread's CPU clock, so it holds a core like
+  // real work and a loaded machine stretches it as it stretches the work).
+  double compute_work_seconds() const { return work_seconds_; }
+  double slowdown_seconds() const { return slowdown_seconds_; }
   // World rank 0: per step, the mean loss over the step's tokens and its time.
   const std::vector<double>& losses() const { return losses_; }
   const std::vector<double>& step_times() const { return step_times_; }
@@ -84,6 +90,8 @@ class CpuRankRuntime final : public RankRuntime {
   const Batch& BatchOf(int microbatch);
   // Runs the compute action `a` (an overlapped cell: its forward, then its backward half).
   void Run(const Action& a);
+  // Spins for (1/speed - 1) times the CPU time `work` (--rank-speed); accounts both.
+  void SlowDown(double work);
   void Forward(const Action& a);
   void InputGrad(const Action& a);
   void WeightGrad(const Action& a);
@@ -104,7 +112,8 @@ class CpuRankRuntime final : public RankRuntime {
 
   int step_ = 0;
   double t0_ = 0;
-  double loss_sum_ = 0;  // mean losses of the microbatches whose last stage ran here
+  double loss_sum_ = 0;  // weighted mean losses of the microbatches whose last stage ran here
+  double work_seconds_ = 0, slowdown_seconds_ = 0;
   std::unordered_map<int, Batch> batches_;
   StageIo<Tensor, std::vector<Cache>> io_;  // inputs, outputs awaiting SEND, forward caches
   std::unordered_map<std::int64_t, Pending> recvs_;  // by message key

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 
 #include "pipette/engine/corpus.h"
 
@@ -17,6 +18,33 @@ NamedTensors Snapshot(const ParamSet& params, bool grads) {
   return out;
 }
 
+namespace {
+
+// The sequences of step `step`, one batch per distinct sequence length: every replica's
+// microbatches of that length, in (replica, microbatch) order. With one length that is the step's
+// sequences `step * sequences ...` in corpus order, one batch.
+std::map<int, Batch> StepBatchesByLength(const TrainPlan& plan, int step, std::int64_t sequences) {
+  std::map<int, Batch> batches;
+  if (!plan.variable_seqlens()) {
+    batches[plan.seq_len] = StepBatch(plan, step * sequences, static_cast<int>(sequences));
+    return batches;
+  }
+  for (int replica = 0; replica < plan.dp; ++replica) {
+    for (int mb = 0; mb < plan.m(); ++mb) {
+      Batch part = MicrobatchOf(plan, step, replica, mb);
+      auto [it, fresh] = batches.try_emplace(part.seq, part);
+      if (fresh) continue;
+      Batch& batch = it->second;
+      batch.sequences += part.sequences;
+      batch.tokens.insert(batch.tokens.end(), part.tokens.begin(), part.tokens.end());
+      batch.targets.insert(batch.targets.end(), part.targets.begin(), part.targets.end());
+    }
+  }
+  return batches;
+}
+
+}  // namespace
+
 ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options) {
   ModuleChain model;
   for (const std::string& layer : LayerNames(plan.spec)) {
@@ -30,12 +58,17 @@ ReferenceRun TrainReference(const TrainPlan& plan, const TrainOptions& options) 
 
   ReferenceRun run;
   for (int step = 0; step < options.steps; ++step) {
-    const Batch batch = StepBatch(plan, step * sequences, static_cast<int>(sequences));
-    std::vector<Cache> caches;
-    model.Forward(batch, Tensor(), caches);
-    run.losses.push_back(caches.back().loss);
-    model.InputGrad(batch, Tensor(), caches);
-    model.WeightGrad(batch, caches);
+    double loss = 0;
+    for (const auto& [seq, batch] : StepBatchesByLength(plan, step, sequences)) {
+      std::vector<Cache> caches;
+      model.Forward(batch, Tensor(), caches);
+      // The batch's mean loss, weighted by its share of the step's tokens (exactly 1 for one).
+      loss += caches.back().loss * (static_cast<double>(batch.num_tokens()) /
+                                    static_cast<double>(plan.tokens_per_step()));
+      model.InputGrad(batch, Tensor(), caches);
+      model.WeightGrad(batch, caches);  // accumulates over the batches
+    }
+    run.losses.push_back(loss);
     params.SumLocalCopies();
     if (step == 0) run.first_grads = Snapshot(params, true);
     params.Step(adam, step + 1);

@@ -1,6 +1,8 @@
 // The unpipelined reference: the same model trained in one process on the same global batches,
 // each step one forward and one backward over all of the step's sequences (no microbatches, no
-// pipeline, no data parallelism). A pipelined run of any schedule must match it to rounding.
+// pipeline, no data parallelism; with variable sequence lengths one forward and backward per
+// distinct length, over all sequences of that length, the gradients accumulated). The loss is the
+// mean over the step's tokens. A pipelined run of any schedule must match it to rounding.
 #pragma once
 
 #include <map>

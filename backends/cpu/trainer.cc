@@ -38,6 +38,8 @@ RankContribution ContributionOf(const CpuRankRuntime& runtime, RankLog log, doub
         static_cast<std::int64_t>(runtime.params().entries().at(name).copies.front()->value.size());
   }
   if (!replica0) c.owned_elements = 0;
+  c.compute_work_seconds = runtime.compute_work_seconds();
+  c.slowdown_seconds = runtime.slowdown_seconds();
   c.stage_memory = runtime.stage_memory();
   if (replica0) c.log = std::move(log);
   return c;

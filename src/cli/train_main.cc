@@ -3,7 +3,8 @@
 //
 // `mpirun -np P*D pipette train --engine cpu [--model tiny|NAME] [--schedule NAME] [-p P] [-v V]
 //  [--dp D] [-m M] [--steps N] [--micro-batch-size B] [--seq-len L] [--seed S] [--lr X]
-//  [--weight-decay X] [--verify] [--peer-timeout S] [--db FILE] [--format text|json]`: real
+//  [--weight-decay X] [--verify] [--peer-timeout S] [--rank-speed R=S,..]
+//  [--microbatch-seqlens LIST|FILE] [--db FILE] [--format text|json]`: real
 // pipeline-parallel training on the CPU engine (backends/cpu/trainer.h), one MPI process per rank.
 // Rank 0 prints and records; the others stay silent unless they fail. With p = dp = 1 it also runs
 // without mpirun.
@@ -27,6 +28,7 @@
 #include "pipette/common/printable.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
+#include "pipette/schedule/uneven_work.h"
 #include "pipette/store/trace_rows.h"
 #if PIPETTE_HAS_CUDA_ENGINE
 #include "cuda/nccl_trainer.h"
@@ -65,6 +67,11 @@ nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const TrainPlan&
   c["trace_steps"] = t.trace_steps;
   c["dtype"] = t.dtype;
   if (o.engine == "cuda") c["virtual_ranks"] = t.virtual_ranks;
+  // Uneven work, in the syntax of --rank-speed and --microbatch-seqlens; only when given.
+  if (plan.uneven_speed()) c["rank_speed"] = FormatRankSpeeds(plan.rank_speed);
+  if (plan.variable_seqlens()) {
+    c["microbatch_seqlens"] = FormatMicrobatchSeqlens(plan.microbatch_seqlens);
+  }
   auto& pieces = c["pieces"] = nlohmann::ordered_json::array();
   for (const auto& layers : plan.piece_layers) pieces.push_back(layers);
   c["stage_piece"] = plan.stage_piece;
@@ -114,6 +121,10 @@ RunData RunDataOf(const TrainPlan& plan, const TrainReport& r, bool virtual_rank
   AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
   AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");
   AddPerRank(data.metrics, "device_compute_s", r.device_compute_seconds, "s");
+  if (plan.uneven_speed()) {  // the CPU time of the computes' work and of the busy waits
+    AddPerRank(data.metrics, "compute_work_s", r.compute_work_seconds, "s");
+    AddPerRank(data.metrics, "slowdown_s", r.slowdown_seconds, "s");
+  }
   AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
   // The bytes the engine holds, so a simulation can model its memory (simulate --costs-from).
   AddPerRank(data.metrics, "static_bytes", r.static_bytes, "B");
@@ -148,13 +159,15 @@ nlohmann::ordered_json JsonOf(const TrainCommandOptions& o, const TrainPlan& pla
   json["m"] = plan.m();
   json["dp"] = plan.dp;
   json["steps"] = o.train.steps;
-  json["tokens_per_step"] = plan.sequences_per_step() * plan.seq_len;
+  json["tokens_per_step"] = plan.tokens_per_step();
   json["losses"] = r.losses;
   json["step_time_s"] = r.step_times;
   json["tokens_per_s"] = r.tokens_per_s;
   json["peak_memory_bytes"] = r.peak_memory_bytes;
   json["peak_rss_bytes"] = r.peak_rss_bytes;
   if (!r.device_compute_seconds.empty()) json["device_compute_s"] = r.device_compute_seconds;
+  json["work_s"] = r.compute_work_seconds;
+  json["slowdown_s"] = r.slowdown_seconds;
   if (r.verification) {
     auto& v = json["verify"];
     v["grad_rel_err"] = r.verification->gradients.max_relative_error;
@@ -179,11 +192,18 @@ void PrintHeader(const TrainCommandOptions& o, const TrainPlan& plan) {
       Version(), o.engine, o.train.virtual_ranks ? " --virtual-ranks" : "", plan.spec.name,
       plan.spec.layers, plan.spec.hidden, plan.schedule.name, plan.p(), plan.schedule.v, plan.m(),
       plan.dp, plan.micro_batch_size, plan.seq_len);
+  if (plan.uneven_speed()) {
+    fmt::print("# --rank-speed {}\n", FormatRankSpeeds(plan.rank_speed));
+  }
+  if (plan.variable_seqlens()) {
+    fmt::print("# --microbatch-seqlens {} ({} tokens per step)\n",
+               FormatMicrobatchSeqlens(plan.microbatch_seqlens), plan.tokens_per_step());
+  }
   fmt::print("#  step      loss   time [ms]   tokens/s\n");
 }
 
 void PrintStep(const TrainPlan& plan, int step, double loss, double seconds) {
-  const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
+  const double step_tokens = static_cast<double>(plan.tokens_per_step());
   fmt::print("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
              step_tokens / seconds);
   std::fflush(stdout);
@@ -257,6 +277,13 @@ Status CheckEngineOptions(const TrainCommandOptions& o) {
     return Status::InvalidArgument(
         "--virtual-ranks runs every rank as a thread of this one process: start it without "
         "mpirun");
+  }
+  if (o.engine == "cuda" && (!t.rank_speed.empty() || !t.microbatch_seqlens.empty())) {
+    return Status::InvalidArgument(fmt::format(
+        "{} {}: uneven work runs on the cpu engine (the cuda engine runs every rank at full speed "
+        "and every microbatch at --seq-len)",
+        t.rank_speed.empty() ? "--microbatch-seqlens" : "--rank-speed",
+        Printable(t.rank_speed.empty() ? t.microbatch_seqlens : t.rank_speed)));
   }
   if (o.engine == "cpu" && t.virtual_ranks) {
     return Status::InvalidArgument(

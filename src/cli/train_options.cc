@@ -60,6 +60,14 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
                 "cuda: run every pipeline rank in this one process on one GPU (no mpirun; "
                 "--dp 1), transfers as device-to-device copies")
       ->capture_default_str();
+  cmd->add_option("--rank-speed", t.rank_speed,
+                  "Slowed pipeline ranks, e.g. 1=0.5: each compute of rank 1 is followed by a busy "
+                  "wait as long again (speed in (0, 1] slows; unlisted ranks 1)")
+      ->check(NonEmpty());
+  cmd->add_option("--microbatch-seqlens", t.microbatch_seqlens,
+                  "Sequence length of each microbatch (m of them, each at most --seq-len): a list "
+                  "512,256,... or a file of them; the step's loss is the mean over its tokens")
+      ->check(NonEmpty());
   cmd->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

@@ -137,6 +137,132 @@ std::vector<Case> LlamaCases() {
 
 INSTANTIATE_TEST_SUITE_P(Llama, Equivalence, ::testing::ValuesIn(LlamaCases()), Name);
 
+// Variable-length microbatches (--microbatch-seqlens, each at most the tiny models' 32 tokens):
+// every schedule on 2 and 4 ranks, and interleaving, data parallelism, a tied head and the Llama
+// block (RoPE positions restart in every sequence), against the reference that runs each distinct
+// length as one batch and weights the loss per token.
+std::vector<Case> VariableLengthCases() {
+  std::vector<Case> cases;
+  for (const Case& c : AllCases()) {
+    if (c.args == "-p 2 -m 4") {
+      cases.push_back({c.schedule, c.np, c.args + " --microbatch-seqlens 32,7,20,13"});
+    } else if (c.args == "-p 4 -m 8") {
+      cases.push_back({c.schedule, c.np, c.args + " --microbatch-seqlens 5,32,17,32,9,24,1,30"});
+    }
+  }
+  cases.push_back({"interleaved-1f1b", 2, "-p 2 -v 3 -m 6 --microbatch-seqlens 9,32,3,16,32,11"});
+  cases.push_back({"zb-h1", 4, "-p 2 --dp 2 -m 4 --microbatch-seqlens 12,32,4,25"});
+  cases.push_back({"zbv", 4, "-p 2 --dp 2 -m 4 --model tiny-tied --microbatch-seqlens 6,31,8,8"});
+  cases.push_back({"1f1b", 2, "-p 2 -m 4 --model tiny-llama --microbatch-seqlens 32,7,20,13"});
+  cases.push_back(
+      {"dualpipe-v", 2, "-p 2 -m 4 --model tiny-llama-tied --microbatch-seqlens 3,29,32,10"});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(VariableLength, Equivalence, ::testing::ValuesIn(VariableLengthCases()),
+                         Name);
+
+CommandResult TrainJson(const std::string& args) {
+  return Mpirun(2, args + " --steps 3 --verify --format json --no-db");
+}
+
+// Microbatches of 16 tokens in a run planned for 32 are the run planned for 16: the same prefixes
+// of the same sequences, the same per-token mean loss (each microbatch's mean weighted 16/32, the
+// step's sum divided by 4 x 16/32) and gradient scale (1 / 64 tokens). A loss normalised per
+// microbatch, or a gradient scaled by the planned 128 tokens, would differ from step 2 on.
+TEST(VariableLength, ShortMicrobatchesEqualAShorterSeqLen) {
+  const CommandResult shorter = TrainJson("-p 2 -m 4 --schedule 1f1b --seq-len 16");
+  const CommandResult lists =
+      TrainJson("-p 2 -m 4 --schedule 1f1b --microbatch-seqlens 16,16,16,16");
+  ASSERT_EQ(shorter.exit_code, 0) << shorter.err;
+  ASSERT_EQ(lists.exit_code, 0) << lists.err;
+  const nlohmann::json a = LastJsonLine(shorter.out), b = LastJsonLine(lists.out);
+  EXPECT_EQ(b["tokens_per_step"], 4 * 4 * 16);
+  ASSERT_EQ(a["losses"].size(), 3u);
+  ASSERT_EQ(b["losses"].size(), 3u);
+  for (std::size_t s = 0; s < 3; ++s) {
+    EXPECT_NEAR(a["losses"][s].get<double>(), b["losses"][s].get<double>(), 1e-6) << s;
+  }
+}
+
+// A step's tokens (and so tokens/s) are the microbatch size times the sum of the lengths.
+TEST(VariableLength, TokensPerStepAreTheSumOfTheLengths) {
+  const CommandResult run = TrainJson("-p 2 -m 4 --schedule zb-h1 --microbatch-seqlens 32,7,20,13");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(LastJsonLine(run.out)["tokens_per_step"], 4 * (32 + 7 + 20 + 13));
+}
+
+TEST(VariableLength, ALengthBeyondSeqLenIsRefused) {
+  const CommandResult run = Mpirun(2, "-p 2 -m 4 --microbatch-seqlens 32,33,8,8 --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--microbatch-seqlens: microbatch 1 has length 33: must be in [1, 32]"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(VariableLength, TheWrongNumberOfLengthsIsRefused) {
+  const CommandResult run = Mpirun(2, "-p 2 -m 4 --microbatch-seqlens 32,8,8 --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--microbatch-seqlens"), std::string::npos) << run.err;
+}
+
+// A slowed rank (--rank-speed 1=0.25) follows each compute of t CPU seconds with a busy wait of
+// 3t CPU seconds. Both are measured on the rank's own CPU clock, which a loaded machine does not
+// advance while the rank waits for a core, so the accounting is exact up to one clock read per
+// compute; the math is untouched: the losses and the gradients' error against the reference are
+// bit for bit those of the run at full speed.
+TEST(RankSpeed, ASlowedRankBusyWaitsThreeTimesItsWorkAndComputesTheSame) {
+  const std::string args = "-p 2 -m 4 --schedule 1f1b";
+  const CommandResult even = TrainJson(args);
+  const CommandResult slowed = TrainJson(args + " --rank-speed 1=0.25");
+  ASSERT_EQ(even.exit_code, 0) << even.err;
+  ASSERT_EQ(slowed.exit_code, 0) << slowed.err;
+  const nlohmann::json a = LastJsonLine(even.out), b = LastJsonLine(slowed.out);
+  EXPECT_EQ(a["losses"], b["losses"]);
+  EXPECT_EQ(a["verify"]["grad_rel_err"], b["verify"]["grad_rel_err"]);
+  EXPECT_EQ(a["verify"]["param_rel_err"], b["verify"]["param_rel_err"]);
+  EXPECT_EQ(a["slowdown_s"], nlohmann::json::array({0.0, 0.0}));
+  EXPECT_EQ(b["slowdown_s"][0].get<double>(), 0.0);
+  const double work = b["work_s"][1].get<double>(), wait = b["slowdown_s"][1].get<double>();
+  EXPECT_GT(work, 0);
+  const int computes = 3 * 2 * 4;  // steps x {F, B} x microbatches on rank 1
+  EXPECT_GE(wait, 3 * work);
+  EXPECT_LE(wait, 3 * work + computes * 1e-3) << work;
+}
+
+// The busy wait is part of the recorded compute events (what `compare` and `simulate
+// --costs-from` read): rank 1's compute events last at least its work and busy waits together, in
+// wall time, which a CPU clock never outruns; and the run records the speeds it ran at.
+TEST(RankSpeed, TheBusyWaitIsInsideTheRecordedComputesAndTheSpeedIsRecorded) {
+  const CommandResult run = Mpirun(
+      2, "-p 2 -m 4 --schedule zb-h1 --steps 2 --rank-speed 1=0.5 --db speed.db --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json json = LastJsonLine(run.out);
+  auto db = ExperimentDb::Open(testing::ScratchDir() + "/speed.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  const auto data = db->LoadRun(json["run_id"].get<std::int64_t>());
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(nlohmann::json::parse(data->run.config)["rank_speed"], "1=0.5");
+  double rank1_compute = 0;
+  for (const EventRow& e : data->events) {
+    if (e.rank == 1 &&
+        (e.kind == EventKind::kF || e.kind == EventKind::kI || e.kind == EventKind::kW)) {
+      rank1_compute += e.end_s - e.start_s;
+    }
+  }
+  const double work = data->Metric("compute_work_s[1]"), wait = data->Metric("slowdown_s[1]");
+  EXPECT_GT(work, 0);
+  EXPECT_GE(wait, work);
+  EXPECT_GE(rank1_compute, work + wait);
+  EXPECT_EQ(data->Metric("slowdown_s[0]"), 0);
+}
+
+TEST(RankSpeed, ARankOutsideThePipelineIsRefused) {
+  const CommandResult run = Mpirun(2, "-p 2 -m 4 --rank-speed 2=0.5 --no-db");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--rank-speed"), std::string::npos) << run.err;
+}
+
 std::string FaultyRun(const std::string& fault, const std::string& args) {
   return "PIPETTE_FAULT_RANK=1 PIPETTE_FAULT=" + fault + " " + Launcher() + " -np 2 " +
          PIPETTE_BINARY + " train " + args;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "pipette/common/printable.h"
 #include "pipette/cost/cost_model.h"
 #include "pipette/engine/corpus.h"
 #include "pipette/engine/decoder_from_graph.h"
@@ -15,6 +16,7 @@
 #include "pipette/partition/partitioner.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
 namespace {
@@ -139,6 +141,36 @@ Result<int> ResolveSeqLen(const DecoderSpec& spec, int seq_len) {
   return resolved;
 }
 
+// Reads --rank-speed and --microbatch-seqlens (schedule/uneven_work.h) for the plan's p and m:
+// every rank's speed, at most 1 (a real engine slows a rank by a busy wait; it cannot speed one
+// up), and every microbatch's sequence length, which must not exceed seq_len (the model's
+// positions and the buffers are sized for it).
+Status PlanUnevenWork(const TrainOptions& o, TrainPlan& plan) {
+  PIPETTE_ASSIGN_OR_RETURN(plan.rank_speed, ParseRankSpeeds(o.rank_speed, plan.p()));
+  if (plan.rank_speed.empty()) plan.rank_speed.assign(plan.p(), 1.0);
+  for (int r = 0; r < plan.p(); ++r) {
+    if (plan.rank_speed[r] > 1.0) {
+      return Status::InvalidArgument(
+          fmt::format("--rank-speed {}: rank {} at speed {:g}: a real engine can only slow a "
+                      "rank down (speed in (0, 1])",
+                      Printable(o.rank_speed), r, plan.rank_speed[r]));
+    }
+  }
+  PIPETTE_ASSIGN_OR_RETURN(plan.microbatch_seqlens,
+                           ParseMicrobatchSeqlens(o.microbatch_seqlens, plan.m()));
+  if (plan.microbatch_seqlens.empty()) plan.microbatch_seqlens.assign(plan.m(), plan.seq_len);
+  for (int mb = 0; mb < plan.m(); ++mb) {
+    const int s = plan.microbatch_seqlens[mb];
+    if (s < 1 || s > plan.seq_len) {
+      return Status::InvalidArgument(fmt::format(
+          "--microbatch-seqlens: microbatch {} has length {}: must be in [1, {}] (--seq-len, the "
+          "longest sequence the run is planned for)",
+          mb, s, plan.seq_len));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckTrainable(const DecoderSpec& spec) {
@@ -174,9 +206,34 @@ Status CheckTrainable(const DecoderSpec& spec) {
   return Status::Ok();
 }
 
-Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences) {
-  const double step_tokens = static_cast<double>(plan.sequences_per_step()) * plan.seq_len;
-  return MakeBatch(plan.spec.vocab, first, sequences, plan.seq_len,
+std::int64_t TrainPlan::tokens_per_step() const {
+  std::int64_t tokens = 0;
+  for (int mb = 0; mb < m(); ++mb) tokens += tokens_of(mb);
+  return tokens * dp;
+}
+
+bool TrainPlan::variable_seqlens() const {
+  return std::any_of(microbatch_seqlens.begin(), microbatch_seqlens.end(),
+                     [&](int s) { return s != seq_len; });
+}
+
+bool TrainPlan::uneven_speed() const {
+  return std::any_of(rank_speed.begin(), rank_speed.end(), [](double s) { return s != 1.0; });
+}
+
+double TrainPlan::loss_weight(int mb) const {
+  return static_cast<double>(seq_len_of(mb)) / seq_len;
+}
+
+double TrainPlan::loss_weight_per_step() const {
+  double sum = 0;
+  for (int mb = 0; mb < m(); ++mb) sum += loss_weight(mb);
+  return sum * dp;
+}
+
+Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences, int seq) {
+  const double step_tokens = static_cast<double>(plan.tokens_per_step());
+  return MakeBatch(plan.spec.vocab, first, sequences, seq == 0 ? plan.seq_len : seq,
                    static_cast<float>(1.0 / step_tokens));
 }
 
@@ -184,7 +241,7 @@ Batch MicrobatchOf(const TrainPlan& plan, int step, int replica, int microbatch)
   const std::int64_t first =
       (static_cast<std::int64_t>(step) * plan.dp + replica) * plan.m() * plan.micro_batch_size +
       static_cast<std::int64_t>(microbatch) * plan.micro_batch_size;
-  return StepBatch(plan, first, plan.micro_batch_size);
+  return StepBatch(plan, first, plan.micro_batch_size, plan.seq_len_of(microbatch));
 }
 
 Status CheckPeerTimeout(double seconds) {
@@ -223,6 +280,7 @@ Result<TrainPlan> PlanTraining(const TrainOptions& o) {
   PIPETTE_ASSIGN_OR_RETURN(plan.program, Lower(plan.schedule));
   PIPETTE_ASSIGN_OR_RETURN(const int pieces, AssignPieces(o.schedule, plan));
   PIPETTE_RETURN_IF_ERROR(CutModel(pieces, plan));
+  PIPETTE_RETURN_IF_ERROR(PlanUnevenWork(o, plan));
   return plan;
 }
 

@@ -42,6 +42,12 @@ struct TrainOptions {
   std::string dtype = "fp32";   // GEMM precision: fp32, or bf16 (cuda engine: bf16 operands,
                                 // fp32 accumulation and fp32 master weights)
   bool virtual_ranks = false;   // cuda engine: every rank in this process, on one GPU
+  // Uneven work (schedule/uneven_work.h), as given on the command line; empty: even.
+  // --rank-speed "1=0.5": pipeline rank 1 at half speed (every compute is followed by a busy wait
+  // of (1/speed - 1) times its own CPU time). --microbatch-seqlens: m sequence lengths, a list or
+  // a file; microbatch i's sequences hold s_i tokens (at most seq_len).
+  std::string rank_speed;
+  std::string microbatch_seqlens;
 };
 
 struct TrainPlan {
@@ -59,15 +65,34 @@ struct TrainPlan {
   std::vector<std::int64_t> piece_params;
   std::vector<std::int64_t> piece_activation_bytes;
   std::vector<std::int64_t> piece_wgrad_input_bytes;
+  // Uneven work: the speed of every pipeline rank (size p, 1 = full speed) and the sequence length
+  // of every microbatch (size m; all seq_len unless --microbatch-seqlens gives others).
+  std::vector<double> rank_speed;
+  std::vector<int> microbatch_seqlens;
 
   int p() const { return program.p; }
   int m() const { return program.m; }
   int world_size() const { return program.p * dp; }
+  // Tokens of a microbatch at the longest length, seq_len (buffers, memory estimates).
   int tokens_per_microbatch() const { return micro_batch_size * seq_len; }
-  // Sequences of one step over all replicas.
+  // Sequence length and tokens of microbatch `mb`.
+  int seq_len_of(int mb) const {
+    return microbatch_seqlens.empty() ? seq_len : microbatch_seqlens[mb];
+  }
+  int tokens_of(int mb) const { return micro_batch_size * seq_len_of(mb); }
+  // Sequences and tokens of one step over all replicas.
   std::int64_t sequences_per_step() const {
     return static_cast<std::int64_t>(micro_batch_size) * program.m * dp;
   }
+  std::int64_t tokens_per_step() const;
+  // True when some microbatch is shorter than seq_len, or some rank slower or faster than 1.
+  bool variable_seqlens() const;
+  bool uneven_speed() const;
+  // The weight of microbatch mb's mean loss in the step's per-token mean loss, relative to a
+  // microbatch at seq_len: seq_len_of(mb) / seq_len (exactly 1 when the lengths are even). The
+  // step's loss is sum(weight * mean) / (dp * sum(weight)) = the mean over the step's tokens.
+  double loss_weight(int mb) const;
+  double loss_weight_per_step() const;  // dp * the sum of loss_weight over the microbatches
 };
 
 // OK when the real engines implement `spec`'s architecture: a GPT-style decoder (learned
@@ -87,11 +112,12 @@ Result<DecoderSpec> ResolveTrainModel(const std::string& model);
 // checks it, and the CLI before a watchdog runs on it (1e-320 s would end MPI_Init itself).
 Status CheckPeerTimeout(double seconds);
 
-// The batch of `sequences` sequences of the corpus starting at `first`, each token's loss weighted
-// for a whole step (1 / the tokens of all replicas' microbatches).
-Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences);
+// The batch of `sequences` sequences of the corpus starting at `first`, `seq` tokens each (0:
+// plan.seq_len; a shorter sequence is the prefix of the longer one), each token's loss weighted
+// for a whole step (1 / plan.tokens_per_step(), the tokens of all replicas' microbatches).
+Batch StepBatch(const TrainPlan& plan, std::int64_t first, int sequences, int seq = 0);
 // Microbatch `microbatch` of replica `replica` in training step `step` (from 0): every engine and
-// the unpipelined reference read the same sequences.
+// the unpipelined reference read the same sequences, plan.seq_len_of(microbatch) tokens each.
 Batch MicrobatchOf(const TrainPlan& plan, int step, int replica, int microbatch);
 
 // Builds the plan; errors name the option, the value and the rule.

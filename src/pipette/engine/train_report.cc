@@ -15,6 +15,8 @@ std::vector<char> PackContribution(const RankContribution& c) {
   out.Put(c.peak_rss_bytes);
   out.Put(c.device_compute_seconds);
   out.Put(c.owned_elements);
+  out.Put(c.compute_work_seconds);
+  out.Put(c.slowdown_seconds);
   out.PutVector(c.stage_memory);
   out.PutVector(c.log.trace);
   out.PutVector(c.log.allreduces);
@@ -30,6 +32,8 @@ RankContribution UnpackContribution(const std::vector<char>& bytes, int num_stag
   c.peak_rss_bytes = in.Get<double>();
   c.device_compute_seconds = in.Get<double>();
   c.owned_elements = in.Get<std::int64_t>();
+  c.compute_work_seconds = in.Get<double>();
+  c.slowdown_seconds = in.Get<double>();
   in.AppendVector(c.stage_memory);
   c.stage_memory.resize(num_stages);
   in.AppendVector(c.log.trace);
@@ -48,6 +52,8 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
   report.peak_memory_bytes.assign(p, 0);
   report.static_bytes.assign(p, 0);
   report.peak_rss_bytes.assign(p, 0);
+  report.compute_work_seconds.assign(p, 0);
+  report.slowdown_seconds.assign(p, 0);
   report.stage_memory.assign(plan.schedule.num_stages(), StageMemory{});
   for (std::size_t w = 0; w < ranks.size(); ++w) {
     const RankContribution& c = ranks[w];
@@ -61,6 +67,10 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
           std::max(report.device_compute_seconds[r], c.device_compute_seconds);
     }
     report.params += c.owned_elements;
+    if (w < static_cast<std::size_t>(p)) {  // replica 0, as the trace
+      report.compute_work_seconds[r] = c.compute_work_seconds;
+      report.slowdown_seconds[r] = c.slowdown_seconds;
+    }
     for (std::size_t s = 0; s < c.stage_memory.size() && s < report.stage_memory.size(); ++s) {
       StageMemory& m = report.stage_memory[s];
       m.activation_bytes = std::max(m.activation_bytes, c.stage_memory[s].activation_bytes);
@@ -74,8 +84,7 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
   }
   double total_time = 0;
   for (const double t : report.step_times) total_time += t;
-  report.tokens_per_s =
-      static_cast<double>(plan.sequences_per_step()) * plan.seq_len * options.steps / total_time;
+  report.tokens_per_s = static_cast<double>(plan.tokens_per_step()) * options.steps / total_time;
   return report;
 }
 
@@ -84,6 +93,11 @@ MessageSizes MessageSizesOf(const TrainPlan& plan) {
   for (const int cols : plan.stage_output_cols) {
     sizes.stage_output_bytes.push_back(static_cast<std::int64_t>(plan.tokens_per_microbatch()) *
                                        cols * static_cast<std::int64_t>(sizeof(float)));
+  }
+  if (plan.variable_seqlens()) {  // a microbatch's messages scale with its tokens
+    for (int mb = 0; mb < plan.m(); ++mb) {
+      sizes.microbatch_scale.push_back(static_cast<double>(plan.seq_len_of(mb)) / plan.seq_len);
+    }
   }
   return sizes;
 }

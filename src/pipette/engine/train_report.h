@@ -58,6 +58,10 @@ struct TrainReport {                       // complete on world rank 0 only
   // CUDA engine's events; empty for an engine without a device clock), beside the trace's
   // host-clock durations.
   std::vector<double> device_compute_seconds;
+  // Per pipeline rank of replica 0, over all steps: the CPU time of its computes' own work, and of
+  // the busy waits that slow it down (--rank-speed: (1/speed - 1) x the work of each compute).
+  std::vector<double> compute_work_seconds;
+  std::vector<double> slowdown_seconds;
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
   std::optional<Verification> verification;
 };
@@ -72,6 +76,8 @@ struct RankContribution {
   double peak_rss_bytes = 0;  // the process's peak resident set
   double device_compute_seconds = -1;     // device time of its computes; < 0: not measured
   std::int64_t owned_elements = 0;        // parameters this rank reports (0 outside replica 0)
+  double compute_work_seconds = 0;        // CPU time of its computes' work, all steps
+  double slowdown_seconds = 0;            // CPU time of its busy waits (--rank-speed)
   std::vector<StageMemory> stage_memory;  // per stage of the schedule (zero where not held)
   RankLog log;                            // replica 0: trace, all-reduces, updates (spans unused)
 };

@@ -10,6 +10,55 @@
 #include "pipette/common/printable.h"
 
 namespace pipette {
+namespace {
+
+Status CheckSet(const std::vector<StageCost>& stages, const std::vector<double>& full_backward,
+                int num_stages, std::string_view what) {
+  if (static_cast<int>(stages.size()) != num_stages) {
+    return Status::InvalidArgument(
+        fmt::format("costs: {} has {} stage entries for a program of {} stages", what,
+                    stages.size(), num_stages));
+  }
+  if (!full_backward.empty() && static_cast<int>(full_backward.size()) != num_stages) {
+    return Status::InvalidArgument(
+        fmt::format("costs: {} has {} full-backward entries for a program of {} stages", what,
+                    full_backward.size(), num_stages));
+  }
+  auto bad = [](double x) { return !(x >= 0.0 && std::isfinite(x)); };
+  for (int s = 0; s < num_stages; ++s) {
+    const StageCost& c = stages[s];
+    if (bad(c.f) || bad(c.i) || bad(c.w) || (!full_backward.empty() && bad(full_backward[s]))) {
+      return Status::InvalidArgument(fmt::format(
+          "costs: {}, stage {}: F={} I={} W={}: every cost must be finite and non-negative", what,
+          s, c.f, c.i, c.w));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Costs::Check(int num_stages, int m) const {
+  PIPETTE_RETURN_IF_ERROR(CheckSet(stages, full_backward, num_stages, "the reference set"));
+  if (microbatch_variant.empty()) return Status::Ok();
+  if (static_cast<int>(microbatch_variant.size()) != m) {
+    return Status::InvalidArgument(
+        fmt::format("costs: {} per-microbatch entries for a program of {} microbatches",
+                    microbatch_variant.size(), m));
+  }
+  for (int mb = 0; mb < m; ++mb) {
+    const int v = microbatch_variant[mb];
+    if (v < 0 || v >= static_cast<int>(variants.size())) {
+      return Status::InvalidArgument(fmt::format(
+          "costs: microbatch {} uses cost set {}, but there are {}", mb, v, variants.size()));
+    }
+  }
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    PIPETTE_RETURN_IF_ERROR(CheckSet(variants[v].stages, variants[v].full_backward, num_stages,
+                                     fmt::format("cost set {}", v)));
+  }
+  return Status::Ok();
+}
 
 Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, StageCost defaults) {
   StageCost cost = defaults;

@@ -4,6 +4,11 @@
 // (an engine's fused B is not exactly I + W), and an overlapped (F;B) cell costs F + B of its two
 // halves (no overlap benefit is modelled here). The cost model of a real model
 // and cluster fills one entry per stage; schedule studies use Uniform(). Plain value type.
+//
+// Uneven work (uneven_work.h): microbatches of different sequence lengths cost different amounts,
+// so Costs may hold several per-stage cost sets ("variants") and, per microbatch, the variant it
+// costs. Rank speeds are folded into every set per stage (a stage on a rank at speed 0.5 costs
+// twice its nominal). Of() is the one place a compute's duration is read; it honours both.
 #pragma once
 
 #include <string_view>
@@ -25,10 +30,23 @@ struct StageCost {
   double b() const { return i + w; }
 };
 
+// One per-stage cost set: what every microbatch of one sequence length costs.
+struct StageCostSet {
+  std::vector<StageCost> stages;
+  std::vector<double> full_backward;  // per stage, or empty: I + W
+};
+
 struct Costs {
+  // Per stage: the cost of a microbatch at the reference length (every microbatch when
+  // microbatch_variant is empty).
   std::vector<StageCost> stages;
   // Per stage, a full backward's own cost (an engine's fused B, measured); empty: I + W.
   std::vector<double> full_backward;
+  // Variable-length microbatches: per microbatch (size m), the index in `variants` of the set its
+  // computes cost; empty: every microbatch costs `stages` / `full_backward`. Each variant has
+  // stages.size() entries (and full_backward empty or of that size).
+  std::vector<int> microbatch_variant;
+  std::vector<StageCostSet> variants;
 
   // Returns the same cost for every one of `num_stages` stages.
   static Costs Uniform(int num_stages, StageCost cost) {
@@ -37,24 +55,43 @@ struct Costs {
     return costs;
   }
 
-  // Returns the duration of a compute action. REQUIRES: IsCompute(a.kind), stage in range.
+  // Returns the cost of `stage` for `microbatch`. REQUIRES: both in range (Check() passed).
+  const StageCost& Stage(int stage, int microbatch) const {
+    return microbatch_variant.empty() ? stages[stage]
+                                      : variants[microbatch_variant[microbatch]].stages[stage];
+  }
+  // Returns the cost of a full backward of `stage` for `microbatch`.
+  double FullBackward(int stage, int microbatch) const {
+    if (microbatch_variant.empty()) {
+      return full_backward.empty() ? stages[stage].b() : full_backward[stage];
+    }
+    const StageCostSet& set = variants[microbatch_variant[microbatch]];
+    return set.full_backward.empty() ? set.stages[stage].b() : set.full_backward[stage];
+  }
+
+  // Returns the duration of a compute action. REQUIRES: IsCompute(a.kind), stage and microbatch
+  // in range.
   double Of(const Action& a) const {
-    const StageCost& c = stages[a.stage];
     switch (a.kind) {
       case ActionKind::kForward:
-        return c.f;
+        return Stage(a.stage, a.microbatch).f;
       case ActionKind::kInputBackward:
-        return c.i;
+        return Stage(a.stage, a.microbatch).i;
       case ActionKind::kWeightBackward:
-        return c.w;
+        return Stage(a.stage, a.microbatch).w;
       case ActionKind::kFullBackward:
-        return full_backward.empty() ? c.b() : full_backward[a.stage];
+        return FullBackward(a.stage, a.microbatch);
       case ActionKind::kOverlapped:
-        return c.f + Of(a.backward_half());
+        return Stage(a.stage, a.microbatch).f + Of(a.backward_half());
       default:
         return 0.0;
     }
   }
+
+  // Returns OK when the costs fit a program of `num_stages` stages and `m` microbatches: one
+  // entry per stage in every set, full_backward empty or per stage, microbatch_variant empty or
+  // one valid index per microbatch, every value finite and non-negative.
+  Status Check(int num_stages, int m) const;
 };
 
 // Parses "F=1,I=1,W=1" (any subset, any order; missing keys keep `defaults`). Values are finite

@@ -31,6 +31,13 @@ class Evaluator {
         blocked_on_(program.p, kNotBlocked),
         in_flight_(program.p, 0),
         pending_w_(program.p, 0) {
+    if (!options.link_slowdowns.empty()) {
+      latency_.assign(static_cast<std::size_t>(program.p) * program.p, options.p2p_latency);
+      for (const LinkSlowdown& l : options.link_slowdowns) {
+        latency_[static_cast<std::size_t>(l.a) * program.p + l.b] *= l.factor;
+        latency_[static_cast<std::size_t>(l.b) * program.p + l.a] *= l.factor;
+      }
+    }
     result_.busy.assign(program.p, 0.0);
     result_.peak_activations.assign(program.p, 0);
     result_.peak_pending_w.assign(program.p, 0);
@@ -66,6 +73,13 @@ class Evaluator {
  private:
   std::size_t Slot(const Message& message) const {
     return static_cast<std::size_t>(message.slot(m_));
+  }
+
+  // The latency of a message from rank `from` to the receiver of `message`.
+  double LatencyTo(int from, const Message& message) const {
+    if (latency_.empty()) return options_.p2p_latency;
+    const int to = prog_.placement.rank_of(message.stage);
+    return latency_[static_cast<std::size_t>(from) * prog_.p + to];
   }
 
   // Makes `message` usable on its receiver at time t and wakes its rank if it waits for it.
@@ -133,9 +147,11 @@ class Evaluator {
       Interval span{clock, clock};
       switch (a.kind) {
         case ActionKind::kSendForward:
-        case ActionKind::kSendBackward:
-          Provide(MessageOf(a), clock + options_.p2p_latency);
+        case ActionKind::kSendBackward: {
+          const Message message = MessageOf(a);
+          Provide(message, clock + LatencyTo(r, message));
           break;
+        }
         case ActionKind::kRecvForward:
         case ActionKind::kRecvBackward: {
           // A posted buffer: never blocks; its end is the arrival time when already known.
@@ -198,6 +214,7 @@ class Evaluator {
   const EvaluateOptions& options_;
   const int m_;
   std::vector<double> ready_;
+  std::vector<double> latency_;  // with link slowdowns: p x p, from-rank major
   std::vector<std::size_t> pc_;
   std::vector<double> clock_;
   std::vector<std::int64_t> blocked_on_;
@@ -221,6 +238,15 @@ Result<Evaluation> Evaluate(const Program& program, const Costs& costs,
   if (!(options.p2p_latency >= 0.0 && options.p2p_latency <= kMaxCost)) {
     return Status::InvalidArgument(fmt::format("p2p latency = {}: must be a number in [0, {:g}]",
                                                options.p2p_latency, kMaxCost));
+  }
+  PIPETTE_RETURN_IF_ERROR(costs.Check(program.num_stages(), program.m));
+  for (const LinkSlowdown& l : options.link_slowdowns) {
+    if (l.a < 0 || l.a >= program.p || l.b < 0 || l.b >= program.p || l.a == l.b ||
+        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
+      return Status::InvalidArgument(fmt::format(
+          "link slowdown {}-{}={}: ranks must differ and lie in [0, {}), factor in [1, {:g}]", l.a,
+          l.b, l.factor, program.p, kMaxLinkSlowdown));
+    }
   }
   Evaluator evaluator(program, costs, options);
   return evaluator.Run();

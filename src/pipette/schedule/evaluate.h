@@ -5,7 +5,9 @@
 // free and its inputs have arrived: an input produced on the same rank is there when its producer
 // ends; one from another rank arrives `p2p_latency` after the producer's SEND ran (a send takes no
 // rank time and follows its compute). Receives are posted buffers and take no time. An overlapped
-// cell needs both halves' inputs and costs F + B. Pure function; thread-safe.
+// cell needs both halves' inputs and costs F + B. Uneven work (uneven_work.h): the Costs carry
+// per-microbatch lengths and rank speeds; a slowed link multiplies the latency of its pair.
+// Pure function; thread-safe.
 #pragma once
 
 #include <vector>
@@ -13,12 +15,15 @@
 #include "pipette/common/status.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
 
 struct EvaluateOptions {
   double p2p_latency = 0.0;      // time from a SEND to its data being usable on the peer
   bool record_timeline = false;  // fill Evaluation::timeline
+  // A message between pipeline ranks a and b arrives p2p_latency * factor after its SEND.
+  std::vector<LinkSlowdown> link_slowdowns;
 };
 
 // When one instruction ran. For a RECV: start = when it was posted, end = when its data arrived.
@@ -39,8 +44,9 @@ struct Evaluation {
 };
 
 // Returns the evaluation of `program` with `costs` (one entry per stage), or FailedPrecondition
-// when the ranks deadlock (impossible for a program made by Lower()).
-// REQUIRES: costs.stages.size() == program.num_stages(); the program's actions are in range.
+// when the ranks deadlock (impossible for a program made by Lower()), or InvalidArgument when the
+// costs do not fit the program (Costs::Check) or a link slowdown names a rank out of range.
+// REQUIRES: the program's actions are in range.
 Result<Evaluation> Evaluate(const Program& program, const Costs& costs,
                             const EvaluateOptions& options = {});
 

@@ -1,6 +1,8 @@
 // `pipette schedule search -p P -m M [-v V] [--times F=..,I=..,W=..] [--stage-times "F=..;..."]
 //  [--latency C] [--memory-limit K] [--placement loop|v] [--time-limit S] [--iterations N]
-//  [--seed N] [--format text|csv|json]`: the order that SearchSchedule() finds
+//  [--seed N] [--rank-speed R=S,..] [--microbatch-seqlens LIST|FILE --seq-len L
+//  [--attention-share A]] [--link-slowdown A-B=F,..] [--format text|csv|json]`: the order that
+//  SearchSchedule() finds
 // (pipette/schedule/search.h), written as `pipette schedule` writes a schedule.
 #include <fmt/core.h>
 
@@ -16,6 +18,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/schedule_csv.h"
 #include "pipette/schedule/search.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette::cli {
 namespace {
@@ -33,6 +36,10 @@ struct SearchCliOptions {
   int iterations = 2000;
   std::uint64_t seed = 1;
   std::string format = "text";
+  // Uneven work (pipette/schedule/uneven_work.h), named as in every command that runs a schedule.
+  std::string rank_speed, microbatch_seqlens, link_slowdown;
+  int seq_len = 0;
+  double attention_share = 0.0;
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
   CLI::Option* v_option = nullptr;
@@ -86,7 +93,22 @@ Result<SearchOptions> Resolve(const SearchCliOptions& o) {
                                                static_cast<long long>(s.p) * s.v,
                                                kMaxSearchChunks));
   }
-  PIPETTE_ASSIGN_OR_RETURN(s.costs, ParseStageTimes(o.stage_times, s.p * s.v, times));
+  PIPETTE_ASSIGN_OR_RETURN(Costs nominal, ParseStageTimes(o.stage_times, s.p * s.v, times));
+  UnevenWork work;
+  PIPETTE_ASSIGN_OR_RETURN(work.rank_speed, ParseRankSpeeds(o.rank_speed, s.p));
+  PIPETTE_ASSIGN_OR_RETURN(work.microbatch_seqlens,
+                           ParseMicrobatchSeqlens(o.microbatch_seqlens, s.m));
+  PIPETTE_ASSIGN_OR_RETURN(work.link_slowdowns, ParseLinkSlowdowns(o.link_slowdown, s.p));
+  work.reference_seqlen = o.seq_len;
+  work.attention_share = o.attention_share;
+  const Placement placement =
+      s.placement == SearchPlacement::kV ? Placement::VShape(s.p) : Placement::Loop(s.p, s.v);
+  if (s.placement == SearchPlacement::kV && s.v != 2) {
+    return Status::InvalidArgument(
+        fmt::format("-v = {}: the V placement holds exactly 2 stages per rank (v = 2)", s.v));
+  }
+  PIPETTE_ASSIGN_OR_RETURN(s.costs, ApplyUnevenWork(nominal, placement, s.m, work));
+  s.evaluate.link_slowdowns = work.link_slowdowns;
   if (!(o.latency >= 0.0 && o.latency <= kMaxCost)) {
     return Status::InvalidArgument(
         fmt::format("--latency = {}: must be a number in [0, {:g}]", o.latency, kMaxCost));
@@ -194,19 +216,31 @@ void RegisterScheduleSearchCommand(CLI::App& schedule, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Most activation chunks in flight per rank (peak_activations; 0: none)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->capture_default_str();
   cmd->add_option("--placement", o->placement, "Stage placement: loop or v")
       ->capture_default_str()
       ->check(CLI::IsMember({"loop", "v"}));
   cmd->add_option("--time-limit", o->time_limit, "Seconds the search may take (0: no limit)")
       ->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Local-search moves (the reproducible budget)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the local search's moves")
       ->capture_default_str()
       ->check(UnsignedDecimal());
+  cmd->add_option("--rank-speed", o->rank_speed,
+                  "Per-rank speed factors R=S,.. (a compute on rank R takes nominal / S)")
+      ->check(NonEmpty());
+  cmd->add_option("--microbatch-seqlens", o->microbatch_seqlens,
+                  "Sequence length per microbatch: a list of m lengths or a FILE (needs --seq-len)")
+      ->check(NonEmpty());
+  cmd->add_option("--seq-len", o->seq_len, "The sequence length --times are for")
+      ->capture_default_str();
+  cmd->add_option("--attention-share", o->attention_share,
+                  "Share of a chunk's cost that grows with the sequence length squared")
+      ->capture_default_str();
+  cmd->add_option("--link-slowdown", o->link_slowdown,
+                  "Slow links A-B=F,.. (messages between ranks A and B take F times as long)")
+      ->check(NonEmpty());
   cmd->add_option("--format", o->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));

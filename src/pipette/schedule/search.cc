@@ -12,6 +12,7 @@
 
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
 namespace {
@@ -48,16 +49,32 @@ struct Problem {
   int num_stages = 0;
   std::vector<std::vector<int>> stages_of;  // per rank, ascending
   int limit = 0;                            // effective per-rank cap (no limit: all chunks)
+  std::vector<double> latency;              // p x p, with link slowdowns (LinkLatencies)
 
   double Latency(int from_rank, int to_rank) const {
-    return from_rank == to_rank ? 0.0 : o.evaluate.p2p_latency;
+    return latency[static_cast<std::size_t>(from_rank) * o.p + to_rank];
   }
   int rank_of(int stage) const { return shape.placement.rank_of(stage); }
 };
 
+// The time from a SEND on rank a to its data on rank b, as Evaluate() takes it: the latency times
+// the pair's slowdowns, 0 within a rank.
+std::vector<double> LinkLatencies(int p, const EvaluateOptions& options) {
+  std::vector<double> out(static_cast<std::size_t>(p) * p, options.p2p_latency);
+  for (const LinkSlowdown& l : options.link_slowdowns) {
+    out[static_cast<std::size_t>(l.a) * p + l.b] *= l.factor;
+    out[static_cast<std::size_t>(l.b) * p + l.a] *= l.factor;
+  }
+  for (int r = 0; r < p; ++r) out[static_cast<std::size_t>(r) * p + r] = 0.0;
+  return out;
+}
+
 struct Scored {
   Schedule schedule;
   Evaluation evaluation;
+  // The tie-break between equal makespans: the sum of every compute's end time, so that among
+  // equally long orders the one that finishes its work earlier (W last, no needless waits) wins.
+  double flow = 0.0;
   double makespan() const { return evaluation.makespan; }
 };
 
@@ -70,13 +87,29 @@ bool Within(const Evaluation& e, int limit) {
 std::optional<Scored> Score(const Problem& problem, Schedule schedule) {
   Result<Program> program = Lower(schedule);
   if (!program.ok()) return std::nullopt;
-  Result<Evaluation> e = Evaluate(*program, problem.o.costs, problem.o.evaluate);
+  EvaluateOptions options = problem.o.evaluate;
+  options.record_timeline = true;
+  Result<Evaluation> e = Evaluate(*program, problem.o.costs, options);
   if (!e.ok() || !Within(*e, problem.limit)) return std::nullopt;
-  return Scored{std::move(schedule), std::move(e).value()};
+  double flow = 0.0;
+  for (const RankProgram& rank : program->ranks) {
+    for (std::size_t k = 0; k < rank.instructions.size(); ++k) {
+      if (IsCompute(rank.instructions[k].action.kind)) flow += e->timeline[rank.rank][k].end;
+    }
+  }
+  e->timeline.clear();
+  e->timeline.shrink_to_fit();
+  return Scored{std::move(schedule), std::move(e).value(), flow};
 }
 
 bool Better(double candidate, double incumbent) {
   return candidate < incumbent - 1e-9 * std::max(1.0, std::abs(incumbent));
+}
+// A local-search move is kept when its makespan is lower, or equal with no larger flow.
+bool Keep(const Scored& candidate, const Scored& incumbent) {
+  if (Better(candidate.makespan(), incumbent.makespan())) return true;
+  return !Better(incumbent.makespan(), candidate.makespan()) &&
+         !Better(incumbent.flow, candidate.flow);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,7 +382,7 @@ std::optional<GreedyBest> BestGreedy(const Problem& pb, const Budget& budget, in
     ++evaluated;
     std::optional<Schedule> s = Greedy(pb, policy);
     std::optional<Scored> scored = s ? Score(pb, std::move(*s)) : std::nullopt;
-    if (scored && (!best || Better(scored->makespan(), best->scored.makespan()))) {
+    if (scored && (!best || Keep(*scored, best->scored))) {
       best = GreedyBest{policy, std::move(*scored)};
     }
   }
@@ -416,8 +449,10 @@ struct Incumbent {
 
 // Walks the greedy policies from the best initial one: a mutation is kept when its makespan is
 // not above the walk's current one; the incumbent takes every schedule not worse than itself.
-void PolicySearch(const Problem& pb, Policy current, double current_makespan, Incumbent& inc,
+void PolicySearch(const Problem& pb, Policy current, const Scored& start, Incumbent& inc,
                   Budget& budget, Random& rng) {
+  Scored current_best{{}, {}, start.flow};  // the walk's makespan and flow (no schedule kept)
+  current_best.evaluation.makespan = start.makespan();
   const int share = budget.iterations / 2;
   while (budget.used < share && !budget.Spent()) {
     ++budget.used;
@@ -425,24 +460,32 @@ void PolicySearch(const Problem& pb, Policy current, double current_makespan, In
     std::optional<Schedule> s = Greedy(pb, next);
     if (!s) continue;
     std::optional<Scored> scored = Score(pb, std::move(*s));
-    if (!scored || Better(current_makespan, scored->makespan())) continue;
+    if (!scored || Better(current_best.makespan(), scored->makespan())) continue;
     current = std::move(next);
-    current_makespan = scored->makespan();
-    if (Better(inc.best.makespan(), scored->makespan())) continue;
+    current_best.evaluation.makespan = scored->makespan();
+    current_best.flow = scored->flow;
+    if (!Keep(*scored, inc.best)) continue;
     if (Better(scored->makespan(), inc.best.makespan())) ++inc.improvements;
     inc.best = std::move(*scored);
   }
 }
 
+// A random walk over the order from the incumbent: a move is taken when its makespan is not larger
+// (equal makespans let the walk cross plateaus); the incumbent keeps the best visited order
+// (Keep: makespan, then flow).
 void OrderSearch(const Problem& pb, Incumbent& inc, Budget& budget, Random& rng) {
+  Scored current = inc.best;
   while (!budget.Spent()) {
     ++budget.used;
-    Schedule next = inc.best.schedule;
+    Schedule next = current.schedule;
     if (!MoveAction(next.ranks[rng.Below(pb.o.p)], rng)) continue;
     std::optional<Scored> scored = Score(pb, std::move(next));
-    if (!scored || Better(inc.best.makespan(), scored->makespan())) continue;
-    if (Better(scored->makespan(), inc.best.makespan())) ++inc.improvements;
-    inc.best = std::move(*scored);
+    if (!scored || Better(current.makespan(), scored->makespan())) continue;
+    if (Keep(*scored, inc.best)) {
+      if (Better(scored->makespan(), inc.best.makespan())) ++inc.improvements;
+      inc.best = *scored;
+    }
+    current = std::move(*scored);
   }
 }
 
@@ -463,6 +506,15 @@ Status CheckOptions(const SearchOptions& o) {
   if (static_cast<long long>(o.costs.stages.size()) != static_cast<long long>(o.p) * o.v) {
     return bad("stage costs", o.costs.stages.size(),
                fmt::format("need one per stage ({})", o.p * o.v));
+  }
+  PIPETTE_RETURN_IF_ERROR(o.costs.Check(o.p * o.v, o.m));
+  for (const LinkSlowdown& l : o.evaluate.link_slowdowns) {
+    if (l.a == l.b || l.a < 0 || l.b < 0 || l.a >= o.p || l.b >= o.p ||
+        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
+      return bad("--link-slowdown", fmt::format("{}-{}={}", l.a, l.b, l.factor),
+                 fmt::format("ranks must differ and lie in [0, {}), factor in [1, {:g}]", o.p,
+                             kMaxLinkSlowdown));
+    }
   }
   if (o.memory_limit < 0) return bad("--memory-limit", o.memory_limit, "must be at least 0");
   if (o.memory_limit > 0 && o.memory_limit < o.v) {
@@ -495,7 +547,9 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
   PIPETTE_RETURN_IF_ERROR(CheckOptions(o));
   Placement placement =
       o.placement == SearchPlacement::kV ? Placement::VShape(o.p) : Placement::Loop(o.p, o.v);
-  Problem pb{o, MakeEmptySchedule("search", o.p, o.v, o.m, std::move(placement)), o.p * o.v, {}, 0};
+  Problem pb{o,         MakeEmptySchedule("search", o.p, o.v, o.m, std::move(placement)),
+             o.p * o.v, {},
+             0,         LinkLatencies(o.p, o.evaluate)};
   for (int r = 0; r < o.p; ++r) pb.stages_of.push_back(pb.shape.placement.StagesOf(r));
   pb.limit = o.memory_limit > 0 ? o.memory_limit : o.v * o.m;
 
@@ -509,7 +563,7 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
     inc = Incumbent{std::move(builtin->second), builtin->first};
   }
   std::optional<GreedyBest> greedy = BestGreedy(pb, budget, result.candidates);
-  if (greedy && (!inc || !Better(inc->best.makespan(), greedy->scored.makespan()))) {
+  if (greedy && (!inc || Keep(greedy->scored, inc->best))) {
     inc = Incumbent{greedy->scored, greedy->policy.Describe()};
   }
   if (!inc) {
@@ -521,7 +575,7 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
   result.start_makespan = inc->best.makespan();
   Random rng(o.seed);
   if (greedy) {
-    PolicySearch(pb, greedy->policy, greedy->scored.makespan(), *inc, budget, rng);
+    PolicySearch(pb, greedy->policy, greedy->scored, *inc, budget, rng);
   }
   OrderSearch(pb, *inc, budget, rng);
   result.iterations_run = budget.used;
@@ -534,7 +588,7 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
 
 double MakespanLowerBound(const Schedule& shape, const Costs& costs,
                           const EvaluateOptions& options) {
-  const int p = shape.p, s_count = shape.num_stages();
+  const int p = shape.p;
   const Placement& pl = shape.placement;
   auto cost = [&](ActionKind kind, int stage, int mb) {
     return costs.Of(Action::Make(kind, stage, mb));
@@ -544,8 +598,9 @@ double MakespanLowerBound(const Schedule& shape, const Costs& costs,
         cost(ActionKind::kInputBackward, stage, mb) + cost(ActionKind::kWeightBackward, stage, mb),
         cost(ActionKind::kFullBackward, stage, mb));
   };
+  const std::vector<double> latency = LinkLatencies(p, options);
   auto hop = [&](int a, int b) {
-    return pl.rank_of(a) == pl.rank_of(b) ? 0.0 : options.p2p_latency;
+    return latency[static_cast<std::size_t>(pl.rank_of(a)) * p + pl.rank_of(b)];
   };
   std::vector<double> busy(p, 0.0), head(p, kInf);
   double chain_bound = 0.0;
@@ -572,7 +627,6 @@ double MakespanLowerBound(const Schedule& shape, const Costs& costs,
   for (int r = 0; r < p; ++r) {
     if (head[r] < kInf) bound = std::max(bound, head[r] + busy[r]);
   }
-  (void)s_count;
   return bound;
 }
 

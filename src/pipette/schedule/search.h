@@ -70,7 +70,8 @@ struct SearchResult {
 // Returns the searched schedule. Errors (InvalidArgument, naming the option): p, v, m out of range
 // (S*m above kMaxScheduleChunks or above kMaxSearchChunks), costs not one per stage, a V placement
 // with v != 2, a memory limit below the chunks one microbatch holds on a rank (v), a negative
-// budget.
+// budget, a link slowdown out of range. Uneven work comes in through the costs (ApplyUnevenWork:
+// per-microbatch sequence lengths, rank speeds) and options.evaluate.link_slowdowns.
 Result<SearchResult> SearchSchedule(const SearchOptions& options);
 
 // The largest S*m the search accepts: each local-search move lowers and evaluates the whole
@@ -81,7 +82,8 @@ inline constexpr long long kMaxSearchChunks = 65'536;
 // ranks, of the earliest time the rank can start (its first stage's forward chain from stage 0,
 // with latency per rank crossing) plus its busy time, and the longest single-microbatch chain
 // (all forwards, all input backwards, the first stage's W, latency per crossing). A full backward
-// is counted at min(I + W, its own cost).
+// is counted at min(I + W, its own cost). Costs per microbatch (uneven work) and link slowdowns
+// count. REQUIRES: costs fit the shape (Costs::Check), link slowdowns name ranks in [0, p).
 double MakespanLowerBound(const Schedule& shape, const Costs& costs,
                           const EvaluateOptions& options);
 

@@ -13,6 +13,7 @@
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_csv.h"
+#include "pipette/schedule/uneven_work.h"
 #include "pipette/schedule/validate.h"
 
 namespace pipette {
@@ -181,6 +182,44 @@ TEST(ScheduleSearch, StrictlyBetterOnUnevenCosts) {
     }
     EXPECT_LT(r.evaluation.makespan, c.builtin);
   }
+}
+
+// Uneven work (uneven_work.h) reaches the search through the costs and the link slowdowns: the
+// built-ins' fixed orders wait on the long microbatches and the slow link, the search works around
+// them. A straggler that is the bottleneck leaves nothing to gain: zb-h1 is already at the bound.
+TEST(ScheduleSearch, UnevenWork) {
+  SearchOptions seqlens = Options(4, 1, 8, SearchPlacement::kLoop, {1, 1, 1}, 0, 4);
+  UnevenWork work;
+  work.microbatch_seqlens = {512, 2048, 1024, 1024, 4096, 512, 1024, 2048};
+  work.reference_seqlen = 1024;
+  work.attention_share = 0.3;
+  Result<Costs> costs = ApplyUnevenWork(seqlens.costs, Placement::Loop(4, 1), 8, work);
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  seqlens.costs = *costs;
+  const SearchResult a = MustSearch(seqlens);
+  EXPECT_EQ(a.best_builtin, "zb-h1");
+  EXPECT_LT(CheckSearched(seqlens, a), a.best_builtin_makespan);
+
+  SearchOptions slow_link = Options(4, 1, 8, SearchPlacement::kLoop, {1, 1, 1}, 0.25, 4);
+  slow_link.evaluate.link_slowdowns = {LinkSlowdown{1, 2, 8.0}};
+  const SearchResult b = MustSearch(slow_link);
+  // zb-h1's fixed order waits on the slow link in its steady state too: 42.5 against 27 without.
+  EXPECT_DOUBLE_EQ(b.best_builtin_makespan, 42.5);
+  EXPECT_LT(CheckSearched(slow_link, b), b.best_builtin_makespan);
+  // The bound: rank 3 starts after 3 forwards, 2 crossings at 0.25 and one at 2: 5.5 + 24.
+  EXPECT_DOUBLE_EQ(b.lower_bound, 29.5);
+
+  SearchOptions straggler = Options(4, 1, 8, SearchPlacement::kLoop, {1, 1, 1}, 0, 4);
+  work = UnevenWork{};
+  work.rank_speed = {1, 1, 0.5, 1};
+  costs = ApplyUnevenWork(straggler.costs, Placement::Loop(4, 1), 8, work);
+  ASSERT_TRUE(costs.ok());
+  straggler.costs = *costs;
+  const SearchResult c = MustSearch(straggler);
+  // Rank 2 at half speed: it starts after 2 forwards and is busy 8 * 6 = 48: 50.
+  EXPECT_DOUBLE_EQ(c.lower_bound, 50);
+  EXPECT_DOUBLE_EQ(CheckSearched(straggler, c), 50);
+  EXPECT_DOUBLE_EQ(c.best_builtin_makespan, 50);
 }
 
 // Where zero bubble is reachable the search reaches the bound: the rank that starts last

@@ -47,10 +47,12 @@ SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
   const ParallelConfig& c = p.config;
   SimulationCase one;
   one.program = &p.program;
-  one.costs = p.plan.ToCosts();
+  one.costs = o.costs ? *o.costs : p.plan.ToCosts();
   for (const StageInfo& stage : p.plan.stages) {
     one.sizes.stage_output_bytes.push_back(stage.boundary_bytes / c.tp);
   }
+  one.sizes.microbatch_scale = o.microbatch_scale;
+  one.link_slowdowns = o.link_slowdowns;
   if (o.ideal_network) {
     one.latency = o.latency;
   } else {
@@ -87,6 +89,18 @@ double ModelFlopsPerStep(const ModelPlan& p) {
     flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
   }
   return flops * (static_cast<double>(p.config.microbatches) * p.config.dp);
+}
+
+// The summed peak FLOP/s of the GPUs the job uses (0 .. world_size - 1; each its own type on a
+// mixed cluster).
+double PeakFlops(const ModelPlan& p) {
+  double sum = 0;
+  for (int g = 0; g < p.config.world_size(); ++g) {
+    const GpuSpec& gpu = p.cluster.GpuAt(g);
+    const auto it = gpu.peak_flops.find(p.config.dtype);
+    sum += it == gpu.peak_flops.end() ? 0.0 : it->second;
+  }
+  return sum;
 }
 
 // "cluster 'c': inter_node.bandwidth_gb_per_s = 50, latency_us = 5".
@@ -175,10 +189,15 @@ Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationO
   m.memory = MemoryOf(p, m.sim.trace);
   for (const RankMemoryTimeline& line : m.memory) m.peak_memory.push_back(line.peak_bytes);
   m.oom = FirstOutOfMemory(m.memory, static_cast<double>(p.cluster.gpu.memory_bytes));
-  const double world = c.world_size();
-  m.mfu = ModelFlopsPerStep(p) / (m.step_time * world * p.cluster.gpu.peak_flops.at(c.dtype));
-  m.tokens_per_s =
-      static_cast<double>(c.microbatches) * c.micro_batch_size * c.seq_len * c.dp / m.step_time;
+  const double flops =
+      o.flops_per_replica_step > 0 ? o.flops_per_replica_step * c.dp : ModelFlopsPerStep(p);
+  m.mfu = flops / (m.step_time * PeakFlops(p));
+  double microbatches = c.microbatches;  // in reference-length units
+  if (!o.microbatch_scale.empty()) {
+    microbatches = 0;
+    for (const double scale : o.microbatch_scale) microbatches += scale;
+  }
+  m.tokens_per_s = microbatches * c.micro_batch_size * c.seq_len * c.dp / m.step_time;
   return m;
 }
 

@@ -27,6 +27,14 @@ struct ModelSimulationOptions {
   bool ideal_network = false;  // unbounded bandwidth: every message takes `latency`
   double latency = 0;          // seconds per message on the ideal network
   int steps = 1;               // training steps, back to back
+  // Uneven work (schedule/uneven_work.h). The costs to run instead of the plan's (per-microbatch
+  // lengths and rank speeds applied: ApplyUnevenWork); per microbatch, the factor its messages'
+  // bytes are scaled by (its length over --seq-len; empty: 1); slow links; and the FLOPs of one
+  // step of one replica for the MFU (0: m microbatches at --seq-len).
+  std::optional<Costs> costs;
+  std::vector<double> microbatch_scale;
+  std::vector<LinkSlowdown> link_slowdowns;
+  double flops_per_replica_step = 0;
 };
 
 struct ModelSimulation {

@@ -1,5 +1,6 @@
 #include "sim/simgrid_runtime.h"
 
+#include <cmath>
 #include <simgrid/s4u.hpp>
 
 #include "pipette/schedule/message.h"
@@ -13,6 +14,30 @@ Channels::Channels(std::vector<sg4::Host*> rank_hosts, bool carry_bytes)
   for (std::size_t r = 0; r < hosts.size(); ++r) {
     arrived.push_back(sg4::ConditionVariable::create());
   }
+}
+
+void Channels::SlowLinks(const std::vector<LinkSlowdown>& slowdowns) {
+  if (slowdowns.empty()) return;
+  const std::size_t p = hosts.size();
+  link_factor.assign(p * p, 1.0);
+  link_delay.assign(p * p, 0.0);
+  for (const LinkSlowdown& l : slowdowns) {
+    for (const auto& [from, to] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
+      std::vector<sg4::Link*> links;
+      double latency = 0;
+      hosts[from]->route_to(hosts[to], links, &latency);
+      const std::size_t k = from * p + to;
+      link_factor[k] *= l.factor;
+      link_delay[k] = (link_factor[k] - 1.0) * latency;
+    }
+  }
+}
+
+void Channels::Post(std::pair<int, std::int64_t> key, sg4::CommPtr comm, int receiver) {
+  comm->start();
+  std::unique_lock lock(*mutex);
+  in_flight[key] = comm;
+  arrived[receiver]->notify_all();
 }
 
 SimGridRuntime::SimGridRuntime(Channels& channels, int rank, const RankWork& work,
@@ -39,13 +64,28 @@ void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overh
 void SimGridRuntime::Compute(const Instruction& ins) { Work(work_.costs->Of(ins.action)); }
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
+  double factor = 1.0, delay = 0.0;
+  if (!channels_.link_factor.empty()) {
+    const std::size_t k = static_cast<std::size_t>(rank_) * channels_.hosts.size() + ins.peer;
+    factor = channels_.link_factor[k];
+    delay = channels_.link_delay[k];
+  }
   // The ideal network carries 0 bytes: only the route's latency counts.
+  const auto payload =
+      channels_.real_sizes ? static_cast<std::uint64_t>(std::llround(bytes * factor)) : 0;
   sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
-                          ->set_payload_size(channels_.real_sizes ? bytes : 0);
-  comm->start();
-  std::unique_lock lock(*channels_.mutex);
-  channels_.in_flight[{step_, MessageOf(ins.action).key()}] = comm;
-  channels_.arrived[ins.peer]->notify_all();
+                          ->set_payload_size(payload);
+  const std::pair<int, std::int64_t> key{step_, MessageOf(ins.action).key()};
+  if (delay > 0) {  // a slowed link: a relay on the sender's host starts the comm later
+    Channels* channels = &channels_;
+    const int peer = ins.peer;
+    sg4::Actor::create("slow-link", channels_.hosts[rank_], [channels, key, comm, peer, delay] {
+      sg4::this_actor::sleep_for(delay);
+      channels->Post(key, comm, peer);
+    });
+    return;
+  }
+  channels_.Post(key, comm, ins.peer);
 }
 
 double SimGridRuntime::WaitRecv(const Instruction& ins) {

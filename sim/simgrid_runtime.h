@@ -18,23 +18,35 @@
 
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/schedule/costs.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
 
 // The messages of one replica of one case in flight: the sender starts a host-to-host comm and
 // registers it under the message's key; the receiver waits for the registration, then for the
-// comm. SimGrid computes the transfer, so the data lands at the send time plus the route's time
-// whenever the receiver looks. (Eager mailboxes with a permanent receiver do not work for this in
-// 3.32: a get posted while the put is in flight completes at once.)
+// comm (a slowed link's comm is registered when it starts). SimGrid computes the transfer, so the
+// data lands at the send time plus the route's time whenever the receiver looks. (Eager mailboxes
+// with a permanent receiver do not work for this in 3.32: a get posted while the put is in flight
+// completes at once.)
 struct Channels {
   std::map<std::pair<int, std::int64_t>, simgrid::s4u::CommPtr> in_flight;  // (step, message key)
   simgrid::s4u::MutexPtr mutex;
   std::vector<simgrid::s4u::ConditionVariablePtr> arrived;  // one per receiving rank
   std::vector<simgrid::s4u::Host*> hosts;                   // one per rank
   bool real_sizes = false;  // messages carry their bytes (cluster, alpha-beta); else 0 bytes
+  // Slow links, per (sender, receiver) rank pair, sender-major (empty: none): the factor a
+  // message's bytes are multiplied by, and how long after its SEND its comm starts.
+  std::vector<double> link_factor;
+  std::vector<double> link_delay;
 
   // REQUIRES: a SimGrid engine exists.
   explicit Channels(std::vector<simgrid::s4u::Host*> rank_hosts, bool carry_bytes);
+  // Slows the links of `slowdowns` (ranks in range, factor >= 1): a message between a and b
+  // carries factor x its bytes and starts (factor - 1) x the route's latency after its SEND, so on
+  // an idle network it takes factor x as long. REQUIRES: the platform is sealed.
+  void SlowLinks(const std::vector<LinkSlowdown>& slowdowns);
+  // Starts `comm` and registers it under `key` for rank `receiver`.
+  void Post(std::pair<int, std::int64_t> key, simgrid::s4u::CommPtr comm, int receiver);
 };
 
 // What one rank's runtime spends its time on besides messages.

@@ -47,6 +47,18 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: {} stage costs for a program of {} stages", index,
                     c.costs.stages.size(), c.program->num_stages()));
   }
+  if (Status costs = c.costs.Check(c.program->num_stages(), c.program->m); !costs.ok()) {
+    return Status::InvalidArgument(fmt::format("simulation case {}: {}", index, costs.message()));
+  }
+  for (const LinkSlowdown& l : c.link_slowdowns) {
+    if (l.a < 0 || l.a >= c.program->p || l.b < 0 || l.b >= c.program->p || l.a == l.b ||
+        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
+      return Status::InvalidArgument(fmt::format(
+          "simulation case {}: link slowdown {}-{}={}: ranks must differ and lie in [0, {}), "
+          "factor in [1, {:g}]",
+          index, l.a, l.b, l.factor, c.program->p, kMaxLinkSlowdown));
+    }
+  }
   if (c.replicas < 1) {
     return Status::InvalidArgument(
         fmt::format("simulation case {}: replicas = {}: must be >= 1", index, c.replicas));
@@ -192,6 +204,7 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
     channels.push_back(
         std::make_unique<Channels>(std::vector<sg4::Host*>(first, first + p),
                                    sc.cluster != nullptr || sc.seconds_per_byte > 0));
+    channels.back()->SlowLinks(sc.link_slowdowns);
     for (int r = 0; r < p; ++r) {
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
                          &sc, channels.back().get(), r, WorkOf(sc, r, hosts.cores), barriers[r],

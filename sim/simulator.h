@@ -23,12 +23,13 @@
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
 
 struct SimulationCase {
   const Program* program = nullptr;
-  Costs costs;         // one entry per stage, seconds
+  Costs costs;         // one entry per stage, seconds (per microbatch with uneven work)
   MessageSizes sizes;  // bytes per message (traced; simulated on a cluster)
   double latency = 0;  // ideal network: seconds per message
   // A cluster instead of the ideal network: rank r of replica d runs on GPU
@@ -39,6 +40,11 @@ struct SimulationCase {
   // Data-parallel replicas of the pipeline run side by side, each with its own actors and
   // messages (on the cluster contending for the links they share).
   int replicas = 1;
+  // Slow links between pipeline ranks (schedule/uneven_work.h), in every replica: a message
+  // between ranks a and b takes `factor` times as long on an idle network. It carries factor x its
+  // bytes (so the bandwidth part scales, and contends as that much traffic) and starts
+  // (factor - 1) x its route's latency after its SEND (a relay actor waits on the sender's host).
+  std::vector<LinkSlowdown> link_slowdowns;
   // Training steps, run back to back: each rank starts step s+1 when its step s (all-reduce
   // included) is over.
   int steps = 1;
@@ -83,7 +89,8 @@ struct SimulationResult {
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
-// InvalidArgument for a case without a program, with costs of the wrong shape, a negative or
+// InvalidArgument for a case without a program, with costs of the wrong shape (Costs::Check), a
+// link slowdown out of range, a negative or
 // non-finite latency, seconds per byte, overhead or core count, replicas < 1, steps < 1,
 // all-reduce or optimizer times not one finite non-negative value per rank, a GPU mapping that is
 // not one distinct GPU of the cluster per rank of every replica, or a case over the limits of

@@ -1,5 +1,6 @@
 // `pipette schedule NAME -p P -m M [-v V] [--group-size G] [--times F=1,I=1,W=1] [--latency C]
-//  [--format text|csv|json]` and `pipette schedule --list`.
+//  [--rank-speed R=S,..] [--microbatch-seqlens LIST|FILE --seq-len L [--attention-share A]]
+//  [--link-slowdown A-B=F,..] [--format text|csv|json]` and `pipette schedule --list`.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/schedule_report.h"
+#include "cli/uneven_options.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -25,6 +27,7 @@ struct ScheduleOptions {
   double latency = 0.0;
   std::string format = "text";
   bool list = false;
+  UnevenWorkOptions uneven;
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
   CLI::Option* v_option = nullptr;
@@ -85,14 +88,19 @@ int Run(const ScheduleOptions& o) {
                                              o.name, schedule->p, schedule->v, schedule->m,
                                              program.status().message())));
   }
+  Result<UnevenWork> uneven = ParseUnevenWorkOptions(o.uneven, schedule->p, schedule->m);
+  if (!uneven.ok()) return Fail(uneven.status());
+  Result<Costs> costs = ApplyUnevenWork(Costs::Uniform(schedule->num_stages(), *times),
+                                        schedule->placement, schedule->m, *uneven);
+  if (!costs.ok()) return Fail(costs.status());
   EvaluateOptions options;
   options.p2p_latency = o.latency;
   options.record_timeline = o.format == "text";
-  Result<Evaluation> evaluation =
-      Evaluate(*program, Costs::Uniform(schedule->num_stages(), *times), options);
+  options.link_slowdowns = uneven->link_slowdowns;
+  Result<Evaluation> evaluation = Evaluate(*program, *costs, options);
   if (!evaluation.ok()) return Fail(evaluation.status());
 
-  const ScheduleReport report{*schedule, *program, *evaluation, *times, o.latency};
+  const ScheduleReport report{*schedule, *program, *evaluation, *times, o.latency, *costs, *uneven};
   if (o.format == "csv") {
     std::cout << ToComputeCsv(*schedule);
   } else if (o.format == "json") {
@@ -124,6 +132,7 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
       ->check(NonEmpty());
   cmd->add_option("--latency", options->latency, "Point-to-point latency per message")
       ->capture_default_str();
+  AddUnevenWorkOptions(cmd, options->uneven, /*seq_len=*/true, /*attention_share=*/true);
   cmd->add_option("--format", options->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));

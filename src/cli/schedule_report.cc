@@ -94,6 +94,20 @@ nlohmann::ordered_json ScheduleJson(const Schedule& schedule) {
   return json;
 }
 
+nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work) {
+  if (work.IsEven()) return nullptr;
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  if (!work.rank_speed.empty()) json["rank_speed"] = work.rank_speed;
+  if (!work.microbatch_seqlens.empty()) {
+    json["microbatch_seqlens"] = work.microbatch_seqlens;
+    json["seq_len"] = work.reference_seqlen;
+    json["attention_share"] = work.attention_share;
+  }
+  if (!work.link_slowdowns.empty())
+    json["link_slowdown"] = FormatLinkSlowdowns(work.link_slowdowns);
+  return json;
+}
+
 std::string FormatScheduleText(const ScheduleReport& report) {
   const Schedule& s = report.schedule;
   const Evaluation& e = report.evaluation;
@@ -103,6 +117,9 @@ std::string FormatScheduleText(const ScheduleReport& report) {
       "# p={} v={} m={} stages={}  per-chunk times F={} I={} W={} (B={})  p2p latency={}\n", s.p,
       s.v, s.m, s.num_stages(), report.times.f, report.times.i, report.times.w, report.times.b(),
       report.latency);
+  if (const std::string uneven = DescribeUnevenWork(report.uneven); !uneven.empty()) {
+    out += "# uneven work: " + uneven + "\n";
+  }
 
   // Per-rank order: one column per action, columns aligned across ranks. The names are made twice
   // (widths, then text) rather than kept: S*m strings at once took gigabytes at the size limit.
@@ -172,6 +189,7 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   tail["bubble_ratio"] = e.bubble_ratio;
   tail["busy"] = e.busy;
   tail["peak_activations"] = e.peak_activations;
+  if (!report.uneven.IsEven()) tail["uneven"] = UnevenWorkJson(report.uneven);
   const std::string rest = tail.dump();
   out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }

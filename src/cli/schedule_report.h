@@ -10,6 +10,7 @@
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/schedule/uneven_work.h"
 
 namespace pipette::cli {
 
@@ -17,9 +18,16 @@ struct ScheduleReport {
   const Schedule& schedule;
   const Program& program;
   const Evaluation& evaluation;  // with timeline
-  StageCost times;               // per-chunk costs used
+  StageCost times;               // per-chunk costs given (nominal)
   double latency = 0.0;
+  // The costs evaluated (the nominal times with uneven work applied) and the uneven work.
+  const Costs& costs;
+  const UnevenWork& uneven;
 };
+
+// The uneven work as JSON (rank_speed, microbatch_seqlens, seq_len, attention_share,
+// link_slowdown: only what is given), or null when the work is even.
+nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work);
 
 // The keys every JSON report of a schedule starts with: schedule, p, v, m.
 nlohmann::ordered_json ScheduleJson(const Schedule& schedule);

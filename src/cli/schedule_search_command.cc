@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/schedule_report.h"
+#include "cli/uneven_options.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/schedule_csv.h"
 #include "pipette/schedule/search.h"
@@ -36,10 +37,7 @@ struct SearchCliOptions {
   int iterations = 2000;
   std::uint64_t seed = 1;
   std::string format = "text";
-  // Uneven work (pipette/schedule/uneven_work.h), named as in every command that runs a schedule.
-  std::string rank_speed, microbatch_seqlens, link_slowdown;
-  int seq_len = 0;
-  double attention_share = 0.0;
+  UnevenWorkOptions uneven;  // as every command that runs a schedule takes it
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
   CLI::Option* v_option = nullptr;
@@ -70,7 +68,14 @@ Result<Costs> ParseStageTimes(const std::string& text, int stages, StageCost def
   return costs;
 }
 
-Result<SearchOptions> Resolve(const SearchCliOptions& o) {
+// The search's options, and what the report names: the nominal --times and the uneven work.
+struct Resolved {
+  SearchOptions search;
+  StageCost times;
+  UnevenWork uneven;
+};
+
+Result<Resolved> Resolve(const SearchCliOptions& o) {
   if (o.p_option->count() == 0) {
     return Status::InvalidArgument("missing -p (pipeline ranks), e.g. -p 4");
   }
@@ -94,13 +99,7 @@ Result<SearchOptions> Resolve(const SearchCliOptions& o) {
                                                kMaxSearchChunks));
   }
   PIPETTE_ASSIGN_OR_RETURN(Costs nominal, ParseStageTimes(o.stage_times, s.p * s.v, times));
-  UnevenWork work;
-  PIPETTE_ASSIGN_OR_RETURN(work.rank_speed, ParseRankSpeeds(o.rank_speed, s.p));
-  PIPETTE_ASSIGN_OR_RETURN(work.microbatch_seqlens,
-                           ParseMicrobatchSeqlens(o.microbatch_seqlens, s.m));
-  PIPETTE_ASSIGN_OR_RETURN(work.link_slowdowns, ParseLinkSlowdowns(o.link_slowdown, s.p));
-  work.reference_seqlen = o.seq_len;
-  work.attention_share = o.attention_share;
+  PIPETTE_ASSIGN_OR_RETURN(UnevenWork work, ParseUnevenWorkOptions(o.uneven, s.p, s.m));
   const Placement placement =
       s.placement == SearchPlacement::kV ? Placement::VShape(s.p) : Placement::Loop(s.p, s.v);
   if (s.placement == SearchPlacement::kV && s.v != 2) {
@@ -123,7 +122,7 @@ Result<SearchOptions> Resolve(const SearchCliOptions& o) {
   s.time_limit_s = o.time_limit;
   s.iterations = o.iterations;
   s.seed = o.seed;
-  return s;
+  return Resolved{std::move(s), times, std::move(work)};
 }
 
 std::string SearchSummary(const SearchOptions& o, const SearchResult& r) {
@@ -169,9 +168,10 @@ nlohmann::ordered_json SearchJson(const SearchOptions& o, const SearchResult& r)
 }
 
 int Run(const SearchCliOptions& cli) {
-  Result<SearchOptions> options = Resolve(cli);
-  if (!options.ok()) return Fail(options.status());
-  Result<SearchResult> result = SearchSchedule(*options);
+  Result<Resolved> resolved = Resolve(cli);
+  if (!resolved.ok()) return Fail(resolved.status());
+  const SearchOptions& options = resolved->search;
+  Result<SearchResult> result = SearchSchedule(options);
   if (!result.ok()) return Fail(result.status());
   if (cli.format == "csv") {
     std::cout << ToComputeCsv(result->schedule);
@@ -179,20 +179,20 @@ int Run(const SearchCliOptions& cli) {
   }
   Result<Program> program = Lower(result->schedule);
   if (!program.ok()) return Fail(Status::Internal(program.status().message()));
-  EvaluateOptions evaluate = options->evaluate;
+  EvaluateOptions evaluate = options.evaluate;
   evaluate.record_timeline = cli.format == "text";
-  Result<Evaluation> evaluation = Evaluate(*program, options->costs, evaluate);
+  Result<Evaluation> evaluation = Evaluate(*program, options.costs, evaluate);
   if (!evaluation.ok()) return Fail(evaluation.status());
-  const ScheduleReport report{result->schedule, *program, *evaluation, options->costs.stages[0],
-                              options->evaluate.p2p_latency};
+  const ScheduleReport report{result->schedule,     *program,      *evaluation,     resolved->times,
+                              evaluate.p2p_latency, options.costs, resolved->uneven};
   if (cli.format == "json") {
     std::ostringstream schedule_json;
     WriteScheduleJson(report, schedule_json);
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(schedule_json.str());
-    j["search"] = SearchJson(*options, *result);
+    j["search"] = SearchJson(options, *result);
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << SearchSummary(*options, *result) << FormatScheduleText(report);
+    std::cout << SearchSummary(options, *result) << FormatScheduleText(report);
   }
   return kExitOk;
 }
@@ -227,20 +227,7 @@ void RegisterScheduleSearchCommand(CLI::App& schedule, int& exit_code) {
   cmd->add_option("--seed", o->seed, "Seed of the local search's moves")
       ->capture_default_str()
       ->check(UnsignedDecimal());
-  cmd->add_option("--rank-speed", o->rank_speed,
-                  "Per-rank speed factors R=S,.. (a compute on rank R takes nominal / S)")
-      ->check(NonEmpty());
-  cmd->add_option("--microbatch-seqlens", o->microbatch_seqlens,
-                  "Sequence length per microbatch: a list of m lengths or a FILE (needs --seq-len)")
-      ->check(NonEmpty());
-  cmd->add_option("--seq-len", o->seq_len, "The sequence length --times are for")
-      ->capture_default_str();
-  cmd->add_option("--attention-share", o->attention_share,
-                  "Share of a chunk's cost that grows with the sequence length squared")
-      ->capture_default_str();
-  cmd->add_option("--link-slowdown", o->link_slowdown,
-                  "Slow links A-B=F,.. (messages between ranks A and B take F times as long)")
-      ->check(NonEmpty());
+  AddUnevenWorkOptions(cmd, o->uneven, /*seq_len=*/true, /*attention_share=*/true);
   cmd->add_option("--format", o->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));

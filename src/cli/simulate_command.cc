@@ -8,6 +8,11 @@
 // chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
 // makespan. With --costs-from RUN [--cores N] it predicts a recorded real run instead: its program
 // with its measured costs (cli/costs_from.h). What is recorded and printed: cli/simulate_report.h.
+// Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown; schedule/uneven_work.h)
+// applies in every mode: with --times the costs are for --seq-len and --attention-share of each
+// grows with s^2; the model prices every distinct length itself (partition/model_plan.h:
+// StageCostsAt) and its messages grow with the length; --costs-from scales the run's measured
+// costs like --times, for the run's own seq_len.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -15,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -25,8 +31,11 @@
 #include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
+#include "cli/schedule_report.h"
 #include "cli/simulate_report.h"
 #include "cli/store_options.h"
+#include "cli/uneven_options.h"
+#include "pipette/cluster/cluster_registry.h"
 #include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
@@ -54,11 +63,14 @@ struct SimulateOptions {
   // Model path.
   std::string model = "gpt3-1.3b";
   std::string cluster = "dgx-h100";
+  CLI::Option* cluster_option = nullptr;
   int nodes = 0;  // 0: the preset's
   int dp = 1;
   int tp = 1;
   int micro_batch_size = 1;
   int seq_len = 2048;
+  CLI::Option* seq_len_option = nullptr;
+  UnevenWorkOptions uneven;
   std::string dtype = "bf16";
   int zero = 0;
   bool recompute = false;
@@ -145,6 +157,26 @@ int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& confi
   return kExitOk;
 }
 
+// `config` with the uneven work under "uneven" when there is any (the run records what it ran).
+nlohmann::ordered_json WithUneven(nlohmann::ordered_json config, const UnevenWork& work) {
+  if (!work.IsEven()) config["uneven"] = UnevenWorkJson(work);
+  return config;
+}
+
+// With --times and a --cluster of mixed GPU types (node_groups): the per-chunk times are the
+// cluster's [gpu]'s, and every rank's speed is its GPU's peak over that (RelativeRankSpeeds, rank r
+// on GPU r), times its --rank-speed.
+Status ClusterSpeeds(const SimulateOptions& o, int p, int m, UnevenWork& work) {
+  if (o.cluster_option->count() == 0) return Status::Ok();
+  PIPETTE_ASSIGN_OR_RETURN(const ClusterSpec cluster, MakeCluster(o.cluster, o.nodes));
+  if (cluster.node_groups.empty()) return Status::Ok();
+  PIPETTE_ASSIGN_OR_RETURN(const DType dtype, ParseDType(o.dtype, "--dtype"));
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<double> speeds, RelativeRankSpeeds(cluster, dtype, p));
+  if (work.rank_speed.empty()) work.rank_speed.assign(p, 1.0);
+  for (int r = 0; r < p; ++r) work.rank_speed[r] *= speeds[r];
+  return CheckUnevenWork(work, p, m);
+}
+
 // --times: the schedule with fixed per-chunk times on the ideal network.
 int RunTimes(const SimulateOptions& o) {
   if (!o.ideal_network) {
@@ -170,18 +202,28 @@ int RunTimes(const SimulateOptions& o) {
       fmt::format("--schedule {} --pp {} -v {} -m {} --steps {}", o.schedule, program->p,
                   program->v, program->m, o.steps));
   if (!size.ok()) return Fail(size);
+  Result<UnevenWork> uneven = ParseUnevenWorkOptions(o.uneven, schedule->p, schedule->m,
+                                                     o.seq_len_option->count() > 0 ? o.seq_len : 0);
+  if (!uneven.ok()) return Fail(uneven.status());
+  if (Status speeds = ClusterSpeeds(o, schedule->p, schedule->m, *uneven); !speeds.ok())
+    return Fail(speeds);
+  const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
+  Result<Costs> costs = ApplyUnevenWork(Costs::Uniform(schedule->num_stages(), seconds),
+                                        schedule->placement, schedule->m, *uneven);
+  if (!costs.ok()) return Fail(costs.status());
   const TimesPlan plan{std::move(*schedule), std::move(*program), *ms};
   const SimulateSettings settings = SettingsOf(o);
-  return RecordAndPrint<TimesReport>(o, ConfigOf(plan, settings), [&]() -> Result<TimesReport> {
-    SimulationCase one;
-    one.program = &plan.program;
-    const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
-    one.costs = Costs::Uniform(plan.schedule.num_stages(), seconds);
-    one.latency = o.latency_us / 1e6;
-    one.steps = o.steps;
-    PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({one}));
-    return TimesReport{plan, settings, std::move(results.front())};
-  });
+  return RecordAndPrint<TimesReport>(
+      o, WithUneven(ConfigOf(plan, settings), *uneven), [&]() -> Result<TimesReport> {
+        SimulationCase one;
+        one.program = &plan.program;
+        one.costs = *costs;
+        one.link_slowdowns = uneven->link_slowdowns;
+        one.latency = o.latency_us / 1e6;
+        one.steps = o.steps;
+        PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({one}));
+        return TimesReport{plan, settings, std::move(results.front())};
+      });
 }
 
 // Options that describe what --costs-from takes from the run (or, --cores, needs --costs-from).
@@ -202,15 +244,18 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
   }
   // Everything but where the run is and how the prediction is recorded comes from the run.
   const std::vector<std::string> allowed = {
-      "--costs-from", "--calibration", "--cores", "--cost-statistic", "--format",
-      "--db",         "--no-db",       "--trace", "--experiment",     "--point-key"};
+      "--costs-from",     "--calibration",    "--cores",
+      "--cost-statistic", "--format",         "--db",
+      "--no-db",          "--trace",          "--experiment",
+      "--point-key",      "--rank-speed",     "--microbatch-seqlens",
+      "--link-slowdown",  "--attention-share"};
   for (const CLI::Option* given : o.command->get_options()) {
     if (given->count() == 0 || given->get_lnames().empty()) continue;
     const std::string name = "--" + given->get_lnames().front();
     if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
     return Status::InvalidArgument(fmt::format(
         "{} with --costs-from = {}: the program, its model, costs and sizes are the recorded "
-        "run's (only --calibration, --cores and where to record apply)",
+        "run's (only --calibration, --cores, uneven work and where to record apply)",
         name, o.costs_from));
   }
   if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
@@ -268,6 +313,22 @@ Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& 
   return settings;
 }
 
+// The uneven work applied to a recorded run's measured costs: its lengths relative to the run's
+// own seq_len (its configuration's), which --attention-share scales like --times.
+Result<UnevenWork> UnevenOfRun(const SimulateOptions& o, const CostsFromPlan& plan) {
+  int reference = 0;
+  const nlohmann::ordered_json& config = plan.measured_config;
+  if (config.contains("seq_len") && config["seq_len"].is_number_integer()) {
+    reference = config["seq_len"].get<int>();
+  }
+  if (reference <= 0 && !o.uneven.microbatch_seqlens.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "--microbatch-seqlens with --costs-from = {}: the run records no seq_len to scale from",
+        o.costs_from));
+  }
+  return ParseUnevenWorkOptions(o.uneven, plan.program.p, plan.program.m, reference);
+}
+
 // --costs-from RUN: the recorded real run's program with its measured costs (cli/costs_from.h).
 int RunCostsFrom(const SimulateOptions& o) {
   const std::string option = fmt::format("--costs-from = {}", o.costs_from);
@@ -285,16 +346,54 @@ int RunCostsFrom(const SimulateOptions& o) {
   if (!run.ok()) return Fail(run.status());
   Result<CostsFromPlan> plan = PlanCostsFrom(*run, option, settings);
   if (!plan.ok()) return Fail(plan.status());
-  return RecordAndPrint<CostsFromReport>(o, ConfigOf(*plan), [&]() -> Result<CostsFromReport> {
-    PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({CaseOf(*plan)}));
-    CostsFromReport report{*plan, std::move(results.front()), {}};
-    const RecordedWork& w = plan->work;
-    if (!w.static_bytes.empty()) {
-      report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory,
-                                     /*message_buffers=*/w.engine == "cpu");
-    }
-    return report;
-  });
+  Result<UnevenWork> uneven = UnevenOfRun(o, *plan);
+  if (!uneven.ok()) return Fail(uneven.status());
+  SimulationCase one = CaseOf(*plan);
+  Result<Costs> costs =
+      ApplyUnevenWork(one.costs, plan->schedule.placement, plan->program.m, *uneven);
+  if (!costs.ok()) return Fail(costs.status());
+  one.costs = std::move(*costs);
+  one.sizes.microbatch_scale = SeqlenRatios(*uneven);
+  one.link_slowdowns = uneven->link_slowdowns;
+  return RecordAndPrint<CostsFromReport>(
+      o, WithUneven(ConfigOf(*plan), *uneven), [&]() -> Result<CostsFromReport> {
+        PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({one}));
+        CostsFromReport report{*plan, std::move(results.front()), {}};
+        const RecordedWork& w = plan->work;
+        if (!w.static_bytes.empty()) {
+          report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory,
+                                         /*message_buffers=*/w.engine == "cpu");
+        }
+        return report;
+      });
+}
+
+// The uneven work of the model path, applied to `simulation`: every distinct length priced by the
+// model (StageCostsAt), the rank speeds folded in, messages and FLOPs following the lengths.
+Result<UnevenWork> ModelUnevenWork(const SimulateOptions& o, const ModelPlan& plan,
+                                   ModelSimulationOptions& simulation) {
+  if (o.uneven.attention_share_option->count() > 0) {
+    return Status::InvalidArgument(fmt::format(
+        "--attention-share = {:g}: applies only with --times or --costs-from (the model prices "
+        "every sequence length itself)",
+        o.uneven.attention_share));
+  }
+  const int m = plan.config.microbatches;
+  PIPETTE_ASSIGN_OR_RETURN(
+      UnevenWork work, ParseUnevenWorkOptions(o.uneven, plan.config.pp, m, plan.config.seq_len));
+  if (work.IsEven()) return work;
+  std::map<int, double> flops;  // length -> FLOPs of one microbatch
+  const CostsAtSeqlen costs_at = [&](int seq_len) -> Result<Costs> {
+    PIPETTE_ASSIGN_OR_RETURN(StageCostsAtLength at, StageCostsAt(plan, o.model, seq_len));
+    flops[seq_len] = at.model_flops;
+    return std::move(at.costs);
+  };
+  PIPETTE_ASSIGN_OR_RETURN(simulation.costs,
+                           ApplyUnevenWork(costs_at, plan.schedule.placement, m, work));
+  simulation.microbatch_scale = SeqlenRatios(work);
+  simulation.link_slowdowns = work.link_slowdowns;
+  for (int mb = 0; mb < m; ++mb) simulation.flops_per_replica_step += flops.at(work.SeqlenOf(mb));
+  return work;
 }
 
 // The model path: partition the model, simulate it on its cluster (or the ideal network).
@@ -320,13 +419,19 @@ int RunModel(const SimulateOptions& o) {
   Result<ModelPlan> plan = BuildModelPlan(options);
   if (!plan.ok()) return Fail(plan.status());
   const SimulateSettings settings = SettingsOf(o);
-  const ModelSimulationOptions simulation{o.ideal_network, o.latency_us / 1e6, o.steps};
+  ModelSimulationOptions simulation;
+  simulation.ideal_network = o.ideal_network;
+  simulation.latency = o.latency_us / 1e6;
+  simulation.steps = o.steps;
+  Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
+  if (!uneven.ok()) return Fail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
   if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok()) return Fail(checked);
-  return RecordAndPrint<ModelReport>(o, ConfigOf(*plan, settings), [&]() -> Result<ModelReport> {
-    PIPETTE_ASSIGN_OR_RETURN(ModelSimulation result, SimulateModel(*plan, simulation));
-    return ModelReport{*plan, settings, std::move(result)};
-  });
+  return RecordAndPrint<ModelReport>(
+      o, WithUneven(ConfigOf(*plan, settings), *uneven), [&]() -> Result<ModelReport> {
+        PIPETTE_ASSIGN_OR_RETURN(ModelSimulation result, SimulateModel(*plan, simulation));
+        return ModelReport{*plan, settings, std::move(result)};
+      });
 }
 
 int Run(const SimulateOptions& o) {
@@ -381,15 +486,20 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", o->model, "Model preset or .toml")
       ->capture_default_str()
       ->check(NonEmpty());
-  cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")
-      ->capture_default_str()
-      ->check(NonEmpty());
+  o->cluster_option = cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")
+                          ->capture_default_str()
+                          ->check(NonEmpty());
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
-  cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence")->capture_default_str();
+  o->seq_len_option =
+      cmd->add_option("--seq-len", o->seq_len,
+                      "Tokens per sequence (with --times and --microbatch-seqlens: the length the "
+                      "times are for)")
+          ->capture_default_str();
+  AddUnevenWorkOptions(cmd, o->uneven, /*seq_len=*/false, /*attention_share=*/true);
   cmd->add_option("--dtype", o->dtype, "fp32, bf16, fp16 or fp8")
       ->capture_default_str()
       ->check(NonEmpty());

@@ -505,6 +505,8 @@ std::vector<std::string> PointArguments(const SweepPoint& point) {
       if (s.value.text == "true") args.push_back((is_short ? "-" : "--") + s.key);
       continue;
     }
+    // An empty string leaves the option out: the command's default (`rank-speed = ["", "2=0.5"]`).
+    if (s.value.kind == SweepValue::Kind::kString && s.value.text.empty()) continue;
     // Attached values: a value starting with '-' stays a value, never becomes an option.
     args.push_back(is_short ? "-" + s.key + s.value.text : "--" + s.key + "=" + s.value.text);
   }

@@ -123,7 +123,7 @@ std::string PointKey(std::vector<SweepSetting> settings);
 
 // The point's settings as command-line arguments, values attached so that none is read as an
 // option: "-m8" for one-letter keys, "--pp=8" otherwise, "--recompute" for a true flag, nothing for
-// a false one.
+// a false one or an empty string (the command's default: `rank-speed = ["", "2=0.5"]`).
 std::vector<std::string> PointArguments(const SweepPoint& point);
 
 // Whether `figure`'s `where` selects `point` (every `where` key has one of its values).

@@ -155,6 +155,17 @@ TEST(SweepSpec, PointArgumentsAttachValuesAndTurnBooleansIntoFlags) {
       (std::vector<std::string>{"--ideal-network", "--latency-us=-1", "-m8", "--schedule=1f1b"}));
 }
 
+TEST(SweepSpec, AnEmptyStringLeavesTheOptionOutButStaysInTheKey) {
+  const SweepSpec spec =
+      Parse("[fixed]\nschedule = \"1f1b\"\n[axes]\nrank-speed = [\"\", \"2=0.5\"]\n");
+  const std::vector<SweepPoint> points = ExpandPoints(spec);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(PointArguments(points[0]), (std::vector<std::string>{"--schedule=1f1b"}));
+  EXPECT_EQ(points[0].key, "rank-speed=;schedule=1f1b");
+  EXPECT_EQ(PointArguments(points[1]),
+            (std::vector<std::string>{"--rank-speed=2=0.5", "--schedule=1f1b"}));
+}
+
 TEST(SweepSpec, WhereSelectsPointsBySettings) {
   const SweepSpec spec = Parse(kExample);
   const std::vector<SweepPoint> points = ExpandPoints(spec);

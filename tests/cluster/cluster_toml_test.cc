@@ -236,7 +236,7 @@ TEST(ClusterToml, UnknownNamesAreRejected) {
             "dgx-a100, host)");
   EXPECT_EQ(Rejection("memory_gb = 80\n" + std::string(kMinimal)),
             "cluster file 't.toml': unknown key 'memory_gb' (expected base, name, source, nodes, "
-            "gpus_per_node, nics_per_node, topology, gpu, intra_node or inter_node)");
+            "gpus_per_node, nics_per_node, topology, gpu, intra_node, inter_node or node_groups)");
   EXPECT_EQ(Rejection(Edit("memory_gb = 80", "memory_GB = 80")),
             "cluster file 't.toml': unknown key 'gpu.memory_GB' (expected name, memory_gb, "
             "hbm_tb_per_s or tflops)");

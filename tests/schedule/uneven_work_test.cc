@@ -116,8 +116,7 @@ TEST(UnevenWork, CheckNamesTheOption) {
   EXPECT_NE(CheckUnevenWork(work, 2, 3).message().find("2 sequence lengths for 3"),
             std::string::npos);
   work.attention_share = 1.5;
-  EXPECT_NE(CheckUnevenWork(work, 2, 2).message().find("--attention-share 1.5"),
-            std::string::npos);
+  EXPECT_NE(CheckUnevenWork(work, 2, 2).message().find("--attention-share 1.5"), std::string::npos);
   work.attention_share = 0;
   work.rank_speed = {1.0};
   EXPECT_NE(CheckUnevenWork(work, 2, 2).message().find("1 speeds for 2 ranks"), std::string::npos);
@@ -205,7 +204,8 @@ TEST(EvaluateUneven, OneF1BWithOneSlowRank) {
   // its n = min(p - k, m) leading forwards back to back from k f; a fast rank r > k starts its
   // first backward after its own min(p - r, m) leading forwards, the last of which left rank k at
   // k f + min(p - r, m) f', and that backward reaches rank k (r - k)(f + b) later, so rank k's
-  // first backward starts at T = max(k f + n f', max_{r > k} k f + min(p - r, m) f' + (r - k)(f + b)).
+  // first backward starts at
+  //   T = max(k f + n f', max over r > k of k f + min(p - r, m) f' + (r - k)(f + b)).
   // It then works m (f' + b') - n f' without a gap, and its last gradient crosses the k fast
   // ranks above it: makespan = T + m (f' + b') - n f' + k b.
   // For the last rank (k = p - 1) this is sum_k t_k + (m - 1) max_k t_k with t = f + b.
@@ -225,8 +225,8 @@ TEST(EvaluateUneven, OneF1BWithOneSlowRank) {
           }
           const double expected = t + m * (f1 + b1) - n * f1 + k * b;
           Evaluation e = EvaluateUneven(MustMake("1f1b", p, m), {f, i, w}, work);
-          EXPECT_DOUBLE_EQ(e.makespan, expected) << "p=" << p << " m=" << m << " k=" << k
-                                                 << " s=" << s;
+          EXPECT_DOUBLE_EQ(e.makespan, expected)
+              << "p=" << p << " m=" << m << " k=" << k << " s=" << s;
           if (k == p - 1) {
             EXPECT_DOUBLE_EQ(e.makespan, (p - 1) * (f + b) + m * (f1 + b1));
           }

@@ -128,5 +128,70 @@ TEST(ClusterSimulation, ReplicasSharingANicShareItsBandwidth) {
   EXPECT_EQ(r.trace.size(), program.num_instructions()) << "the trace is replica 0's";
 }
 
+TEST(ClusterSimulation, ASlowLinkTakesFactorTimesAsLongAndMessagesFollowTheirLength) {
+  // Contention-free transfers (shorter than a forward) on a slowed pair take factor x (alpha +
+  // S / beta): evaluate() with that latency, inside a node and across nodes.
+  std::vector<std::unique_ptr<ClusterSpec>> clusters;
+  clusters.push_back(std::make_unique<ClusterSpec>(*MakeCluster("dgx-h100", 1)));
+  clusters.push_back(std::make_unique<ClusterSpec>(*MakeCluster("dgx-h100", 2)));
+  const Program one_f1b = *Lower(*MakeSchedule("1f1b", ScheduleParams{2, 0, 8, 0}));
+  const Costs costs = Costs::Uniform(2, {1e-3, 1.5e-3, 0.5e-3});
+  struct Slowed {
+    int cluster;
+    std::vector<int> gpus;
+    double bytes, factor;
+  };
+  const Slowed slowed[] = {{0, {2, 6}, 2e8, 2.0}, {1, {5, 13}, 3e7, 1.5}};
+  std::vector<SimulationCase> cases;
+  std::vector<double> expected;
+  for (const Slowed& c : slowed) {
+    const ClusterSpec& cluster = *clusters[c.cluster];
+    const LinkSpec link = c.cluster == 0 ? cluster.intra_node : cluster.inter_node;
+    EvaluateOptions options;
+    options.p2p_latency = c.factor * (link.latency + c.bytes / link.bandwidth);
+    expected.push_back(Evaluate(one_f1b, costs, options)->makespan);
+    SimulationCase sc;
+    sc.program = &one_f1b;
+    sc.costs = costs;
+    sc.sizes.stage_output_bytes = {static_cast<std::int64_t>(c.bytes), 0};
+    sc.cluster = &cluster;
+    sc.gpu_of_rank = c.gpus;
+    sc.link_slowdowns = {{1, 0, c.factor}};
+    cases.push_back(std::move(sc));
+  }
+  // Variable lengths scale every message of a microbatch (0.5 and 1.5 of the reference
+  // alternately): the traced sizes follow, and the first activation takes alpha + S_0 / beta.
+  const Program gpipe = *Lower(*MakeSchedule("gpipe", ScheduleParams{2, 0, 4, 0}));
+  SimulationCase lengths;
+  lengths.program = &gpipe;
+  lengths.costs = costs;
+  lengths.sizes.stage_output_bytes = {100'000'000, 0};
+  lengths.sizes.microbatch_scale = {0.5, 1.5, 0.5, 1.5};
+  lengths.cluster = clusters[0].get();
+  lengths.gpu_of_rank = {0, 1};
+  cases.push_back(lengths);
+  Result<std::vector<SimulationResult>> results = Simulate(cases);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_NEAR((*results)[k].makespan, expected[k], 1e-12 * expected[k]) << "case " << k;
+  }
+  const LinkSpec nvlink = clusters[0]->intra_node;
+  int receives = 0;
+  for (const TraceEvent& e : (*results)[2].trace) {
+    if (e.action.kind != ActionKind::kRecvForward || e.rank != 1) continue;
+    const double bytes = e.action.microbatch % 2 == 0 ? 5e7 : 1.5e8;
+    EXPECT_EQ(e.bytes, static_cast<std::int64_t>(bytes));
+    ++receives;
+  }
+  EXPECT_EQ(receives, 4);
+  // Rank 1's first forward starts when microbatch 0's activation (half the bytes) has arrived.
+  for (const TraceEvent& e : (*results)[2].trace) {
+    if (e.rank == 1 && e.action == Action::F(1, 0)) {
+      const double want = 1e-3 + nvlink.latency + 5e7 / nvlink.bandwidth;
+      EXPECT_NEAR(e.start, want, 1e-12 * want);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pipette

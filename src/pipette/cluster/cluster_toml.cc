@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -20,9 +21,11 @@ namespace {
 constexpr std::uintmax_t kMaxClusterFileBytes = 1 << 20;
 constexpr double kMaxMemoryGb = 1e6;  // keeps memory_gb * 1e9 inside an int64
 
-constexpr std::string_view kRootKeys[] = {"base",          "name",          "source",   "nodes",
-                                          "gpus_per_node", "nics_per_node", "topology", "gpu",
-                                          "intra_node",    "inter_node"};
+constexpr std::string_view kRootKeys[] = {"base",          "name",          "source",     "nodes",
+                                          "gpus_per_node", "nics_per_node", "topology",   "gpu",
+                                          "intra_node",    "inter_node",    "node_groups"};
+constexpr std::string_view kNodeGroupKeys[] = {"nodes", "base", "gpu"};
+constexpr int kMaxNodeGroups = 64;
 constexpr std::string_view kGpuKeys[] = {"name", "memory_gb", "hbm_tb_per_s", "tflops"};
 constexpr std::string_view kLinkKeys[] = {"bandwidth_gb_per_s", "latency_us"};
 constexpr std::string_view kSections[] = {"gpu", "intra_node", "inter_node"};
@@ -164,6 +167,102 @@ Status ReadShape(const TomlTableReader& root, Presence need, ClusterSpec& spec) 
   return Status::Ok();
 }
 
+// Parses a node list "3", "0-3" or "0,2-3" of a cluster with `nodes` nodes into `out`
+// (ascending, distinct). Returns the rule broken, empty when none.
+std::string ParseNodeList(const std::string& text, int nodes, std::vector<int>& out) {
+  std::vector<bool> seen(nodes, false);
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    begin = end + 1;
+    const std::size_t dash = item.find('-');
+    int first = 0, last = 0;
+    char* stop = nullptr;
+    auto number = [&](const std::string& digits, int& value) {
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+          digits.size() > 9) {
+        return false;
+      }
+      value = static_cast<int>(std::strtol(digits.c_str(), &stop, 10));
+      return true;
+    };
+    if (!number(item.substr(0, dash), first) ||
+        !number(dash == std::string::npos ? item : item.substr(dash + 1), last) || last < first) {
+      return fmt::format("'{}' is not a node index or a range A-B (A <= B)", item);
+    }
+    if (last >= nodes) return fmt::format("node {} is outside 0..{}", last, nodes - 1);
+    for (int n = first; n <= last; ++n) {
+      if (seen[n]) return fmt::format("node {} is listed twice", n);
+      seen[n] = true;
+    }
+  }
+  for (int n = 0; n < nodes; ++n) {
+    if (seen[n]) out.push_back(n);
+  }
+  return "";
+}
+
+// Reads one [[node_groups]] entry: its nodes and its GPU (a preset's, `base`, overridden by its
+// [gpu] keys; without `base` every [gpu] key is required).
+Status ReadNodeGroup(const TomlOrigin& origin, const toml::table& table, const std::string& prefix,
+                     const ClusterSpec& spec, NodeGroup& group) {
+  const TomlTableReader reader = SectionReader(origin, table, prefix);
+  PIPETTE_RETURN_IF_ERROR(reader.RejectUnknownKeys(kNodeGroupKeys));
+  PIPETTE_ASSIGN_OR_RETURN(const std::string nodes, reader.String("nodes"));
+  if (const std::string rule = ParseNodeList(nodes, spec.nodes, group.nodes); !rule.empty()) {
+    return reader.Error(reader.Get("nodes"),
+                        fmt::format("{}nodes = \"{}\": {}", prefix, nodes, rule));
+  }
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<std::string> base, reader.FindString("base"));
+  if (base) {
+    const ClusterSpec* preset = FindClusterPreset(*base);
+    if (preset == nullptr) {
+      return reader.Error(reader.Get("base"),
+                          fmt::format("{}base = '{}': unknown preset (the presets are {})", prefix,
+                                      *base, ClusterPresetNames()));
+    }
+    group.gpu = preset->gpu;
+  }
+  const Presence need = base ? Presence::kOptional : Presence::kRequired;
+  PIPETTE_ASSIGN_OR_RETURN(const toml::table* gpu, reader.FindTable("gpu", need));
+  if (gpu == nullptr) return Status::Ok();
+  return ReadGpu(SectionReader(origin, *gpu, prefix + "gpu."), need, group.gpu);
+}
+
+// Reads [[node_groups]]: mixed GPU types, no node in two groups.
+Status ReadNodeGroups(const TomlTableReader& root, ClusterSpec& spec) {
+  const toml::node* node = root.Get("node_groups");
+  if (node == nullptr) return Status::Ok();
+  const toml::array* groups = node->as_array();
+  if (groups == nullptr || groups->empty() || groups->size() > kMaxNodeGroups) {
+    return root.Error(node, fmt::format("node_groups: must be an array of 1 to {} tables "
+                                        "([[node_groups]] with nodes = \"0-3\" and a GPU)",
+                                        kMaxNodeGroups));
+  }
+  std::vector<bool> taken(spec.nodes, false);
+  for (std::size_t k = 0; k < groups->size(); ++k) {
+    const toml::table* table = (*groups)[k].as_table();
+    const std::string prefix = fmt::format("node_groups[{}].", k);
+    if (table == nullptr) {
+      return root.Error(&(*groups)[k], fmt::format("node_groups[{}]: must be a table", k));
+    }
+    NodeGroup group;
+    PIPETTE_RETURN_IF_ERROR(ReadNodeGroup(root.origin(), *table, prefix, spec, group));
+    for (int n : group.nodes) {
+      if (taken[n]) {
+        return root.Error(
+            table->get("nodes"),
+            fmt::format("{}nodes: node {} is already in an earlier group", prefix, n));
+      }
+      taken[n] = true;
+    }
+    spec.node_groups.push_back(std::move(group));
+  }
+  return Status::Ok();
+}
+
 Result<ClusterSpec> ReadCluster(const TomlOrigin& origin, const toml::table& table) {
   const TomlTableReader root = SectionReader(origin, table, "");
   ClusterSpec spec;
@@ -184,6 +283,7 @@ Result<ClusterSpec> ReadCluster(const TomlOrigin& origin, const toml::table& tab
       PIPETTE_RETURN_IF_ERROR(ReadLink(reader, need, link));
     }
   }
+  PIPETTE_RETURN_IF_ERROR(ReadNodeGroups(root, spec));
   return spec;
 }
 
@@ -202,12 +302,22 @@ Result<ClusterSpec> LoadClusterToml(const std::string& path) {
   return ParseClusterToml(text, path);
 }
 
-std::string FormatClusterToml(const ClusterSpec& spec) {
+namespace {
+
+// A GPU as its [gpu] table.
+toml::table GpuTable(const GpuSpec& gpu) {
   toml::table tflops;
-  for (const auto& [dtype, flops] : spec.gpu.peak_flops) {
-    tflops.insert(DTypeName(dtype), flops / 1e12);
-  }
+  for (const auto& [dtype, flops] : gpu.peak_flops) tflops.insert(DTypeName(dtype), flops / 1e12);
   tflops.is_inline(true);
+  return toml::table{{"name", gpu.name},
+                     {"memory_gb", static_cast<double>(gpu.memory_bytes) / 1e9},
+                     {"hbm_tb_per_s", gpu.hbm_bandwidth / 1e12},
+                     {"tflops", std::move(tflops)}};
+}
+
+}  // namespace
+
+std::string FormatClusterToml(const ClusterSpec& spec) {
   const auto link = [](const LinkSpec& l) {
     return toml::table{{"bandwidth_gb_per_s", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}};
   };
@@ -218,15 +328,22 @@ std::string FormatClusterToml(const ClusterSpec& spec) {
       {"gpus_per_node", spec.gpus_per_node},
       {"nics_per_node", spec.nics_per_node},
       {"topology", TopologyName(spec.topology)},
-      {"gpu", toml::table{{"name", spec.gpu.name},
-                          {"memory_gb", static_cast<double>(spec.gpu.memory_bytes) / 1e9},
-                          {"hbm_tb_per_s", spec.gpu.hbm_bandwidth / 1e12},
-                          {"tflops", std::move(tflops)}}},
+      {"gpu", GpuTable(spec.gpu)},
       {"intra_node", link(spec.intra_node)},
       {"inter_node", link(spec.inter_node)},
   };
+  toml::table written = file;
+  if (!spec.node_groups.empty()) {
+    toml::array groups;
+    for (const NodeGroup& group : spec.node_groups) {
+      std::string nodes;
+      for (int n : group.nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
+      groups.push_back(toml::table{{"nodes", nodes}, {"gpu", GpuTable(group.gpu)}});
+    }
+    written.insert("node_groups", std::move(groups));
+  }
   std::ostringstream out;
-  out << file << "\n";
+  out << written << "\n";
   return out.str();
 }
 

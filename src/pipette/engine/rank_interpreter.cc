@@ -1,6 +1,7 @@
 #include "pipette/engine/rank_interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 
@@ -10,7 +11,10 @@ namespace pipette {
 
 std::int64_t MessageSizes::Of(const Action& a) const {
   if (stage_output_bytes.empty()) return 0;
-  return stage_output_bytes[MessageOf(a).shape_stage()];
+  const Message message = MessageOf(a);
+  const std::int64_t bytes = stage_output_bytes[message.shape_stage()];
+  if (microbatch_scale.empty()) return bytes;
+  return std::llround(static_cast<double>(bytes) * microbatch_scale[message.microbatch]);
 }
 
 void RunRank(const Program& program, int rank, int step, const MessageSizes& sizes,

@@ -24,8 +24,12 @@ struct AllReduceEvent {
 
 // Bytes of every message: `stage_output_bytes[s]` is what stage s hands to the next stage (its
 // forward output; the gradient sent back to it has the same size). Empty: every message is 0 bytes.
+// Variable-length microbatches (schedule/uneven_work.h): microbatch_scale[mb] multiplies the
+// bytes of every message of microbatch mb (its length over the reference length; rounded to the
+// nearest byte); empty: every microbatch at the reference size.
 struct MessageSizes {
   std::vector<std::int64_t> stage_output_bytes;
+  std::vector<double> microbatch_scale;
 
   // Bytes of the SEND or RECV `action` (the message it carries, schedule/message.h).
   std::int64_t Of(const Action& action) const;

@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <map>
+
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/cost/roofline_cost_model.h"
 #include "pipette/model/model_registry.h"
@@ -10,6 +13,40 @@
 #include "pipette/schedule/registry.h"
 
 namespace pipette {
+
+namespace {
+
+// Per stage of `plan`, the F, I and W seconds of its layers of `graph`, each stage timed by the
+// roofline on the GPU of the rank that holds it (replica 0's: GPU rank * tp; one cost model per
+// GPU type).
+Result<Costs> PriceStages(const StagePlan& plan, const ModelGraph& graph,
+                          const ClusterSpec& cluster, const ParallelConfig& config,
+                          double efficiency) {
+  std::map<const GpuSpec*, RooflineCostModel> models;
+  Costs costs;
+  for (const StageInfo& stage : plan.stages) {
+    const GpuSpec* gpu = &cluster.GpuAt(std::min(stage.rank * config.tp, cluster.world_size() - 1));
+    auto it = models.find(gpu);
+    if (it == models.end()) {
+      ClusterSpec on = cluster;
+      on.gpu = *gpu;
+      PIPETTE_ASSIGN_OR_RETURN(RooflineCostModel model,
+                               RooflineCostModel::Make(on, config, {efficiency, 0.8}));
+      it = models.emplace(gpu, std::move(model)).first;
+    }
+    StageCost c{0, 0, 0};
+    for (const LayerId id : stage.layers) {
+      const LayerTimes t = it->second.Times(graph.layer(id));
+      c.f += t.f;
+      c.i += t.i;
+      c.w += t.w;
+    }
+    costs.stages.push_back(c);
+  }
+  return costs;
+}
+
+}  // namespace
 
 Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   ModelPlan p;
@@ -53,7 +90,36 @@ Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   PIPETTE_ASSIGN_OR_RETURN(p.plan, Partition(p.model, p.schedule.placement, cost, p.request));
   p.rank_memory = RankMemory(p.plan, p.request);
   p.efficiency = o.efficiency;
+  if (!p.cluster.node_groups.empty()) {  // mixed GPUs: each stage timed on its rank's GPU
+    PIPETTE_ASSIGN_OR_RETURN(const Costs own,
+                             PriceStages(p.plan, p.model, p.cluster, p.config, p.efficiency));
+    for (std::size_t s = 0; s < p.plan.stages.size(); ++s) {
+      p.plan.stages[s].time_f = own.stages[s].f;
+      p.plan.stages[s].time_i = own.stages[s].i;
+      p.plan.stages[s].time_w = own.stages[s].w;
+    }
+  }
   return p;
+}
+
+Result<StageCostsAtLength> StageCostsAt(const ModelPlan& p, const std::string& model, int seq_len) {
+  ParallelConfig config = p.config;
+  config.seq_len = seq_len;
+  PIPETTE_ASSIGN_OR_RETURN(
+      const ModelGraph graph,
+      MakeModel(model, Workload{config.micro_batch_size, seq_len, config.dtype}));
+  if (graph.num_layers() != p.model.num_layers()) {
+    return Status::InvalidArgument(fmt::format(
+        "--microbatch-seqlens: model '{}' at sequence length {} has {} layers, at {} it has {}",
+        model, seq_len, graph.num_layers(), p.config.seq_len, p.model.num_layers()));
+  }
+  StageCostsAtLength out;
+  PIPETTE_ASSIGN_OR_RETURN(out.costs, PriceStages(p.plan, graph, p.cluster, config, p.efficiency));
+  for (std::size_t v = 0; v < graph.num_layers(); ++v) {
+    const Layer& layer = graph.layer(v);
+    out.model_flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;
+  }
+  return out;
 }
 
 }  // namespace pipette

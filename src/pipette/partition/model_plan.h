@@ -47,6 +47,21 @@ struct ModelPlan {
 };
 
 // Returns the plan, or the first error (InvalidArgument/NotFound naming the flag, value and rule).
+// On a cluster of mixed GPU types (ClusterSpec::node_groups) the partition is balanced for the
+// cluster's [gpu] and every stage is then timed on the GPU of the rank that holds it (replica 0's
+// mapping, rank r on GPU r * tp); memory is checked against the [gpu]'s capacity.
 Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& options);
+
+// The plan's stages at another sequence length (variable-length microbatches,
+// schedule/uneven_work.h): the model `model` (the name or file the plan was built from) rebuilt
+// with `seq_len` tokens per sequence, each stage's layers (the plan's partition, unchanged) timed
+// with the plan's roofline on its rank's GPU, so attention grows with seq_len^2 and the rest
+// linearly.
+struct StageCostsAtLength {
+  Costs costs;             // per stage, seconds
+  double model_flops = 0;  // FLOPs of one microbatch through the whole model (F + I + W)
+};
+Result<StageCostsAtLength> StageCostsAt(const ModelPlan& plan, const std::string& model,
+                                        int seq_len);
 
 }  // namespace pipette

@@ -73,8 +73,8 @@ Result<std::vector<int>> ParseSeqlenTokens(std::string_view text, std::string_vi
     long long value = 0;
     if (!ParseInt(token, value) || value < 1 || value > kMaxSeqlen) {
       return Status::InvalidArgument(
-          fmt::format("{} {}: item {} '{}' must be an integer in [1, {}]", key, source,
-                      out.size(), Printable(token), kMaxSeqlen));
+          fmt::format("{} {}: item {} '{}' must be an integer in [1, {}]", key, source, out.size(),
+                      Printable(token), kMaxSeqlen));
     }
     out.push_back(static_cast<int>(value));
     token.clear();
@@ -122,8 +122,8 @@ Status CheckPlacement(const Costs& costs, const Placement& placement) {
   }
   if (static_cast<int>(costs.stages.size()) != placement.num_stages()) {
     return Status::InvalidArgument(
-        fmt::format("uneven work: {} stage costs for a placement of {} stages",
-                    costs.stages.size(), placement.num_stages()));
+        fmt::format("uneven work: {} stage costs for a placement of {} stages", costs.stages.size(),
+                    placement.num_stages()));
   }
   return Status::Ok();
 }
@@ -168,14 +168,14 @@ Result<std::vector<double>> ParseRankSpeeds(std::string_view text, int p, std::s
     const std::string number = item.substr(eq + 1);
     double speed = 0.0;
     if (!ParseDouble(number, speed) || !(speed > 0.0 && speed <= kMaxRankSpeed)) {
-      return Status::InvalidArgument(fmt::format("{} '{}': speed '{}' must be a number in (0, {:g}]",
-                                                 key, Printable(item), Printable(number),
-                                                 kMaxRankSpeed));
+      return Status::InvalidArgument(
+          fmt::format("{} '{}': speed '{}' must be a number in (0, {:g}]", key, Printable(item),
+                      Printable(number), kMaxRankSpeed));
     }
     if (!seen.insert(rank).second) {
-      return Status::InvalidArgument(fmt::format(
-          "{} '{}': rank {} is given twice; give each rank at most once", key, Printable(item),
-          rank));
+      return Status::InvalidArgument(
+          fmt::format("{} '{}': rank {} is given twice; give each rank at most once", key,
+                      Printable(item), rank));
     }
     speeds[rank] = speed;
   }
@@ -230,9 +230,9 @@ Result<std::vector<LinkSlowdown>> ParseLinkSlowdowns(std::string_view text, int 
                       Printable(number), kMaxLinkSlowdown));
     }
     if (!seen.insert({std::min(l.a, l.b), std::max(l.a, l.b)}).second) {
-      return Status::InvalidArgument(fmt::format(
-          "{} '{}': the link {}-{} is given twice; give each pair at most once", key,
-          Printable(item), l.a, l.b));
+      return Status::InvalidArgument(
+          fmt::format("{} '{}': the link {}-{} is given twice; give each pair at most once", key,
+                      Printable(item), l.a, l.b));
     }
     out.push_back(l);
   }
@@ -262,11 +262,41 @@ std::string FormatLinkSlowdowns(const std::vector<LinkSlowdown>& slowdowns) {
   return out;
 }
 
+std::string DescribeUnevenWork(const UnevenWork& work) {
+  std::string out;
+  auto add = [&out](std::string_view key, const std::string& value) {
+    if (!value.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : " ", key, value);
+  };
+  add("--rank-speed", FormatRankSpeeds(work.rank_speed));
+  bool lengths = false;
+  for (int s : work.microbatch_seqlens) lengths |= s != work.reference_seqlen;
+  if (lengths) {
+    add("--microbatch-seqlens", FormatMicrobatchSeqlens(work.microbatch_seqlens));
+    add("--seq-len", std::to_string(work.reference_seqlen));
+    add("--attention-share", fmt::format("{:g}", work.attention_share));
+  }
+  std::vector<LinkSlowdown> slowed;
+  for (const LinkSlowdown& l : work.link_slowdowns) {
+    if (l.factor != 1.0) slowed.push_back(l);
+  }
+  add("--link-slowdown", FormatLinkSlowdowns(slowed));
+  return out;
+}
+
+std::vector<double> SeqlenRatios(const UnevenWork& work) {
+  std::vector<double> ratios;
+  ratios.reserve(work.microbatch_seqlens.size());
+  for (int s : work.microbatch_seqlens) {
+    ratios.push_back(static_cast<double>(s) / work.reference_seqlen);
+  }
+  return ratios;
+}
+
 Status CheckUnevenWork(const UnevenWork& work, int p, int m) {
   if (!work.rank_speed.empty()) {
     if (static_cast<int>(work.rank_speed.size()) != p) {
-      return Status::InvalidArgument(fmt::format("--rank-speed: {} speeds for {} ranks",
-                                                 work.rank_speed.size(), p));
+      return Status::InvalidArgument(
+          fmt::format("--rank-speed: {} speeds for {} ranks", work.rank_speed.size(), p));
     }
     for (int r = 0; r < p; ++r) {
       const double s = work.rank_speed[r];
@@ -285,9 +315,9 @@ Status CheckUnevenWork(const UnevenWork& work, int p, int m) {
     for (int mb = 0; mb < m; ++mb) {
       const int s = work.microbatch_seqlens[mb];
       if (s < 1 || s > kMaxSeqlen) {
-        return Status::InvalidArgument(fmt::format(
-            "--microbatch-seqlens: microbatch {} has length {}: must be in [1, {}]", mb, s,
-            kMaxSeqlen));
+        return Status::InvalidArgument(
+            fmt::format("--microbatch-seqlens: microbatch {} has length {}: must be in [1, {}]", mb,
+                        s, kMaxSeqlen));
       }
     }
     if (work.reference_seqlen < 1 || work.reference_seqlen > kMaxSeqlen) {
@@ -298,8 +328,8 @@ Status CheckUnevenWork(const UnevenWork& work, int p, int m) {
     }
   }
   if (!(work.attention_share >= 0.0 && work.attention_share <= 1.0)) {
-    return Status::InvalidArgument(fmt::format(
-        "--attention-share {}: must be a number in [0, 1]", work.attention_share));
+    return Status::InvalidArgument(
+        fmt::format("--attention-share {}: must be a number in [0, 1]", work.attention_share));
   }
   for (const LinkSlowdown& l : work.link_slowdowns) {
     if (l.a < 0 || l.a >= p || l.b < 0 || l.b >= p || l.a == l.b ||

@@ -5,9 +5,9 @@
 // The model:
 //   - a compute on pipeline rank r takes nominal / rank_speed[r] (speed 0.5: twice as long);
 //   - a microbatch of sequence length s costs, per chunk, its cost at the reference length s0
-//     times SeqlenCostFactor(s, s0, attention_share) = (1 - a) * s/s0 + a * (s/s0)^2, where a is the
-//     share of the chunk's cost at s0 that grows with s^2 (attention); the cost model (model mode)
-//     instead prices each distinct length itself (ApplyUnevenWork with a CostsAtSeqlen);
+//     times SeqlenCostFactor(s, s0, attention_share) = (1 - a) * s/s0 + a * (s/s0)^2, where a is
+//     the share of the chunk's cost at s0 that grows with s^2 (attention); the cost model (model
+//     mode) instead prices each distinct length itself (ApplyUnevenWork with a CostsAtSeqlen);
 //   - a message between pipeline ranks a and b takes `factor` times as long (evaluate: the p2p
 //     latency x factor; simulate: the pair's route has its bandwidth / factor, latency x factor).
 //
@@ -95,6 +95,15 @@ Result<std::vector<LinkSlowdown>> ParseLinkSlowdowns(std::string_view text, int 
 std::string FormatRankSpeeds(const std::vector<double>& speeds);
 std::string FormatMicrobatchSeqlens(const std::vector<int>& seqlens);
 std::string FormatLinkSlowdowns(const std::vector<LinkSlowdown>& slowdowns);
+
+// Describes `work` as the options that give it: "--rank-speed 3=0.8 --microbatch-seqlens
+// 512,2048 --seq-len 1024 --attention-share 0.5 --link-slowdown 0-1=2" (only what is uneven;
+// empty when IsEven()).
+std::string DescribeUnevenWork(const UnevenWork& work);
+
+// Per microbatch, its length over the reference length (message sizes grow with it); empty when
+// no lengths are given.
+std::vector<double> SeqlenRatios(const UnevenWork& work);
 
 // Returns OK when `work` fits p ranks and m microbatches: sizes, ranges, attention_share in
 // [0, 1], and a positive reference_seqlen whenever microbatch_seqlens is given. Errors name the

@@ -1,0 +1,66 @@
+#include "cli/uneven_options.h"
+
+#include <fmt/core.h>
+
+namespace pipette::cli {
+
+void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len,
+                          bool attention_share) {
+  cmd->add_option("--rank-speed", o.rank_speed,
+                  "Per-rank speed factors RANK=SPEED,... in (0, 100]: a compute on that rank "
+                  "takes nominal / SPEED (e.g. 3=0.8)");
+  cmd->add_option("--microbatch-seqlens", o.microbatch_seqlens,
+                  "Sequence length of every microbatch: a list 512,1024,... or a FILE of them");
+  cmd->add_option("--link-slowdown", o.link_slowdown,
+                  "Slow links A-B=FACTOR,... in [1, 1000]: messages between pipeline ranks A and B "
+                  "take FACTOR times as long");
+  if (seq_len) {
+    o.seq_len_option = cmd->add_option(
+        "--seq-len", o.seq_len,
+        "With --microbatch-seqlens: the sequence length the --times costs are for");
+  }
+  if (!attention_share) return;
+  o.attention_share_option =
+      cmd->add_option("--attention-share", o.attention_share,
+                      "With --microbatch-seqlens: share in [0, 1] of a chunk's cost that grows "
+                      "with the square of the sequence length (the rest grows linearly)")
+          ->capture_default_str();
+}
+
+bool AnyUnevenWorkOption(const UnevenWorkOptions& o) {
+  return !o.rank_speed.empty() || !o.microbatch_seqlens.empty() || !o.link_slowdown.empty() ||
+         (o.seq_len_option != nullptr && o.seq_len_option->count() > 0) ||
+         (o.attention_share_option != nullptr && o.attention_share_option->count() > 0);
+}
+
+Result<UnevenWork> ParseUnevenWorkOptions(const UnevenWorkOptions& o, int p, int m,
+                                          int reference_seqlen) {
+  UnevenWork work;
+  PIPETTE_ASSIGN_OR_RETURN(work.rank_speed, ParseRankSpeeds(o.rank_speed, p));
+  PIPETTE_ASSIGN_OR_RETURN(work.microbatch_seqlens,
+                           ParseMicrobatchSeqlens(o.microbatch_seqlens, m));
+  PIPETTE_ASSIGN_OR_RETURN(work.link_slowdowns, ParseLinkSlowdowns(o.link_slowdown, p));
+  const bool seq_len_given = o.seq_len_option != nullptr && o.seq_len_option->count() > 0;
+  work.reference_seqlen = reference_seqlen > 0 ? reference_seqlen : o.seq_len;
+  work.attention_share = o.attention_share;
+  if (work.microbatch_seqlens.empty()) {
+    if (seq_len_given && reference_seqlen <= 0) {
+      return Status::InvalidArgument(fmt::format(
+          "--seq-len = {}: applies only with --microbatch-seqlens (the length the --times costs "
+          "are for)",
+          o.seq_len));
+    }
+    if (o.attention_share_option != nullptr && o.attention_share_option->count() > 0) {
+      return Status::InvalidArgument(
+          fmt::format("--attention-share = {:g}: applies only with --microbatch-seqlens",
+                      o.attention_share));
+    }
+  } else if (reference_seqlen <= 0 && !seq_len_given) {
+    return Status::InvalidArgument(
+        "--microbatch-seqlens needs --seq-len, the sequence length the --times costs are for");
+  }
+  PIPETTE_RETURN_IF_ERROR(CheckUnevenWork(work, p, m));
+  return work;
+}
+
+}  // namespace pipette::cli

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,32 @@ struct Policy {
   }
 };
 
+// The time from a SEND on rank a to its data on rank b, as Evaluate() takes it: the latency times
+// the pair's slowdowns (their product when a pair is listed twice), 0 within a rank.
+class LinkLatency {
+ public:
+  explicit LinkLatency(const EvaluateOptions& options) : latency_(options.p2p_latency) {
+    for (const LinkSlowdown& l : options.link_slowdowns) {
+      auto [it, inserted] = factor_.try_emplace(Key(l.a, l.b), l.factor);
+      if (!inserted) it->second *= l.factor;
+    }
+  }
+  double operator()(int a, int b) const {
+    if (a == b) return 0.0;
+    if (factor_.empty()) return latency_;
+    const auto it = factor_.find(Key(a, b));
+    return it == factor_.end() ? latency_ : latency_ * it->second;
+  }
+
+ private:
+  static std::uint64_t Key(int a, int b) {
+    return (static_cast<std::uint64_t>(std::min(a, b)) << 32) |
+           static_cast<std::uint32_t>(std::max(a, b));
+  }
+  double latency_;
+  std::unordered_map<std::uint64_t, double> factor_;
+};
+
 // The problem every candidate is built for and scored against.
 struct Problem {
   const SearchOptions& o;
@@ -49,25 +76,11 @@ struct Problem {
   int num_stages = 0;
   std::vector<std::vector<int>> stages_of;  // per rank, ascending
   int limit = 0;                            // effective per-rank cap (no limit: all chunks)
-  std::vector<double> latency;              // p x p, with link slowdowns (LinkLatencies)
+  LinkLatency latency;
 
-  double Latency(int from_rank, int to_rank) const {
-    return latency[static_cast<std::size_t>(from_rank) * o.p + to_rank];
-  }
+  double Latency(int from_rank, int to_rank) const { return latency(from_rank, to_rank); }
   int rank_of(int stage) const { return shape.placement.rank_of(stage); }
 };
-
-// The time from a SEND on rank a to its data on rank b, as Evaluate() takes it: the latency times
-// the pair's slowdowns, 0 within a rank.
-std::vector<double> LinkLatencies(int p, const EvaluateOptions& options) {
-  std::vector<double> out(static_cast<std::size_t>(p) * p, options.p2p_latency);
-  for (const LinkSlowdown& l : options.link_slowdowns) {
-    out[static_cast<std::size_t>(l.a) * p + l.b] *= l.factor;
-    out[static_cast<std::size_t>(l.b) * p + l.a] *= l.factor;
-  }
-  for (int r = 0; r < p; ++r) out[static_cast<std::size_t>(r) * p + r] = 0.0;
-  return out;
-}
 
 struct Scored {
   Schedule schedule;
@@ -111,6 +124,20 @@ bool Keep(const Scored& candidate, const Scored& incumbent) {
   return !Better(incumbent.makespan(), candidate.makespan()) &&
          !Better(incumbent.flow, candidate.flow);
 }
+
+// The local search's budget: moves, and the wall clock (which also bounds the greedy phase).
+struct Budget {
+  int iterations = 0;
+  double time_limit_s = 0.0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int used = 0;
+  bool Spent() const { return used >= iterations || TimeUp(); }
+  bool TimeUp() const {
+    if (time_limit_s <= 0.0) return false;
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    return elapsed.count() >= time_limit_s;
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // The greedy list scheduler: an event simulation of all ranks under one policy.
@@ -252,11 +279,13 @@ struct GreedyState {
   }
 };
 
-// Returns the greedy schedule of `policy`, or nullopt when its caps deadlock the ranks.
-std::optional<Schedule> Greedy(const Problem& pb, const Policy& policy) {
+// Returns the greedy schedule of `policy`, or nullopt when its caps deadlock the ranks or the
+// time limit passes.
+std::optional<Schedule> Greedy(const Problem& pb, const Policy& policy, const Budget& budget) {
   GreedyState st(pb, policy);
   const int p = pb.o.p;
-  while (true) {
+  for (long long steps = 1;; ++steps) {
+    if (steps % 4096 == 0 && budget.TimeUp()) return std::nullopt;
     int best_rank = -1;
     double best_start = kInf;
     std::optional<GreedyState::Step> best;
@@ -356,19 +385,6 @@ class Random {
   std::uint64_t state_;
 };
 
-struct Budget {
-  int iterations = 0;
-  double time_limit_s = 0.0;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  int used = 0;
-  bool Spent() const { return used >= iterations || TimeUp(); }
-  bool TimeUp() const {
-    if (time_limit_s <= 0.0) return false;
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    return elapsed.count() >= time_limit_s;
-  }
-};
-
 struct GreedyBest {
   Policy policy;
   Scored scored;
@@ -380,7 +396,7 @@ std::optional<GreedyBest> BestGreedy(const Problem& pb, const Budget& budget, in
   for (const Policy& policy : InitialPolicies(pb)) {
     if (best && budget.TimeUp()) break;
     ++evaluated;
-    std::optional<Schedule> s = Greedy(pb, policy);
+    std::optional<Schedule> s = Greedy(pb, policy, budget);
     std::optional<Scored> scored = s ? Score(pb, std::move(*s)) : std::nullopt;
     if (scored && (!best || Keep(*scored, best->scored))) {
       best = GreedyBest{policy, std::move(*scored)};
@@ -457,7 +473,7 @@ void PolicySearch(const Problem& pb, Policy current, const Scored& start, Incumb
   while (budget.used < share && !budget.Spent()) {
     ++budget.used;
     Policy next = Mutate(pb, current, rng);
-    std::optional<Schedule> s = Greedy(pb, next);
+    std::optional<Schedule> s = Greedy(pb, next, budget);
     if (!s) continue;
     std::optional<Scored> scored = Score(pb, std::move(*s));
     if (!scored || Better(current_best.makespan(), scored->makespan())) continue;
@@ -549,7 +565,7 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
       o.placement == SearchPlacement::kV ? Placement::VShape(o.p) : Placement::Loop(o.p, o.v);
   Problem pb{o,         MakeEmptySchedule("search", o.p, o.v, o.m, std::move(placement)),
              o.p * o.v, {},
-             0,         LinkLatencies(o.p, o.evaluate)};
+             0,         LinkLatency(o.evaluate)};
   for (int r = 0; r < o.p; ++r) pb.stages_of.push_back(pb.shape.placement.StagesOf(r));
   pb.limit = o.memory_limit > 0 ? o.memory_limit : o.v * o.m;
 
@@ -567,6 +583,11 @@ Result<SearchResult> SearchSchedule(const SearchOptions& o) {
     inc = Incumbent{greedy->scored, greedy->policy.Describe()};
   }
   if (!inc) {
+    if (budget.TimeUp()) {
+      return Status::InvalidArgument(
+          fmt::format("--time-limit = {}: no schedule of p={} v={} m={} was found in time",
+                      o.time_limit_s, o.p, o.v, o.m));
+    }
     return Status::InvalidArgument(
         fmt::format("--memory-limit = {}: no schedule of p={} v={} m={} was found within it",
                     o.memory_limit, o.p, o.v, o.m));
@@ -598,10 +619,8 @@ double MakespanLowerBound(const Schedule& shape, const Costs& costs,
         cost(ActionKind::kInputBackward, stage, mb) + cost(ActionKind::kWeightBackward, stage, mb),
         cost(ActionKind::kFullBackward, stage, mb));
   };
-  const std::vector<double> latency = LinkLatencies(p, options);
-  auto hop = [&](int a, int b) {
-    return latency[static_cast<std::size_t>(pl.rank_of(a)) * p + pl.rank_of(b)];
-  };
+  const LinkLatency latency(options);
+  auto hop = [&](int a, int b) { return latency(pl.rank_of(a), pl.rank_of(b)); };
   std::vector<double> busy(p, 0.0), head(p, kInf);
   double chain_bound = 0.0;
   for (int mb = 0; mb < shape.m; ++mb) {

@@ -50,7 +50,7 @@ struct SearchOptions {
   int memory_limit = 0;    // most chunks in flight per rank (Evaluation::peak_activations); 0: none
   std::uint64_t seed = 1;  // the local search's random moves
   int iterations = 2000;   // local-search moves evaluated (the reproducible budget)
-  double time_limit_s = 0.0;  // wall-clock bound on the local search; 0: none
+  double time_limit_s = 0.0;  // wall-clock bound on the greedy phase and the local search; 0: none
 };
 
 struct SearchResult {
@@ -70,7 +70,8 @@ struct SearchResult {
 // Returns the searched schedule. Errors (InvalidArgument, naming the option): p, v, m out of range
 // (S*m above kMaxScheduleChunks or above kMaxSearchChunks), costs not one per stage, a V placement
 // with v != 2, a memory limit below the chunks one microbatch holds on a rank (v), a negative
-// budget, a link slowdown out of range. Uneven work comes in through the costs (ApplyUnevenWork:
+// budget, a link slowdown out of range; InvalidArgument naming --time-limit when it passed before
+// any candidate was found. Uneven work comes in through the costs (ApplyUnevenWork:
 // per-microbatch sequence lengths, rank speeds) and options.evaluate.link_slowdowns.
 Result<SearchResult> SearchSchedule(const SearchOptions& options);
 

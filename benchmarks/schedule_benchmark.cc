@@ -6,6 +6,9 @@
 //   instructions/s  lowered instructions (compute + SEND/RECV) per second
 // BM_SumOfCosts is the floor for comparison in the same run: one pass that only adds up the costs
 // of the same actions, with no dependency tracking.
+// BM_Search times SearchSchedule() (pipette/schedule/search.h) at the sizes one studies, with the
+// CLI's default budget of 2000 local-search moves and F=1, I=2, W=1, latency 0.25, no memory
+// limit; counters: its makespan, the best built-in's, candidates and moves per second.
 #include <benchmark/benchmark.h>
 #include <fmt/core.h>
 
@@ -16,6 +19,7 @@
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/search.h"
 
 namespace {
 
@@ -97,6 +101,33 @@ void BM_SumOfCosts(benchmark::State& state, const std::string& name, int p, int 
   SetCounters(state, s.num_actions(), 0);
 }
 
+void BM_Search(benchmark::State& state, SearchPlacement placement, int p, int v, int m) {
+  SearchOptions o;
+  o.p = p;
+  o.v = v;
+  o.m = m;
+  o.placement = placement;
+  o.costs = Costs::Uniform(p * v, StageCost{1, 2, 1});
+  o.evaluate.p2p_latency = 0.25;
+  o.iterations = 2000;
+  SearchResult r;
+  for (auto _ : state) {
+    Result<SearchResult> result = SearchSchedule(o);
+    if (!result.ok()) {
+      state.SkipWithError(result.status().message().c_str());
+      return;
+    }
+    r = std::move(result).value();
+    benchmark::DoNotOptimize(r.schedule.ranks.data());
+  }
+  state.counters["makespan"] = r.evaluation.makespan;
+  state.counters["builtin"] = r.best_builtin_makespan;
+  state.counters["bound"] = r.lower_bound;
+  state.counters["candidates"] = r.candidates;
+  state.counters["moves/s"] = benchmark::Counter(
+      static_cast<double>(r.iterations_run) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +157,21 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark((name + suffix).c_str(), function, c.schedule, c.p, c.v, c.m)
           ->Unit(benchmark::kMillisecond);
     }
+  }
+  struct SearchCase {
+    SearchPlacement placement;
+    int p, v, m;
+  };
+  const SearchCase searches[] = {{SearchPlacement::kLoop, 4, 1, 8},
+                                 {SearchPlacement::kV, 4, 2, 8},
+                                 {SearchPlacement::kLoop, 8, 2, 32},
+                                 {SearchPlacement::kV, 8, 2, 32},
+                                 {SearchPlacement::kLoop, 16, 1, 64}};
+  for (const SearchCase& c : searches) {
+    const std::string name =
+        fmt::format("BM_Search/{}_p{}_v{}_m{}", SearchPlacementName(c.placement), c.p, c.v, c.m);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Search, c.placement, c.p, c.v, c.m)
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -138,7 +138,10 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", options->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));
-  cmd->callback([options, &exit_code] { exit_code = Run(*options); });
+  RegisterScheduleSearchCommand(*cmd, exit_code);
+  cmd->callback([options, cmd, &exit_code] {
+    if (!cmd->got_subcommand("search")) exit_code = Run(*options);
+  });
 }
 
 }  // namespace pipette::cli

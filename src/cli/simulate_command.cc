@@ -313,6 +313,18 @@ Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& 
   return settings;
 }
 
+// The uneven work a recorded run ran, as its configuration records it: simulate's "uneven" object
+// (uneven_options.h UnevenWorkJson), or train's "rank_speed" and "microbatch_seqlens" strings;
+// null when it ran even work.
+nlohmann::ordered_json RecordedUnevenWork(const nlohmann::ordered_json& config) {
+  nlohmann::ordered_json recorded;
+  if (config.contains("uneven")) recorded = config["uneven"];
+  for (const char* key : {"rank_speed", "microbatch_seqlens"}) {
+    if (config.contains(key)) recorded[key] = config[key];
+  }
+  return recorded;
+}
+
 // The uneven work applied to a recorded run's measured costs: its lengths relative to the run's
 // own seq_len (its configuration's), which --attention-share scales like --times.
 Result<UnevenWork> UnevenOfRun(const SimulateOptions& o, const CostsFromPlan& plan) {
@@ -321,11 +333,19 @@ Result<UnevenWork> UnevenOfRun(const SimulateOptions& o, const CostsFromPlan& pl
   if (config.contains("seq_len") && config["seq_len"].is_number_integer()) {
     reference = config["seq_len"].get<int>();
   }
-  if (config.contains("uneven") && AnyUnevenWorkOption(o.uneven)) {
+  const nlohmann::ordered_json recorded = RecordedUnevenWork(config);
+  if (!recorded.is_null() && AnyUnevenWorkOption(o.uneven)) {
     return Status::InvalidArgument(fmt::format(
         "--costs-from = {}: the run already ran uneven work ({}); predict uneven work from an "
         "even run",
-        o.costs_from, config["uneven"].dump()));
+        o.costs_from, recorded.dump()));
+  }
+  if (recorded.contains("microbatch_seqlens")) {
+    return Status::InvalidArgument(fmt::format(
+        "--costs-from = {}: the run's microbatches have different lengths ({}), so its per-stage "
+        "medians are no one length's costs; predict it from an even-length run with "
+        "--microbatch-seqlens",
+        o.costs_from, recorded["microbatch_seqlens"].dump()));
   }
   if (reference <= 0 && !o.uneven.microbatch_seqlens.empty()) {
     return Status::InvalidArgument(fmt::format(

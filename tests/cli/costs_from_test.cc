@@ -116,8 +116,13 @@ std::int64_t RecordSyntheticRun(const std::string& db_path, const std::string& s
   nlohmann::json config{{"engine", "cpu"}, {"schedule", schedule}, {"p", p}, {"v", s.v}, {"m", m},
                         {"dp", 1}};
   if (uneven != nullptr) config["seq_len"] = uneven->reference_seqlen;
-  if (uneven != nullptr && !uneven->IsEven())
-    config["uneven"] = {{"rank_speed", uneven->rank_speed}};
+  // As `pipette train` records uneven work (train_main.cc): the options' syntax, what was given.
+  if (uneven != nullptr && !uneven->rank_speed.empty()) {
+    config["rank_speed"] = FormatRankSpeeds(uneven->rank_speed);
+  }
+  if (uneven != nullptr && !uneven->microbatch_seqlens.empty()) {
+    config["microbatch_seqlens"] = FormatMicrobatchSeqlens(uneven->microbatch_seqlens);
+  }
   run.config = config.dump();
   auto db = ExperimentDb::Open(db_path);
   EXPECT_TRUE(db.ok()) << db.status().message();
@@ -246,12 +251,24 @@ TEST(CostsFrom, PredictsAnUnevenRunFromAnEvenOne) {
     EXPECT_LT(store->LoadRun(base)->Metric("step_times_s[1]"),
               0.8 * store->LoadRun(slowed)->Metric("step_times_s[1]"));
   }
-  // A run that ran uneven work is not scaled again.
-  const auto twice = Pipette("simulate --costs-from " +
-                             std::to_string(RecordSyntheticRun(db, "1f1b", 4, 8, 1, 0, &uneven)) +
-                             " --rank-speed 2=0.5 --db " + db);
+  // A run that ran uneven work is not scaled again, and a run of mixed lengths has no one
+  // length's costs to predict from; a slowed run's own costs predict it (they hold the slowdown).
+  const std::string mixed = std::to_string(RecordSyntheticRun(db, "1f1b", 4, 8, 1, 0, &uneven));
+  const auto twice = Pipette("simulate --costs-from " + mixed + " --rank-speed 2=0.5 --db " + db);
   EXPECT_EQ(twice.exit_code, 2);
-  EXPECT_NE(twice.err.find("the run already ran uneven work"), std::string::npos) << twice.err;
+  EXPECT_NE(twice.err.find("the run already ran uneven work ({\"rank_speed\":\"2=0.5\""),
+            std::string::npos)
+      << twice.err;
+  const auto own = Pipette("simulate --costs-from " + mixed + " --db " + db);
+  EXPECT_EQ(own.exit_code, 2);
+  EXPECT_NE(own.err.find("the run's microbatches have different lengths"), std::string::npos)
+      << own.err;
+  UnevenWork straggler = even;
+  straggler.rank_speed = {1, 0.5, 1, 1};
+  const auto slowed_own = Pipette(
+      "simulate --costs-from " +
+      std::to_string(RecordSyntheticRun(db, "1f1b", 4, 8, 1, 0, &straggler)) + " --db " + db);
+  EXPECT_EQ(slowed_own.exit_code, 0) << slowed_own.err;
   const auto no_seq_len =
       Pipette("simulate --costs-from " + std::to_string(RecordSyntheticRun(db, "1f1b", 2, 2, 1)) +
               " --microbatch-seqlens 1,2 --db " + db);

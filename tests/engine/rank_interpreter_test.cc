@@ -31,7 +31,7 @@ std::vector<std::vector<TraceEvent>> RunAllRanks(const Program& program, const C
     threads.emplace_back([&, r] {
       FakeRuntime runtime(network, costs);
       (void)runtime.BeginStep(step);
-      RunRank(program, r, step, MessageSizes{{}}, runtime, traces[r]);
+      RunRank(program, r, step, MessageSizes{}, runtime, traces[r]);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -60,7 +60,10 @@ TEST(RunRank, TraceEqualsEvaluateTimelineForEverySchedule) {
         for (const double latency : {0.0, 0.5}) {
           SCOPED_TRACE(
               fmt::format("{} p={} v={} m={} latency={}", g->name(), p, params.v, m, latency));
-          const Evaluation eval = *Evaluate(program, costs, {latency, true});
+          EvaluateOptions options;
+          options.p2p_latency = latency;
+          options.record_timeline = true;
+          const Evaluation eval = *Evaluate(program, costs, options);
           const auto traces = RunAllRanks(program, costs, latency, /*step=*/3);
           for (int r = 0; r < program.p; ++r) {
             const auto& instructions = program.ranks[r].instructions;
@@ -87,7 +90,7 @@ TEST(RunRank, RecordsTheBytesOfEveryMessage) {
   const Program program = *Lower(*MakeSchedule("1f1b", {2, 1, 2, 0}));
   FakeNetwork network(0);
   const Costs costs = Costs::Uniform(2, {1, 1, 1});
-  const MessageSizes sizes{{100, 7}};  // stage 0's output: 100 bytes
+  const MessageSizes sizes{{100, 7}, {}};  // stage 0's output: 100 bytes
   std::vector<TraceEvent> traces[2];
   std::thread other([&] {
     FakeRuntime runtime(network, costs);

@@ -135,6 +135,7 @@ void RegisterScheduleCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--latency", options->latency, "Point-to-point latency per message")
       ->capture_default_str();
   AddUnevenWorkOptions(cmd, options->uneven, /*seq_len=*/true, /*attention_share=*/true);
+  AddClusterSpeedOption(cmd, options->uneven);
   cmd->add_option("--format", options->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));

@@ -228,6 +228,7 @@ void RegisterScheduleSearchCommand(CLI::App& schedule, int& exit_code) {
       ->capture_default_str()
       ->check(UnsignedDecimal());
   AddUnevenWorkOptions(cmd, o->uneven, /*seq_len=*/true, /*attention_share=*/true);
+  AddClusterSpeedOption(cmd, o->uneven);
   cmd->add_option("--format", o->format, "Output format: text, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv", "json"}));

@@ -171,10 +171,7 @@ Status ClusterSpeeds(const SimulateOptions& o, int p, int m, UnevenWork& work) {
   PIPETTE_ASSIGN_OR_RETURN(const ClusterSpec cluster, MakeCluster(o.cluster, o.nodes));
   if (cluster.node_groups.empty()) return Status::Ok();
   PIPETTE_ASSIGN_OR_RETURN(const DType dtype, ParseDType(o.dtype, "--dtype"));
-  PIPETTE_ASSIGN_OR_RETURN(const std::vector<double> speeds, RelativeRankSpeeds(cluster, dtype, p));
-  if (work.rank_speed.empty()) work.rank_speed.assign(p, 1.0);
-  for (int r = 0; r < p; ++r) work.rank_speed[r] *= speeds[r];
-  return CheckUnevenWork(work, p, m);
+  return ApplyClusterSpeeds(cluster, dtype, p, m, work);
 }
 
 // --times: the schedule with fixed per-chunk times on the ideal network.

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "pipette/cluster/cluster_registry.h"
+
 namespace pipette::cli {
 
 void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len, bool attention_share) {
@@ -24,6 +26,20 @@ void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len, boo
                       "With --microbatch-seqlens: share in [0, 1] of a chunk's cost that grows "
                       "with the square of the sequence length (the rest grows linearly)")
           ->capture_default_str();
+}
+
+void AddClusterSpeedOption(CLI::App* cmd, UnevenWorkOptions& o) {
+  cmd->add_option("--cluster", o.cluster,
+                  "Cluster preset or .toml of mixed GPU types ([[node_groups]]): rank r runs on "
+                  "GPU r at its bf16 peak over the [gpu]'s, times its --rank-speed");
+}
+
+Status ApplyClusterSpeeds(const ClusterSpec& cluster, DType dtype, int p, int m, UnevenWork& work) {
+  if (cluster.node_groups.empty()) return Status::Ok();
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<double> speeds, RelativeRankSpeeds(cluster, dtype, p));
+  if (work.rank_speed.empty()) work.rank_speed.assign(p, 1.0);
+  for (int r = 0; r < p; ++r) work.rank_speed[r] *= speeds[r];
+  return CheckUnevenWork(work, p, m);
 }
 
 nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work) {
@@ -72,6 +88,10 @@ Result<UnevenWork> ParseUnevenWorkOptions(const UnevenWorkOptions& o, int p, int
         "--microbatch-seqlens needs --seq-len, the sequence length the --times costs are for");
   }
   PIPETTE_RETURN_IF_ERROR(CheckUnevenWork(work, p, m));
+  if (!o.cluster.empty()) {
+    PIPETTE_ASSIGN_OR_RETURN(const ClusterSpec cluster, MakeCluster(o.cluster, 0));
+    PIPETTE_RETURN_IF_ERROR(ApplyClusterSpeeds(cluster, DType::kBF16, p, m, work));
+  }
   return work;
 }
 

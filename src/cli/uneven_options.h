@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipette/cluster/cluster_spec.h"
 #include "pipette/common/status.h"
+#include "pipette/model/dtype.h"
 #include "pipette/schedule/uneven_work.h"
 
 namespace pipette::cli {
@@ -25,6 +27,7 @@ struct UnevenWorkOptions {
   std::string link_slowdown;       // --link-slowdown "0-1=2"
   int seq_len = 0;                 // --seq-len: the reference length (times mode)
   double attention_share = 0.0;    // --attention-share (times mode)
+  std::string cluster;             // --cluster: a cluster whose GPU types set rank speeds
   CLI::Option* seq_len_option = nullptr;
   CLI::Option* attention_share_option = nullptr;
 };
@@ -35,10 +38,21 @@ struct UnevenWorkOptions {
 void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& options, bool seq_len,
                           bool attention_share);
 
+// Adds --cluster to a command whose costs are given per chunk (`schedule`, `schedule search`): a
+// cluster preset or file of mixed GPU types (node_groups) whose relative bf16 peaks become rank
+// speeds (ApplyClusterSpeeds). A command with a model of its own (simulate) has its own --cluster.
+void AddClusterSpeedOption(CLI::App* cmd, UnevenWorkOptions& options);
+
+// Multiplies `work`'s rank speeds by `cluster`'s relative peaks at `dtype` (RelativeRankSpeeds:
+// rank r on GPU r; the per-chunk costs are those of the cluster's [gpu]) and checks the result
+// (a product above 100 is refused). A cluster of one GPU type changes nothing.
+Status ApplyClusterSpeeds(const ClusterSpec& cluster, DType dtype, int p, int m, UnevenWork& work);
+
 // Parses the options for p pipeline ranks and m microbatches into an UnevenWork whose
 // reference_seqlen is `reference_seqlen` when positive (a model's --seq-len), else --seq-len.
 // Errors name the option, the value and the rule (CheckUnevenWork); --attention-share without
-// --microbatch-seqlens is refused (it would change nothing).
+// --microbatch-seqlens is refused (it would change nothing). With --cluster, the cluster's GPU
+// types scale the rank speeds (ApplyClusterSpeeds at bf16).
 Result<UnevenWork> ParseUnevenWorkOptions(const UnevenWorkOptions& options, int p, int m,
                                           int reference_seqlen = 0);
 

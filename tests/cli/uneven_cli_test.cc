@@ -1,6 +1,7 @@
 // Uneven work end to end: `pipette schedule` and `pipette simulate` with --rank-speed,
 // --microbatch-seqlens and --link-slowdown, their closed forms, simulate = schedule on the ideal
 // network, the model path's variable lengths, and every bad value refused naming its option.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,34 @@ TEST(UnevenCli, GPipeWithASlowLastRank) {
   EXPECT_DOUBLE_EQ(json["makespan"].get<double>(), 57);
   EXPECT_DOUBLE_EQ(json["busy"][3].get<double>(), 8 * 6);
   EXPECT_EQ(json["uneven"]["rank_speed"], nlohmann::json({1, 1, 1, 0.5}));
+}
+
+// A cluster of mixed GPU types gives `schedule` and `schedule search` their rank speeds: ranks 2
+// and 3 on the A100 nodes of tests/data/clusters/mixed.toml run at the A100's bf16 peak over the
+// H100's, exactly as the same --rank-speed does; --rank-speed multiplies on top.
+TEST(UnevenCli, AMixedGpuClusterSetsTheRankSpeedsOfScheduleAndSearch) {
+  const std::string cluster = " --cluster " PIPETTE_TEST_DATA_DIR "/clusters/mixed.toml";
+  const std::string gpipe = "schedule gpipe -p 4 -m 8 --times F=1,I=1,W=1 --format json";
+  const auto mixed = Json(Pipette(gpipe + cluster));
+  const double a100 = mixed["uneven"]["rank_speed"][2].get<double>();
+  EXPECT_NEAR(a100, 312e12 / 989.4e12, 1e-3);  // datasheet dense bf16 peaks
+  EXPECT_EQ(mixed["uneven"]["rank_speed"][0], 1);
+  EXPECT_EQ(mixed["uneven"]["rank_speed"][3], a100);
+  const auto same =
+      Json(Pipette(gpipe + fmt::format(" --rank-speed 2={:.17g},3={:.17g}", a100, a100)));
+  EXPECT_DOUBLE_EQ(mixed["makespan"].get<double>(), same["makespan"].get<double>());
+  const auto both = Json(Pipette(gpipe + cluster + " --rank-speed 0=0.5"));
+  EXPECT_EQ(both["uneven"]["rank_speed"][0], 0.5);
+  EXPECT_EQ(both["uneven"]["rank_speed"][2], a100);
+  const auto search =
+      Json(Pipette("schedule search -p 4 -m 8 --times F=1,I=1,W=1 --iterations 50 "
+                   "--format json" +
+                   cluster));
+  EXPECT_LE(search["makespan"].get<double>(), mixed["makespan"].get<double>());
+  EXPECT_GE(search["makespan"].get<double>(), 8 * 3 / a100);  // the slow ranks' busy time
+  const auto bad = Pipette(gpipe + " --cluster no-such-cluster");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no-such-cluster"), std::string::npos) << bad.err;
 }
 
 TEST(UnevenCli, GPipeWithOneLongMicrobatchAndTheTextReportNamesIt) {

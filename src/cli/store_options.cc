@@ -5,6 +5,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "pipette/common/split.h"
+
 namespace pipette::cli {
 
 namespace {
@@ -55,12 +57,7 @@ Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::strin
     if (r.status == kRunOk || r.status == kRunOom) finished.push_back(r.id);
   }
   std::vector<std::int64_t> ids;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    std::size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(begin, end - begin);
-    begin = end + 1;
+  for (const std::string& item : SplitAt(text, ',')) {
     if (item.rfind("last", 0) == 0) {
       int n = 1;
       const std::string count = item.substr(4);

@@ -12,6 +12,7 @@
 
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/common/bounded_file.h"
+#include "pipette/common/split.h"
 #include "pipette/common/toml_reader.h"
 #include "pipette/model/dtype.h"
 
@@ -171,12 +172,7 @@ Status ReadShape(const TomlTableReader& root, Presence need, ClusterSpec& spec) 
 // (ascending, distinct). Returns the rule broken, empty when none.
 std::string ParseNodeList(const std::string& text, int nodes, std::vector<int>& out) {
   std::vector<bool> seen(nodes, false);
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    std::size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(begin, end - begin);
-    begin = end + 1;
+  for (const std::string& item : SplitAt(text, ',')) {
     const std::size_t dash = item.find('-');
     int first = 0, last = 0;
     char* stop = nullptr;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pipette/common/printable.h"
+#include "pipette/common/split.h"
 
 namespace pipette {
 namespace {
@@ -63,12 +64,7 @@ Status Costs::Check(int num_stages, int m) const {
 Result<StageCost> ParseStageCost(std::string_view text, std::string_view key, StageCost defaults) {
   StageCost cost = defaults;
   std::map<std::string, std::string> given;  // name -> its value as written, to refuse a repeat
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    std::size_t end = text.find(',', begin);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string item(text.substr(begin, end - begin));
-    begin = end + 1;
+  for (const std::string& item : SplitAt(text, ',')) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return Status::InvalidArgument(fmt::format(

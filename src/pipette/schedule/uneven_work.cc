@@ -11,6 +11,7 @@
 
 #include "pipette/common/bounded_file.h"
 #include "pipette/common/printable.h"
+#include "pipette/common/split.h"
 
 namespace pipette {
 namespace {
@@ -19,15 +20,10 @@ namespace {
 std::vector<std::string> SplitCommas(std::string_view text) {
   std::vector<std::string> items;
   if (text.empty()) return items;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    std::size_t end = text.find(',', begin);
-    if (end == std::string_view::npos) end = text.size();
-    std::string item(text.substr(begin, end - begin));
+  for (const std::string& item : SplitAt(text, ',')) {
     const std::size_t first = item.find_first_not_of(" \t");
     const std::size_t last = item.find_last_not_of(" \t");
     items.push_back(first == std::string::npos ? "" : item.substr(first, last - first + 1));
-    begin = end + 1;
   }
   return items;
 }

@@ -8,6 +8,7 @@
 
 #include "pipette/common/status.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/schedule/schedule_generator.h"
 
 namespace pipette::schedules {
 
@@ -25,5 +26,16 @@ inline Status RequireMAtLeast(const ScheduleParams& params, int minimum, std::st
   return Status::InvalidArgument(
       fmt::format("m = {}: this schedule needs m >= {} ({})", params.m, rule, source));
 }
+
+// The constraints of a V-layout schedule that takes any p and m (zbv, v-half, v-min): exactly two
+// stages per rank, r and 2p-1-r. Its generators fill name, summary and Generate.
+class VLayoutGenerator : public ScheduleGenerator {
+ public:
+  std::string_view constraints() const override { return "v = 2"; }
+  int default_v() const override { return 2; }
+  Status Check(const ScheduleParams& params) const override {
+    return RequireV(params, 2, "V layout: stages r and 2p-1-r");
+  }
+};
 
 }  // namespace pipette::schedules

@@ -229,7 +229,7 @@ std::vector<Action> RankOrder(const Plan& four_types, int r, int p) {
   return actions;
 }
 
-class VControllableGenerator final : public ScheduleGenerator {
+class VControllableGenerator final : public VLayoutGenerator {
  public:
   explicit VControllableGenerator(Setup setup) : setup_(setup) {}
   std::string_view name() const override { return setup_ == Setup::kHalf ? "v-half" : "v-min"; }
@@ -237,11 +237,6 @@ class VControllableGenerator final : public ScheduleGenerator {
     return setup_ == Setup::kHalf
                ? "V-Half: V layout, 1/2 of 1F1B's activation memory (Qi et al. 2024, zbv_greedy)"
                : "V-Min: V layout, 1/3 of 1F1B's activation memory (Qi et al. 2024, zbv_greedy)";
-  }
-  std::string_view constraints() const override { return "v = 2"; }
-  int default_v() const override { return 2; }
-  Status Check(const ScheduleParams& params) const override {
-    return RequireV(params, 2, "V layout: stages r and 2p-1-r");
   }
   Schedule Generate(const ScheduleParams& params) const override {
     const int p = params.p, m = params.m;

@@ -12,16 +12,11 @@
 namespace pipette::schedules {
 namespace {
 
-class ZbvGenerator final : public ScheduleGenerator {
+class ZbvGenerator final : public VLayoutGenerator {
  public:
   std::string_view name() const override { return "zbv"; }
   std::string_view summary() const override {
     return "zero bubble V: two chunks per rank in V layout (PyTorch ScheduleZBVZeroBubble)";
-  }
-  std::string_view constraints() const override { return "v = 2"; }
-  int default_v() const override { return 2; }
-  Status Check(const ScheduleParams& params) const override {
-    return RequireV(params, 2, "V layout: stages r and 2p-1-r");
   }
   Schedule Generate(const ScheduleParams& params) const override {
     const int p = params.p, m = params.m;

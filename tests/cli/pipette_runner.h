@@ -29,9 +29,16 @@ inline std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// This test process's scratch directory (created on first use).
+// This test process's scratch directory, empty when the process first uses it: pids are reused, so
+// a directory of the same name is an earlier process's, and is removed first (else a test that
+// checks a command wrote no file, e.g. no pipette.db, fails whenever its pid once ran a test that
+// did write one).
 inline std::string ScratchDir() {
-  const std::string dir = ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
+  static const std::string dir = [] {
+    const std::string fresh = ::testing::TempDir() + "pipette_cli_" + std::to_string(getpid());
+    std::filesystem::remove_all(fresh);
+    return fresh;
+  }();
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -17,18 +17,14 @@ Channels::Channels(std::vector<sg4::Host*> rank_hosts, bool carry_bytes)
 }
 
 void Channels::SlowLinks(const std::vector<LinkSlowdown>& slowdowns) {
-  if (slowdowns.empty()) return;
-  const std::size_t p = hosts.size();
-  link_factor.assign(p * p, 1.0);
-  link_delay.assign(p * p, 0.0);
   for (const LinkSlowdown& l : slowdowns) {
     for (const auto& [from, to] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
       std::vector<sg4::Link*> links;
       double latency = 0;
       hosts[from]->route_to(hosts[to], links, &latency);
-      const std::size_t k = from * p + to;
-      link_factor[k] *= l.factor;
-      link_delay[k] = (link_factor[k] - 1.0) * latency;
+      SlowLink& slow = slow_links[{from, to}];
+      slow.factor *= l.factor;
+      slow.delay = (slow.factor - 1.0) * latency;
     }
   }
 }
@@ -65,10 +61,12 @@ void SimGridRuntime::Compute(const Instruction& ins) { Work(work_.costs->Of(ins.
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
   double factor = 1.0, delay = 0.0;
-  if (!channels_.link_factor.empty()) {
-    const std::size_t k = static_cast<std::size_t>(rank_) * channels_.hosts.size() + ins.peer;
-    factor = channels_.link_factor[k];
-    delay = channels_.link_delay[k];
+  if (!channels_.slow_links.empty()) {
+    if (const auto it = channels_.slow_links.find({rank_, ins.peer});
+        it != channels_.slow_links.end()) {
+      factor = it->second.factor;
+      delay = it->second.delay;
+    }
   }
   // The ideal network carries 0 bytes: only the route's latency counts.
   const auto payload =

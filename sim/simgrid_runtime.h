@@ -34,10 +34,14 @@ struct Channels {
   std::vector<simgrid::s4u::ConditionVariablePtr> arrived;  // one per receiving rank
   std::vector<simgrid::s4u::Host*> hosts;                   // one per rank
   bool real_sizes = false;  // messages carry their bytes (cluster, alpha-beta); else 0 bytes
-  // Slow links, per (sender, receiver) rank pair, sender-major (empty: none): the factor a
-  // message's bytes are multiplied by, and how long after its SEND its comm starts.
-  std::vector<double> link_factor;
-  std::vector<double> link_delay;
+  // Slow links, per slowed (sender, receiver) rank pair only (memory grows with the slowdowns, not
+  // with p): the factor a message's bytes are multiplied by, and how long after its SEND its comm
+  // starts.
+  struct SlowLink {
+    double factor = 1.0;
+    double delay = 0.0;
+  };
+  std::map<std::pair<int, int>, SlowLink> slow_links;
 
   // REQUIRES: a SimGrid engine exists.
   explicit Channels(std::vector<simgrid::s4u::Host*> rank_hosts, bool carry_bytes);

@@ -50,14 +50,9 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
   if (Status costs = c.costs.Check(c.program->num_stages(), c.program->m); !costs.ok()) {
     return Status::InvalidArgument(fmt::format("simulation case {}: {}", index, costs.message()));
   }
-  for (const LinkSlowdown& l : c.link_slowdowns) {
-    if (l.a < 0 || l.a >= c.program->p || l.b < 0 || l.b >= c.program->p || l.a == l.b ||
-        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
-      return Status::InvalidArgument(fmt::format(
-          "simulation case {}: link slowdown {}-{}={}: ranks must differ and lie in [0, {}), "
-          "factor in [1, {:g}]",
-          index, l.a, l.b, l.factor, c.program->p, kMaxLinkSlowdown));
-    }
+  if (Status links = CheckLinkSlowdowns(c.link_slowdowns, c.program->p, "link slowdown");
+      !links.ok()) {
+    return Status::InvalidArgument(fmt::format("simulation case {}: {}", index, links.message()));
   }
   if (c.replicas < 1) {
     return Status::InvalidArgument(

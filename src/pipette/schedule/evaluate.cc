@@ -26,18 +26,12 @@ class Evaluator {
         // Per message slot (message.h): when the message's data is usable on its receiver.
         ready_(static_cast<std::size_t>(Message::NumSlots(program.num_stages(), program.m)),
                kNotYet),
+        link_factors_(options.link_slowdowns),
         pc_(program.p, 0),
         clock_(program.p, 0.0),
         blocked_on_(program.p, kNotBlocked),
         in_flight_(program.p, 0),
         pending_w_(program.p, 0) {
-    if (!options.link_slowdowns.empty()) {
-      latency_.assign(static_cast<std::size_t>(program.p) * program.p, options.p2p_latency);
-      for (const LinkSlowdown& l : options.link_slowdowns) {
-        latency_[static_cast<std::size_t>(l.a) * program.p + l.b] *= l.factor;
-        latency_[static_cast<std::size_t>(l.b) * program.p + l.a] *= l.factor;
-      }
-    }
     result_.busy.assign(program.p, 0.0);
     result_.peak_activations.assign(program.p, 0);
     result_.peak_pending_w.assign(program.p, 0);
@@ -77,9 +71,8 @@ class Evaluator {
 
   // The latency of a message from rank `from` to the receiver of `message`.
   double LatencyTo(int from, const Message& message) const {
-    if (latency_.empty()) return options_.p2p_latency;
-    const int to = prog_.placement.rank_of(message.stage);
-    return latency_[static_cast<std::size_t>(from) * prog_.p + to];
+    if (link_factors_.empty()) return options_.p2p_latency;
+    return options_.p2p_latency * link_factors_(from, prog_.placement.rank_of(message.stage));
   }
 
   // Makes `message` usable on its receiver at time t and wakes its rank if it waits for it.
@@ -214,7 +207,7 @@ class Evaluator {
   const EvaluateOptions& options_;
   const int m_;
   std::vector<double> ready_;
-  std::vector<double> latency_;  // with link slowdowns: p x p, from-rank major
+  const LinkFactors link_factors_;
   std::vector<std::size_t> pc_;
   std::vector<double> clock_;
   std::vector<std::int64_t> blocked_on_;
@@ -240,14 +233,7 @@ Result<Evaluation> Evaluate(const Program& program, const Costs& costs,
                                                options.p2p_latency, kMaxCost));
   }
   PIPETTE_RETURN_IF_ERROR(costs.Check(program.num_stages(), program.m));
-  for (const LinkSlowdown& l : options.link_slowdowns) {
-    if (l.a < 0 || l.a >= program.p || l.b < 0 || l.b >= program.p || l.a == l.b ||
-        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
-      return Status::InvalidArgument(fmt::format(
-          "link slowdown {}-{}={}: ranks must differ and lie in [0, {}), factor in [1, {:g}]", l.a,
-          l.b, l.factor, program.p, kMaxLinkSlowdown));
-    }
-  }
+  PIPETTE_RETURN_IF_ERROR(CheckLinkSlowdowns(options.link_slowdowns, program.p, "link slowdown"));
   Evaluator evaluator(program, costs, options);
   return evaluator.Run();
 }

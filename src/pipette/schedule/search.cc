@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,29 +43,16 @@ struct Policy {
 };
 
 // The time from a SEND on rank a to its data on rank b, as Evaluate() takes it: the latency times
-// the pair's slowdowns (their product when a pair is listed twice), 0 within a rank.
+// the pair's slowdown factor, 0 within a rank.
 class LinkLatency {
  public:
-  explicit LinkLatency(const EvaluateOptions& options) : latency_(options.p2p_latency) {
-    for (const LinkSlowdown& l : options.link_slowdowns) {
-      auto [it, inserted] = factor_.try_emplace(Key(l.a, l.b), l.factor);
-      if (!inserted) it->second *= l.factor;
-    }
-  }
-  double operator()(int a, int b) const {
-    if (a == b) return 0.0;
-    if (factor_.empty()) return latency_;
-    const auto it = factor_.find(Key(a, b));
-    return it == factor_.end() ? latency_ : latency_ * it->second;
-  }
+  explicit LinkLatency(const EvaluateOptions& options)
+      : latency_(options.p2p_latency), factors_(options.link_slowdowns) {}
+  double operator()(int a, int b) const { return a == b ? 0.0 : latency_ * factors_(a, b); }
 
  private:
-  static std::uint64_t Key(int a, int b) {
-    return (static_cast<std::uint64_t>(std::min(a, b)) << 32) |
-           static_cast<std::uint32_t>(std::max(a, b));
-  }
   double latency_;
-  std::unordered_map<std::uint64_t, double> factor_;
+  LinkFactors factors_;
 };
 
 // The problem every candidate is built for and scored against.
@@ -524,14 +510,7 @@ Status CheckOptions(const SearchOptions& o) {
                fmt::format("need one per stage ({})", o.p * o.v));
   }
   PIPETTE_RETURN_IF_ERROR(o.costs.Check(o.p * o.v, o.m));
-  for (const LinkSlowdown& l : o.evaluate.link_slowdowns) {
-    if (l.a == l.b || l.a < 0 || l.b < 0 || l.a >= o.p || l.b >= o.p ||
-        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
-      return bad("--link-slowdown", fmt::format("{}-{}={}", l.a, l.b, l.factor),
-                 fmt::format("ranks must differ and lie in [0, {}), factor in [1, {:g}]", o.p,
-                             kMaxLinkSlowdown));
-    }
-  }
+  PIPETTE_RETURN_IF_ERROR(CheckLinkSlowdowns(o.evaluate.link_slowdowns, o.p, "--link-slowdown"));
   if (o.memory_limit < 0) return bad("--memory-limit", o.memory_limit, "must be at least 0");
   if (o.memory_limit > 0 && o.memory_limit < o.v) {
     return bad("--memory-limit", o.memory_limit,

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -139,12 +140,34 @@ bool UnevenWork::IsEven() const {
   return true;
 }
 
-double UnevenWork::LinkFactor(int a, int b) const {
-  double factor = 1.0;
-  for (const LinkSlowdown& l : link_slowdowns) {
-    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) factor *= l.factor;
+LinkFactors::LinkFactors(const std::vector<LinkSlowdown>& slowdowns) {
+  for (const LinkSlowdown& l : slowdowns) {
+    auto [it, inserted] = factor_.try_emplace(Key(l.a, l.b), l.factor);
+    if (!inserted) it->second *= l.factor;
   }
-  return factor;
+}
+
+double LinkFactors::operator()(int a, int b) const {
+  if (factor_.empty()) return 1.0;
+  const auto it = factor_.find(Key(a, b));
+  return it == factor_.end() ? 1.0 : it->second;
+}
+
+std::uint64_t LinkFactors::Key(int a, int b) {
+  return (static_cast<std::uint64_t>(std::min(a, b)) << 32) |
+         static_cast<std::uint32_t>(std::max(a, b));
+}
+
+Status CheckLinkSlowdowns(const std::vector<LinkSlowdown>& slowdowns, int p, std::string_view key) {
+  for (const LinkSlowdown& l : slowdowns) {
+    if (l.a < 0 || l.a >= p || l.b < 0 || l.b >= p || l.a == l.b ||
+        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
+      return Status::InvalidArgument(
+          fmt::format("{} {}-{}={}: ranks must differ and lie in [0, {}), factor in [1, {:g}]", key,
+                      l.a, l.b, l.factor, p, kMaxLinkSlowdown));
+    }
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<double>> ParseRankSpeeds(std::string_view text, int p, std::string_view key) {
@@ -327,15 +350,7 @@ Status CheckUnevenWork(const UnevenWork& work, int p, int m) {
     return Status::InvalidArgument(
         fmt::format("--attention-share {}: must be a number in [0, 1]", work.attention_share));
   }
-  for (const LinkSlowdown& l : work.link_slowdowns) {
-    if (l.a < 0 || l.a >= p || l.b < 0 || l.b >= p || l.a == l.b ||
-        !(l.factor >= 1.0 && l.factor <= kMaxLinkSlowdown)) {
-      return Status::InvalidArgument(fmt::format(
-          "--link-slowdown {}-{}={}: ranks must differ and lie in [0, {}), factor in [1, {:g}]",
-          l.a, l.b, l.factor, p, kMaxLinkSlowdown));
-    }
-  }
-  return Status::Ok();
+  return CheckLinkSlowdowns(work.link_slowdowns, p, "--link-slowdown");
 }
 
 double SeqlenCostFactor(int seqlen, int reference_seqlen, double attention_share) {

@@ -28,9 +28,11 @@
 //   PIPETTE_ASSIGN_OR_RETURN(Evaluation e, Evaluate(program, costs, options));
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "pipette/common/status.h"
@@ -70,10 +72,28 @@ struct UnevenWork {
   int SeqlenOf(int mb) const {
     return microbatch_seqlens.empty() ? reference_seqlen : microbatch_seqlens[mb];
   }
-  // The factor by which messages between ranks a and b take longer (1 when the pair is not slowed;
-  // the product when a pair is listed more than once).
-  double LinkFactor(int a, int b) const;
 };
+
+// The slowdown factor of every rank pair (unordered) that `slowdowns` lists, looked up in O(1):
+// the product when a pair is listed more than once, 1 for a pair not listed. Its memory grows with
+// the slowdowns, not with p (evaluate, the search and the simulator all look messages up in it).
+class LinkFactors {
+ public:
+  LinkFactors() = default;
+  explicit LinkFactors(const std::vector<LinkSlowdown>& slowdowns);
+
+  bool empty() const { return factor_.empty(); }
+  // The factor by which messages between ranks a and b take longer.
+  double operator()(int a, int b) const;
+
+ private:
+  static std::uint64_t Key(int a, int b);
+  std::unordered_map<std::uint64_t, double> factor_;
+};
+
+// Returns OK when every slowdown fits p ranks: a != b, both in [0, p), factor in
+// [1, kMaxLinkSlowdown]; otherwise InvalidArgument "KEY A-B=F: <the rule>".
+Status CheckLinkSlowdowns(const std::vector<LinkSlowdown>& slowdowns, int p, std::string_view key);
 
 // "3=0.8,1=0.5": speeds in (0, 100], ranks in [0, p), each rank at most once -> vector of size p
 // (unlisted ranks 1.0). An empty text gives an empty vector (every rank at 1.0).

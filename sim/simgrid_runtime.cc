@@ -10,11 +10,7 @@ namespace pipette {
 namespace sg4 = simgrid::s4u;
 
 Channels::Channels(std::vector<sg4::Host*> rank_hosts, bool carry_bytes)
-    : mutex(sg4::Mutex::create()), hosts(std::move(rank_hosts)), real_sizes(carry_bytes) {
-  for (std::size_t r = 0; r < hosts.size(); ++r) {
-    arrived.push_back(sg4::ConditionVariable::create());
-  }
-}
+    : waiting(rank_hosts.size()), hosts(std::move(rank_hosts)), real_sizes(carry_bytes) {}
 
 void Channels::SlowLinks(const std::vector<LinkSlowdown>& slowdowns) {
   for (const LinkSlowdown& l : slowdowns) {
@@ -29,11 +25,30 @@ void Channels::SlowLinks(const std::vector<LinkSlowdown>& slowdowns) {
   }
 }
 
-void Channels::Post(std::pair<int, std::int64_t> key, sg4::CommPtr comm, int receiver) {
+void Channels::Post(Key key, sg4::CommPtr comm, int receiver) {
   comm->start();
-  std::unique_lock lock(*mutex);
-  in_flight[key] = comm;
-  arrived[receiver]->notify_all();
+  in_flight.emplace(key, std::move(comm));
+  Waiting& w = waiting[receiver];
+  if (w.actor != nullptr && w.key == key) {
+    sg4::Actor* actor = w.actor;
+    w.actor = nullptr;
+    actor->resume();
+  }
+}
+
+double Channels::Receive(Key key, int receiver) {
+  auto it = in_flight.find(key);
+  while (it == in_flight.end()) {
+    waiting[receiver] = {key, sg4::Actor::self()};
+    sg4::this_actor::suspend();
+    it = in_flight.find(key);
+  }
+  const sg4::CommPtr comm = std::move(it->second);
+  in_flight.erase(it);
+  // A finished comm has its finish time (SimGrid sets it before it finishes the comm): waiting on
+  // it would only scan SimGrid's list of comms once more.
+  if (comm->get_finish_time() < 0) comm->wait();
+  return comm->get_finish_time();
 }
 
 SimGridRuntime::SimGridRuntime(Channels& channels, int rank, const RankWork& work,
@@ -73,7 +88,7 @@ void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
       channels_.real_sizes ? static_cast<std::uint64_t>(std::llround(bytes * factor)) : 0;
   sg4::CommPtr comm = sg4::Comm::sendto_init(channels_.hosts[rank_], channels_.hosts[ins.peer])
                           ->set_payload_size(payload);
-  const std::pair<int, std::int64_t> key{step_, MessageOf(ins.action).key()};
+  const Channels::Key key{step_, MessageOf(ins.action).key()};
   if (delay > 0) {  // a slowed link: a relay on the sender's host starts the comm later
     Channels* channels = &channels_;
     const int peer = ins.peer;
@@ -87,18 +102,7 @@ void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
 }
 
 double SimGridRuntime::WaitRecv(const Instruction& ins) {
-  const std::pair<int, std::int64_t> key{step_, MessageOf(ins.action).key()};
-  std::unique_lock lock(*channels_.mutex);
-  auto it = channels_.in_flight.find(key);
-  while (it == channels_.in_flight.end()) {
-    channels_.arrived[rank_]->wait(lock);
-    it = channels_.in_flight.find(key);
-  }
-  sg4::CommPtr comm = it->second;
-  channels_.in_flight.erase(it);
-  lock.unlock();
-  comm->wait();
-  return comm->get_finish_time();
+  return channels_.Receive({step_, MessageOf(ins.action).key()}, rank_);
 }
 
 Status SimGridRuntime::BeginStep(int step) {

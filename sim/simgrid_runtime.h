@@ -12,7 +12,9 @@
 #include <simgrid/forward.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,16 +25,33 @@
 namespace pipette {
 
 // The messages of one replica of one case in flight: the sender starts a host-to-host comm and
-// registers it under the message's key; the receiver waits for the registration, then for the
-// comm (a slowed link's comm is registered when it starts). SimGrid computes the transfer, so the
-// data lands at the send time plus the route's time whenever the receiver looks. (Eager mailboxes
-// with a permanent receiver do not work for this in 3.32: a get posted while the put is in flight
+// registers it under the message's key; the receiver takes it from there and waits for it (a slowed
+// link's comm is registered when it starts). SimGrid computes the transfer, so the data lands at
+// the send time plus the route's time whenever the receiver looks. (Eager mailboxes with a
+// permanent receiver do not work for this in 3.32: a get posted while the put is in flight
 // completes at once.)
+//
+// No lock: SimGrid runs one actor at a time and switches only inside its own calls, so the map is
+// never seen half-updated. A receiver that finds no message suspends itself; the sender of the key
+// it waits for resumes it. A receiver that finds its comm already done takes the finish time and
+// never waits: SimGrid 3.32 keeps every host-to-host comm (detached in its kernel) in one global
+// list and removes it with a list scan when it finishes and again when it is waited on, so each
+// wait on a finished comm costs a scan of every comm in flight in the simulation (sim/README.md).
 struct Channels {
-  std::map<std::pair<int, std::int64_t>, simgrid::s4u::CommPtr> in_flight;  // (step, message key)
-  simgrid::s4u::MutexPtr mutex;
-  std::vector<simgrid::s4u::ConditionVariablePtr> arrived;  // one per receiving rank
-  std::vector<simgrid::s4u::Host*> hosts;                   // one per rank
+  using Key = std::pair<int, std::int64_t>;  // (step, message key)
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept {
+      return std::hash<std::int64_t>{}(k.second * 1000003 + k.first);
+    }
+  };
+  std::unordered_map<Key, simgrid::s4u::CommPtr, KeyHash> in_flight;
+  // Per receiving rank: the key it is suspended on, and its actor (nullptr: not waiting).
+  struct Waiting {
+    Key key{};
+    simgrid::s4u::Actor* actor = nullptr;
+  };
+  std::vector<Waiting> waiting;
+  std::vector<simgrid::s4u::Host*> hosts;  // one per rank
   bool real_sizes = false;  // messages carry their bytes (cluster, alpha-beta); else 0 bytes
   // Slow links, per slowed (sender, receiver) rank pair only (memory grows with the slowdowns, not
   // with p): the factor a message's bytes are multiplied by, and how long after its SEND its comm
@@ -49,8 +68,12 @@ struct Channels {
   // carries factor x its bytes and starts (factor - 1) x the route's latency after its SEND, so on
   // an idle network it takes factor x as long. REQUIRES: the platform is sealed.
   void SlowLinks(const std::vector<LinkSlowdown>& slowdowns);
-  // Starts `comm` and registers it under `key` for rank `receiver`.
-  void Post(std::pair<int, std::int64_t> key, simgrid::s4u::CommPtr comm, int receiver);
+  // Starts `comm` and registers it under `key` for rank `receiver` (resuming it if it waits for
+  // `key`).
+  void Post(Key key, simgrid::s4u::CommPtr comm, int receiver);
+  // Rank `receiver`'s message `key`: waits until it is posted and has arrived, removes it and
+  // returns the simulated time it arrived. Called from `receiver`'s actor.
+  double Receive(Key key, int receiver);
 };
 
 // What one rank's runtime spends its time on besides messages.

@@ -64,7 +64,9 @@ double SimGridRuntime::Now() { return sg4::Engine::get_clock(); }
 void SimGridRuntime::Work(double seconds) {
   if (!(seconds > 0)) return;
   if (work_.compute == nullptr) {
-    sg4::this_actor::execute(seconds);
+    // The rank's own host runs nothing else, so its compute is a sleep: the same end time as an
+    // execution on a host of 1 flop/s, one simcall instead of two and no execution activity.
+    sg4::this_actor::sleep_for(seconds);
   } else {
     sg4::this_actor::exec_init(seconds)->set_host(work_.compute)->wait();
   }

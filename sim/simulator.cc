@@ -11,6 +11,7 @@
 
 #include "pipette/engine/step_loop.h"
 #include "sim/cluster_platform.h"
+#include "sim/replica_symmetry.h"
 #include "sim/sim_engine.h"
 #include "sim/simgrid_runtime.h"
 #include "sim/simulation_size.h"
@@ -181,20 +182,34 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
   return work;
 }
 
-// Creates the actors of case `c`: one per rank of each replica, one Channels per replica (message
-// keys are unique within a replica and step), one barrier per rank (its all-reduce starts when
-// every replica reaches it) and, with step_barrier, one over every actor.
+// The replicas of case `sc` whose actors run, ascending from 0 (replica_symmetry.h).
+std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& hosts) {
+  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1) {
+    return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
+  }
+  std::vector<int> all(sc.replicas);
+  for (int d = 0; d < sc.replicas; ++d) all[d] = d;
+  return all;
+}
+
+// Creates the actors of case `c`: one per rank of each replica in `simulated`, one Channels per
+// replica (message keys are unique within a replica and step), one barrier per rank (its
+// all-reduce starts when every replica reaches it) and, with step_barrier, one over every actor.
+// The replicas not simulated are copies of simulated ones: each barrier would release at the same
+// time with them.
 void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
-                std::vector<std::unique_ptr<Channels>>& channels, ActorLogs& logs) {
+                const std::vector<int>& simulated, std::vector<std::unique_ptr<Channels>>& channels,
+                ActorLogs& logs) {
   const int p = sc.program->p;
-  logs.assign(sc.replicas, std::vector<RankLog>(p));
+  const int n = static_cast<int>(simulated.size());
+  logs.assign(n, std::vector<RankLog>(p));
   std::vector<sg4::BarrierPtr> barriers(p);
   if (!sc.allreduce.empty()) {
-    for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(sc.replicas);
+    for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(n);
   }
-  const sg4::BarrierPtr step_barrier =
-      sc.step_barrier ? sg4::Barrier::create(p * sc.replicas) : nullptr;
-  for (int d = 0; d < sc.replicas; ++d) {
+  const sg4::BarrierPtr step_barrier = sc.step_barrier ? sg4::Barrier::create(p * n) : nullptr;
+  for (int i = 0; i < n; ++i) {
+    const int d = simulated[i];
     const auto first = hosts.ranks.begin() + static_cast<std::ptrdiff_t>(d) * p;
     channels.push_back(
         std::make_unique<Channels>(std::vector<sg4::Host*>(first, first + p),
@@ -203,7 +218,7 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
     for (int r = 0; r < p; ++r) {
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
                          &sc, channels.back().get(), r, WorkOf(sc, r, hosts.cores), barriers[r],
-                         step_barrier, &logs[d][r]);
+                         step_barrier, &logs[i][r]);
     }
   }
 }
@@ -267,12 +282,15 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    LaunchCase(cases[c], c, hosts[c], channels, logs[c]);
+    LaunchCase(cases[c], c, hosts[c], SimulatedReplicas(cases[c], hosts[c]), channels, logs[c]);
   }
   engine->run();
 
   std::vector<SimulationResult> results;
-  for (std::size_t c = 0; c < cases.size(); ++c) results.push_back(Collect(cases[c], logs[c]));
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    results.push_back(Collect(cases[c], logs[c]));
+    results.back().simulated_replicas = static_cast<int>(logs[c].size());
+  }
   return results;
 }
 

@@ -69,6 +69,10 @@ struct SimulationCase {
   // cores, each as fast as one rank alone: more busy ranks than cores share them (a CPU engine's
   // machine, oversubscribed). 0: every rank computes on its own device.
   int cores = 0;
+  // Simulate only the replicas that can differ (replica_symmetry.h): replicas whose routes share
+  // no link with another replica's and match another's link for link run as that one does. Off:
+  // every replica runs (to check the symmetry). Never with shared cores.
+  bool replica_symmetry = true;
 };
 
 struct SimulationResult {
@@ -86,6 +90,7 @@ struct SimulationResult {
   std::vector<AllReduceEvent> collectives;  // start: when every replica's rank had finished
   std::vector<AllReduceEvent> updates;      // replica 0: each rank's parameter update per step
   std::vector<Span> step_spans;  // replica 0, per step: earliest start to latest end over ranks
+  int simulated_replicas = 1;    // replicas whose actors ran (the others are copies of one)
 };
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or

@@ -6,9 +6,11 @@
 // group is that GPU .. +tp-1), and the messages between stages carry the stage output split over
 // the tensor-parallel group. On the cluster every replica runs, each with its own actors and
 // messages; on the ideal network only replica 0 does and every message takes a fixed latency.
-// Each rank's gradient all-reduce (an analytic ring over the dp replicas, cost/collectives.h, over
-// NVLink when the ring stays inside a node, else over the NICs) follows its program at the end of
-// every step, once the rank has finished in every replica (on the ideal network: in replica 0).
+// Each rank's gradient reduction over the dp replicas (ModelSimulationOptions::grad_reduce) is
+// either bucketed ring or tree all-reduces simulated as messages on the cluster
+// (sim/gradient_reduction.h), or an analytic ring (cost/collectives.h, over NVLink when the ring
+// stays inside a node, else over the NICs) after its program at the end of every step, once the
+// rank has finished in every replica (on the ideal network: in replica 0).
 //
 // SimulateModel calls Simulate(), so it may run once per process (SimGrid allows one engine).
 #pragma once

@@ -1,18 +1,20 @@
 // `pipette simulate [--model NAME|FILE] [--cluster NAME|FILE] [--nodes N] [--pp P --dp D --tp T
 //  -v V] [--schedule NAME] [-m M] [--micro-batch-size B] [--seq-len L] [--dtype D] [--zero Z]
-//  [--recompute] [--efficiency E] [--ideal-network] [--latency-us X] [--format text|json]`: one
+//  [--recompute] [--efficiency E] [--ideal-network] [--latency-us X] [--grad-reduce R]
+//  [--grad-overlap] [--grad-bucket-params N] [--format text|json]`: one
 // training step on the SimGrid engine. The model is partitioned (balanced) and timed with the
 // roofline; the pipeline runs on the cluster platform with real message sizes (or an ideal
-// network); the data-parallel gradient all-reduce of each stage follows its rank's last action
-// (analytic ring): SimulateModel, sim/model_simulation.h. With --times F=..,I=..,W=.. (ms per
-// chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
-// makespan. With --costs-from RUN [--cores N] it predicts a recorded real run instead: its program
-// with its measured costs (cli/costs_from.h). What is recorded and printed: cli/simulate_report.h.
-// Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown; schedule/uneven_work.h)
-// applies in every mode: with --times the costs are for --seq-len and --attention-share of each
-// grows with s^2; the model prices every distinct length itself (partition/model_plan.h:
-// StageCostsAt) and its messages grow with the length; --costs-from scales the run's measured
-// costs like --times, for the run's own seq_len.
+// network); the data-parallel gradients are reduced as --grad-reduce says (ring or tree buckets
+// simulated as messages, after the program or with --grad-overlap as each stage completes; or the
+// analytic ring after every replica's rank has finished): SimulateModel, sim/model_simulation.h.
+// With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is bypassed and the step
+// equals `pipette schedule`'s makespan. With --costs-from RUN [--cores N] it predicts a recorded
+// real run instead: its program with its measured costs (cli/costs_from.h). What is recorded and
+// printed: cli/simulate_report.h. Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown;
+// schedule/uneven_work.h) applies in every mode: with --times the costs are for --seq-len and
+// --attention-share of each grows with s^2; the model prices every distinct length itself
+// (partition/model_plan.h: StageCostsAt) and its messages grow with the length; --costs-from scales
+// the run's measured costs like --times, for the run's own seq_len.
 #include <fmt/core.h>
 
 #include <algorithm>

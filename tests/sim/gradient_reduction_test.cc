@@ -320,36 +320,42 @@ TEST(GradientReduction, OverlapShortensEachRankByThePartOfItsBucketsThatRanUnder
 }
 
 TEST(GradientReduction, OverlappedBucketsStartWhenTheirStageIsComplete) {
+  // Two steps: each step's buckets start at the end of the instruction that completes their
+  // stage in that step (or when the rank's previous bucket ends).
   const ClusterSpec cluster = *MakeCluster("dgx-h100", 2);
   const Program program = *Lower(*MakeSchedule("interleaved-1f1b", ScheduleParams{2, 2, 4, 0}));
   SimulationCase sc = OverlapCase(program, cluster, true);
+  sc.steps = 2;
   const std::vector<RankBuckets> plan = sc.grad_reduction.ranks;
   Result<std::vector<SimulationResult>> results = Simulate({sc});
   ASSERT_TRUE(results.ok()) << results.status().message();
   const SimulationResult& r = results->front();
-  for (int rank = 0; rank < 2; ++rank) {
-    std::vector<AllReduceEvent> events;
-    for (const AllReduceEvent& a : r.collectives) {
-      if (a.rank == rank) events.push_back(a);
-    }
-    ASSERT_EQ(events.size(), plan[rank].buckets.size());
-    std::size_t b = 0;
-    double previous_end = 0;
-    for (const auto& [completes, ready] : plan[rank].completes) {
-      double complete = -1;
-      for (const TraceEvent& e : r.trace) {
-        if (e.rank == rank && e.action == completes) complete = e.end;
+  for (int step = 0; step < 2; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      std::vector<AllReduceEvent> events;
+      for (const AllReduceEvent& a : r.collectives) {
+        if (a.rank == rank && a.step == step) events.push_back(a);
       }
-      ASSERT_GE(complete, 0);
-      for (; b < static_cast<std::size_t>(ready); ++b) {
-        EXPECT_NEAR(events[b].start, std::max(complete, previous_end), 1e-12)
-            << "rank " << rank << " bucket " << b;
-        previous_end = events[b].end;
+      ASSERT_EQ(events.size(), plan[rank].buckets.size());
+      std::size_t b = 0;
+      double previous_end = 0;
+      for (const auto& [completes, ready] : plan[rank].completes) {
+        double complete = -1;
+        for (const TraceEvent& e : r.trace) {
+          if (e.rank == rank && e.step == step && e.action == completes) complete = e.end;
+        }
+        ASSERT_GE(complete, 0);
+        for (; b < static_cast<std::size_t>(ready); ++b) {
+          EXPECT_NEAR(events[b].start, std::max(complete, previous_end), 1e-12)
+              << "step " << step << " rank " << rank << " bucket " << b;
+          previous_end = events[b].end;
+        }
       }
-    }
-    // Rank 0's stage 2 starts at its last backward, while stage 0's backwards still run.
-    if (rank == 0) {
-      EXPECT_LT(events[0].start, r.updates[0].start - 3 * (events[0].end - events[0].start));
+      // Rank 0's stage 2 starts at its last backward, while stage 0's backwards still run.
+      if (rank == 0) {
+        const double update = r.updates[step].start;  // rank 0's come first, step by step
+        EXPECT_LT(events[0].start, update - 3 * (events[0].end - events[0].start));
+      }
     }
   }
 }

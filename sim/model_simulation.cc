@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -42,6 +43,28 @@ std::vector<double> AllReduceSeconds(const ModelPlan& p, const std::vector<doubl
   return seconds;
 }
 
+// The gradient bytes of the bucket size `o` asks for.
+double BucketBytes(const ModelPlan& p, const ModelSimulationOptions& o) {
+  const std::int64_t params =
+      o.grad_bucket_params > 0 ? o.grad_bucket_params : DefaultBucketParams(p.config.dp);
+  return static_cast<double>(params) * BytesOf(p.config.dtype);
+}
+
+// Every rank's gradient buckets when `o` simulates the reduction on a cluster with dp > 1; else
+// none (mode analytic).
+GradientReduction ReductionOf(const ModelPlan& p, const ModelSimulationOptions& o) {
+  GradientReduction g;
+  if (o.ideal_network || p.config.dp <= 1 || o.grad_reduce == GradReduce::kAnalytic) return g;
+  g.mode = o.grad_reduce;
+  g.overlap = o.grad_overlap;
+  std::vector<double> stage_bytes(p.plan.stages.size(), 0.0);
+  for (const StageInfo& stage : p.plan.stages) {
+    stage_bytes[stage.index] = stage.params_per_gpu * BytesOf(p.config.dtype);
+  }
+  g.ranks = PlanGradientBuckets(p.program, stage_bytes, BucketBytes(p, o));
+  return g;
+}
+
 SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
                       const std::vector<double>& allreduce) {
   const ParallelConfig& c = p.config;
@@ -63,7 +86,8 @@ SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
     }
   }
   one.steps = o.steps;
-  if (c.dp > 1) one.allreduce = allreduce;
+  one.grad_reduction = ReductionOf(p, o);
+  if (c.dp > 1 && !one.grad_reduction.simulated()) one.allreduce = allreduce;
   return one;
 }
 
@@ -148,10 +172,69 @@ Status CheckTransferTimes(const ModelPlan& p, const std::vector<double>& allredu
   return Status::Ok();
 }
 
+// The gradient reduction `o` asks for: simulated only on a cluster, buckets of at least one
+// parameter and at most kMaxBucketsPerRank per rank.
+Status CheckGradientOptions(const ModelPlan& p, const ModelSimulationOptions& o) {
+  if (o.grad_reduce != GradReduce::kAnalytic && o.ideal_network) {
+    return Status::InvalidArgument(fmt::format(
+        "--grad-reduce = {}: needs a cluster (the ideal network simulates one replica, so only "
+        "analytic applies)",
+        GradReduceName(o.grad_reduce)));
+  }
+  if (o.grad_bucket_params < 0) {
+    return Status::InvalidArgument(fmt::format(
+        "--grad-bucket-params = {}: must be a number of parameters >= 1 (0: Megatron's default)",
+        o.grad_bucket_params));
+  }
+  if (o.grad_overlap && o.grad_reduce == GradReduce::kAnalytic && p.config.dp > 1) {
+    return Status::InvalidArgument(
+        "--grad-overlap with --grad-reduce = analytic: the analytic reduction is one time after "
+        "every replica's program; overlap needs ring or tree");
+  }
+  const double bucket = BucketBytes(p, o) / BytesOf(p.config.dtype);
+  for (int r = 0; r < p.config.pp; ++r) {
+    double params = 0;
+    for (const StageInfo& stage : p.plan.stages) {
+      if (stage.rank == r) params += std::ceil(stage.params_per_gpu / bucket);
+    }
+    if (params > kMaxBucketsPerRank) {
+      return Status::InvalidArgument(fmt::format(
+          "--grad-bucket-params = {}: rank {} would reduce {:.0f} buckets per step, more than {}",
+          o.grad_bucket_params, r, params, kMaxBucketsPerRank));
+    }
+  }
+  return Status::Ok();
+}
+
+// Per rank, from replica 0's step 0: the all-reduce seconds (simulated: the buckets' summed) and
+// how long the reduction ran past the program; the analytic events get their bytes.
+void ReductionTimes(const ModelPlan& p, const ModelSimulationOptions& o, ModelSimulation& m) {
+  const GradientReduction g = ReductionOf(p, o);
+  const std::vector<double> params = GradientParams(p);
+  std::vector<double> program_end(p.config.pp, 0.0), reduce_end(p.config.pp, 0.0);
+  for (const TraceEvent& e : m.sim.trace) {
+    if (e.step == 0) program_end[e.rank] = std::max(program_end[e.rank], e.end);
+  }
+  if (g.simulated()) m.allreduce.assign(p.config.pp, 0.0);
+  for (AllReduceEvent& a : m.sim.collectives) {
+    if (!g.simulated())
+      a.bytes = static_cast<std::int64_t>(params[a.rank] * BytesOf(p.config.dtype));
+    if (a.step != 0) continue;
+    if (g.simulated()) m.allreduce[a.rank] += a.end - a.start;
+    reduce_end[a.rank] = std::max(reduce_end[a.rank], a.end);
+  }
+  m.allreduce_exposed.assign(p.config.pp, 0.0);
+  for (int r = 0; r < p.config.pp; ++r) {
+    m.allreduce_exposed[r] = std::max(0.0, reduce_end[r] - program_end[r]);
+  }
+  for (const RankBuckets& rank : g.ranks) m.grad_buckets += static_cast<int>(rank.buckets.size());
+}
+
 }  // namespace
 
 Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o) {
   const ParallelConfig& c = p.config;
+  PIPETTE_RETURN_IF_ERROR(CheckGradientOptions(p, o));
   std::int64_t routes = 0;
   if (!o.ideal_network) {
     PIPETTE_RETURN_IF_ERROR(CheckLinks(p.cluster));
@@ -163,9 +246,11 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
     routes = ClusterPlatformRoutes(p.cluster, gpus);
   }
   const int replicas = o.ideal_network ? 1 : c.dp;
+  const GradientReduction g = ReductionOf(p, o);
+  const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(replicas) : 0;
   return CheckSimulationSize(
-      EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()), c.pp,
-                             replicas, o.steps, routes),
+      EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()) + messages,
+                             std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes),
       fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
                   o.steps));
 }
@@ -179,9 +264,7 @@ Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationO
   PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results,
                            Simulate({CaseOf(p, o, m.allreduce)}));
   m.sim = std::move(results.front());
-  for (AllReduceEvent& a : m.sim.collectives) {
-    a.bytes = static_cast<std::int64_t>(params[a.rank] * BytesOf(c.dtype));
-  }
+  ReductionTimes(p, o, m);
   m.step_time = m.sim.makespan / o.steps;
   for (std::size_t s = 0; s < m.sim.step_end.size(); ++s) {
     m.step_times.push_back(m.sim.step_end[s] - (s == 0 ? 0.0 : m.sim.step_end[s - 1]));

@@ -6,9 +6,11 @@
 // group is that GPU .. +tp-1), and the messages between stages carry the stage output split over
 // the tensor-parallel group. On the cluster every replica runs, each with its own actors and
 // messages; on the ideal network only replica 0 does and every message takes a fixed latency.
-// Each rank's gradient all-reduce (an analytic ring over the dp replicas, cost/collectives.h, over
-// NVLink when the ring stays inside a node, else over the NICs) follows its program at the end of
-// every step, once the rank has finished in every replica (on the ideal network: in replica 0).
+// Each rank's gradient reduction over the dp replicas (ModelSimulationOptions::grad_reduce) is
+// either bucketed ring or tree all-reduces simulated as messages on the cluster
+// (sim/gradient_reduction.h), or an analytic ring (cost/collectives.h, over NVLink when the ring
+// stays inside a node, else over the NICs) after its program at the end of every step, once the
+// rank has finished in every replica (on the ideal network: in replica 0).
 //
 // SimulateModel calls Simulate(), so it may run once per process (SimGrid allows one engine).
 #pragma once
@@ -35,15 +37,29 @@ struct ModelSimulationOptions {
   std::vector<double> microbatch_scale;
   std::vector<LinkSlowdown> link_slowdowns;
   double flops_per_replica_step = 0;
+  // The data-parallel gradient reduction (sim/gradient_reduction.h): analytic (the ring time after
+  // every replica's rank has finished), or ring / tree collectives simulated on the cluster, in
+  // buckets of `grad_bucket_params` parameters (0: Megatron's default, DefaultBucketParams),
+  // started as each stage's gradients are complete with `grad_overlap`, else after the program.
+  // On the ideal network (one replica simulated) only analytic applies.
+  GradReduce grad_reduce = GradReduce::kAnalytic;
+  bool grad_overlap = false;
+  std::int64_t grad_bucket_params = 0;
 };
 
 struct ModelSimulation {
   // The engine's result (replica 0's trace, busy times, step ends, bubble ratio); its all-reduce
   // events carry the gradient bytes they reduce.
   SimulationResult sim;
-  double step_time = 0;             // seconds per step, the mean over the steps
-  std::vector<double> step_times;   // seconds of each step
-  std::vector<double> allreduce;    // per rank: seconds of its all-reduce (0 with dp = 1)
+  double step_time = 0;            // seconds per step, the mean over the steps
+  std::vector<double> step_times;  // seconds of each step
+  // Per rank: seconds of its all-reduce (0 with dp = 1); simulated: its buckets' all-reduces in
+  // step 0 of replica 0, summed.
+  std::vector<double> allreduce;
+  // Per rank: how long after its program's last instruction (step 0, replica 0) its reduction
+  // ended: the part of the reduction the step pays (0 when it all ran under compute).
+  std::vector<double> allreduce_exposed;
+  int grad_buckets = 0;  // simulated: buckets over every rank (per replica and step); else 0
   std::vector<double> peak_memory;  // per rank: bytes at its peak (memory[r].peak_bytes)
   // Per rank: its static state (weights, gradients, optimizer) plus the activations the executed
   // order holds, over simulated time.
@@ -57,7 +73,8 @@ struct ModelSimulation {
 // transfer time (latency + bytes / bandwidth of the slowest link the job uses) and every rank's
 // all-reduce time within common/duration_limit.h, the links' bandwidths and latencies within the
 // floors of cluster_spec.h, and the simulation's size (simulation_size.h). Returns
-// InvalidArgument naming the input (cluster key, --dp, --pp, -m, --steps) and the rule.
+// InvalidArgument naming the input (cluster key, --dp, --pp, -m, --steps, --grad-reduce,
+// --grad-bucket-params) and the rule.
 Status CheckModelSimulation(const ModelPlan& plan, const ModelSimulationOptions& options);
 
 // Simulates `plan` (its program, stage costs and per-rank memory) on its cluster. Errors:

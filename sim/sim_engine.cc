@@ -39,7 +39,11 @@ std::unique_ptr<simgrid::s4u::Engine> MakeEngine() {
   xbt_log_control_set("root.thresh:critical");
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
-  simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
+  // No TCP window bound on any flow. Not "TCP-gamma:0": SimGrid 3.32 bounds a comm given a rate
+  // (Comm::set_rate, the tree collectives' cap) by min(rate, gamma / (2 latency)), which gamma 0
+  // turns into 0, "unbounded" (src/surf/network_cm02.cpp, comm_action_set_variable). A huge gamma
+  // bounds nothing else either.
+  simgrid::s4u::Engine::set_config("network/TCP-gamma:1e300");
   // Each simulated rank's stack: SimGrid's default is 8 MiB; RunRank needs under 6 KiB
   // (sim/README.md). SimGrid zeroes a stack it allocates (calloc), which makes every page of a
   // heap-allocated stack resident; an mmap-allocated one costs only the pages RunRank touches. So

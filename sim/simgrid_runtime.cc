@@ -4,6 +4,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "pipette/schedule/message.h"
+#include "sim/gradient_reduction.h"
 
 namespace pipette {
 
@@ -74,7 +75,10 @@ void SimGridRuntime::Work(double seconds) {
 
 void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overhead); }
 
-void SimGridRuntime::Compute(const Instruction& ins) { Work(work_.costs->Of(ins.action)); }
+void SimGridRuntime::Compute(const Instruction& ins) {
+  Work(work_.costs->Of(ins.action));
+  if (work_.reducer != nullptr) work_.reducer->Computed(ins.action, step_);
+}
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
   double factor = 1.0, delay = 0.0;
@@ -118,7 +122,11 @@ Status SimGridRuntime::UpdateParameters(int) {
   return Status::Ok();
 }
 
-std::optional<Span> SimGridRuntime::ReduceGradients(int) {
+std::optional<Span> SimGridRuntime::ReduceGradients(int step) {
+  if (work_.reducer != nullptr) {
+    work_.reducer->Finish(step);
+    return std::nullopt;
+  }
   if (!replicas_) return std::nullopt;
   replicas_->wait();  // every replica's rank has finished its program
   const double start = Now();

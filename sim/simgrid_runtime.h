@@ -77,20 +77,26 @@ struct Channels {
 };
 
 // What one rank's runtime spends its time on besides messages.
+class RankReducer;
+
 struct RankWork {
   const Costs* costs = nullptr;           // per stage, seconds
   double instruction_overhead = 0;        // seconds of rank time per instruction beyond its cost
   double allreduce_seconds = 0;           // the data-parallel all-reduce (with `replicas`)
   double optimizer_seconds = 0;           // the parameter update after every step
   simgrid::s4u::Host* compute = nullptr;  // where its compute executes; nullptr: its own host
+  // The gradient reduction simulated as traffic (sim/gradient_reduction.h), instead of the
+  // barrier and allreduce_seconds; nullptr: none.
+  RankReducer* reducer = nullptr;
 };
 
 class SimGridRuntime final : public RankRuntime {
  public:
   // With `replicas` (a barrier of this rank in every replica) the rank all-reduces after each
   // step: it waits for the barrier, then takes work.allreduce_seconds (a zero-length all-reduce is
-  // still recorded); nullptr: it does not all-reduce. With `step_barrier` (every rank of every
-  // replica) each step starts when all have reached it.
+  // still recorded); nullptr: it does not all-reduce. With work.reducer the reduction is its
+  // buckets' collectives instead (each traced by the reducer; ReduceGradients returns nullopt).
+  // With `step_barrier` (every rank of every replica) each step starts when all have reached it.
   SimGridRuntime(Channels& channels, int rank, const RankWork& work,
                  simgrid::s4u::BarrierPtr replicas, simgrid::s4u::BarrierPtr step_barrier);
 

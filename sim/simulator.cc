@@ -12,6 +12,7 @@
 #include "pipette/engine/step_loop.h"
 #include "sim/cluster_platform.h"
 #include "sim/replica_symmetry.h"
+#include "sim/ring_allreduce.h"
 #include "sim/sim_engine.h"
 #include "sim/simgrid_runtime.h"
 #include "sim/simulation_size.h"
@@ -34,6 +35,44 @@ Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
       return Status::InvalidArgument(
           fmt::format("simulation case {}: {} time {}: must be a number in [0, {:g}]", index, what,
                       t, kMaxCost));
+    }
+  }
+  return Status::Ok();
+}
+
+// The size of case `c` on a platform of `routes` routes, its gradient reduction's messages and
+// reducer actors included.
+SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes) {
+  const GradientReduction& g = c.grad_reduction;
+  const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
+  return EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()) + messages,
+                                std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps,
+                                routes);
+}
+
+// OK without simulated gradient reduction, or with it on a cluster, without analytic all-reduce
+// times, one bucket list per rank and every bucket a finite non-negative size.
+Status CheckGradientReduction(const SimulationCase& c, std::size_t index) {
+  const GradientReduction& g = c.grad_reduction;
+  if (!g.simulated()) return Status::Ok();
+  if (c.cluster == nullptr || !c.allreduce.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "simulation case {}: a {} gradient reduction needs a cluster and no analytic all-reduce "
+        "times",
+        index, GradReduceName(g.mode)));
+  }
+  if (static_cast<int>(g.ranks.size()) != c.program->p) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: {} gradient bucket lists for {} ranks", index,
+                    g.ranks.size(), c.program->p));
+  }
+  for (const RankBuckets& rank : g.ranks) {
+    for (const GradientBucket& b : rank.buckets) {
+      if (!(b.bytes >= 0 && b.bytes <= kMaxRingBytes)) {
+        return Status::InvalidArgument(
+            fmt::format("simulation case {}: a gradient bucket of {} bytes: must be in [0, {:g}]",
+                        index, b.bytes, kMaxRingBytes));
+      }
     }
   }
   return Status::Ok();
@@ -64,6 +103,7 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: steps = {}: must be >= 1", index, c.steps));
   }
   PIPETTE_RETURN_IF_ERROR(CheckPerRank(c.allreduce, c.program->p, "all-reduce", index));
+  PIPETTE_RETURN_IF_ERROR(CheckGradientReduction(c, index));
   PIPETTE_RETURN_IF_ERROR(CheckPerRank(c.optimizer, c.program->p, "optimizer", index));
   for (const auto& [value, what] : {std::pair{c.seconds_per_byte, "seconds per byte"},
                                     {c.instruction_overhead, "instruction overhead"}}) {
@@ -104,10 +144,7 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
   }
   const std::int64_t routes =
       c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
-  return CheckSimulationSize(
-      EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()), c.program->p,
-                             c.replicas, c.steps, routes),
-      fmt::format("simulation case {}", index));
+  return CheckSimulationSize(SizeOf(c, routes), fmt::format("simulation case {}", index));
 }
 
 // What one actor writes: its rank's log over every step.
@@ -182,9 +219,50 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
   return work;
 }
 
+// What the simulated gradient reduction of the cases owns: one group per pipeline rank of a case
+// (its replicas' hosts), one reducer per rank of every replica.
+struct Reductions {
+  std::vector<std::unique_ptr<CollectiveGroup>> groups;
+  std::vector<std::unique_ptr<RankReducer>> reducers;
+};
+
+// The reducers of case `c` (replica d's rank r at d * p + r; empty without simulated reduction),
+// with overlap each served by a helper actor on its rank's host. Each writes its events to its
+// rank's log.
+std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c,
+                                         const CaseHosts& hosts, ActorLogs& logs,
+                                         Reductions& owned) {
+  const GradientReduction& g = sc.grad_reduction;
+  const int p = sc.program->p;
+  std::vector<RankReducer*> reducers;
+  if (!g.simulated()) return reducers;
+  const CollectiveAlgorithm algorithm =
+      g.mode == GradReduce::kTree ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing;
+  reducers.resize(static_cast<std::size_t>(p) * sc.replicas);
+  for (int r = 0; r < p; ++r) {
+    std::vector<sg4::Host*> members;
+    for (int d = 0; d < sc.replicas; ++d) members.push_back(hosts.ranks[d * p + r]);
+    owned.groups.push_back(std::make_unique<CollectiveGroup>(fmt::format("case{}-dp{}", c, r),
+                                                             std::move(members), algorithm));
+    for (int d = 0; d < sc.replicas; ++d) {
+      owned.reducers.push_back(std::make_unique<RankReducer>(g.ranks[r], *owned.groups.back(), d, r,
+                                                             g.overlap, &logs[d][r].allreduces));
+      RankReducer* reducer = owned.reducers.back().get();
+      reducers[static_cast<std::size_t>(d) * p + r] = reducer;
+      if (g.overlap) {
+        sg4::Actor::create(fmt::format("case{}-replica{}-rank{}-reduce", c, d, r),
+                           hosts.ranks[d * p + r],
+                           [reducer, steps = sc.steps] { reducer->Serve(steps); });
+      }
+    }
+  }
+  return reducers;
+}
+
 // The replicas of case `sc` whose actors run, ascending from 0 (replica_symmetry.h).
 std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& hosts) {
-  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1) {
+  // Simulated gradient reduction sends messages between replicas: they all run.
+  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.grad_reduction.simulated()) {
     return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
   }
   std::vector<int> all(sc.replicas);
@@ -199,10 +277,12 @@ std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& ho
 // time with them.
 void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                 const std::vector<int>& simulated, std::vector<std::unique_ptr<Channels>>& channels,
-                ActorLogs& logs) {
+                ActorLogs& logs, Reductions& reductions) {
   const int p = sc.program->p;
   const int n = static_cast<int>(simulated.size());
   logs.assign(n, std::vector<RankLog>(p));
+  // With simulated reduction every replica runs (SimulatedReplicas): logs[d] is replica d's.
+  const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, logs, reductions);
   std::vector<sg4::BarrierPtr> barriers(p);
   if (!sc.allreduce.empty()) {
     for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(n);
@@ -216,9 +296,11 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                                    sc.cluster != nullptr || sc.seconds_per_byte > 0));
     channels.back()->SlowLinks(sc.link_slowdowns);
     for (int r = 0; r < p; ++r) {
+      RankWork work = WorkOf(sc, r, hosts.cores);
+      if (!reducers.empty()) work.reducer = reducers[static_cast<std::size_t>(d) * p + r];
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
-                         &sc, channels.back().get(), r, WorkOf(sc, r, hosts.cores), barriers[r],
-                         step_barrier, &logs[i][r]);
+                         &sc, channels.back().get(), r, work, barriers[r], step_barrier,
+                         &logs[i][r]);
     }
   }
 }
@@ -281,8 +363,10 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   const std::vector<CaseHosts> hosts = BuildHosts(cases);
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
+  Reductions reductions;
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    LaunchCase(cases[c], c, hosts[c], SimulatedReplicas(cases[c], hosts[c]), channels, logs[c]);
+    LaunchCase(cases[c], c, hosts[c], SimulatedReplicas(cases[c], hosts[c]), channels, logs[c],
+               reductions);
   }
   engine->run();
 

@@ -24,6 +24,7 @@
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/uneven_work.h"
+#include "sim/gradient_reduction.h"
 
 namespace pipette {
 
@@ -52,6 +53,10 @@ struct SimulationCase {
   // step, rank r waits until rank r of every replica has finished its program, then all-reduces
   // for this long (an analytic collective: cost/collectives.h).
   std::vector<double> allreduce;
+  // Or the gradient reduction as simulated traffic (sim/gradient_reduction.h: buckets, ring or tree
+  // collectives over the same rank of every replica, overlapped with the backward or after the
+  // program); needs a cluster, and `allreduce` empty. Its mode kAnalytic: not used.
+  GradientReduction grad_reduction;
 
   // What a real engine adds around the schedule (simulate --costs-from predicts a measured run):
   // Ideal network: a message takes latency + bytes * seconds_per_byte (an alpha-beta link; 0:
@@ -87,8 +92,10 @@ struct SimulationResult {
   // Replica 0: every executed instruction of every step, rank by rank, step by step, in program
   // order; and every all-reduce, rank by rank.
   std::vector<TraceEvent> trace;
-  std::vector<AllReduceEvent> collectives;  // start: when every replica's rank had finished
-  std::vector<AllReduceEvent> updates;      // replica 0: each rank's parameter update per step
+  // start: when every replica's rank had finished; with simulated gradient reduction one per
+  // bucket, from when this member started it
+  std::vector<AllReduceEvent> collectives;
+  std::vector<AllReduceEvent> updates;  // replica 0: each rank's parameter update per step
   std::vector<Span> step_spans;  // replica 0, per step: earliest start to latest end over ranks
   int simulated_replicas = 1;    // replicas whose actors ran (the others are copies of one)
 };
@@ -97,7 +104,9 @@ struct SimulationResult {
 // InvalidArgument for a case without a program, with costs of the wrong shape (Costs::Check), a
 // link slowdown out of range, a negative or
 // non-finite latency, seconds per byte, overhead or core count, replicas < 1, steps < 1,
-// all-reduce or optimizer times not one finite non-negative value per rank, a GPU mapping that is
+// all-reduce or optimizer times not one finite non-negative value per rank, a simulated gradient
+// reduction without a cluster, beside all-reduce times or without one bucket list of finite
+// non-negative sizes per rank, a GPU mapping that is
 // not one distinct GPU of the cluster per rank of every replica, or a case over the limits of
 // simulation_size.h (with the estimate). Every check runs before the engine starts.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);

@@ -1,18 +1,20 @@
 // `pipette simulate [--model NAME|FILE] [--cluster NAME|FILE] [--nodes N] [--pp P --dp D --tp T
 //  -v V] [--schedule NAME] [-m M] [--micro-batch-size B] [--seq-len L] [--dtype D] [--zero Z]
-//  [--recompute] [--efficiency E] [--ideal-network] [--latency-us X] [--format text|json]`: one
+//  [--recompute] [--efficiency E] [--ideal-network] [--latency-us X] [--grad-reduce R]
+//  [--grad-overlap] [--grad-bucket-params N] [--format text|json]`: one
 // training step on the SimGrid engine. The model is partitioned (balanced) and timed with the
 // roofline; the pipeline runs on the cluster platform with real message sizes (or an ideal
-// network); the data-parallel gradient all-reduce of each stage follows its rank's last action
-// (analytic ring): SimulateModel, sim/model_simulation.h. With --times F=..,I=..,W=.. (ms per
-// chunk) and --ideal-network the model is bypassed and the step equals `pipette schedule`'s
-// makespan. With --costs-from RUN [--cores N] it predicts a recorded real run instead: its program
-// with its measured costs (cli/costs_from.h). What is recorded and printed: cli/simulate_report.h.
-// Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown; schedule/uneven_work.h)
-// applies in every mode: with --times the costs are for --seq-len and --attention-share of each
-// grows with s^2; the model prices every distinct length itself (partition/model_plan.h:
-// StageCostsAt) and its messages grow with the length; --costs-from scales the run's measured
-// costs like --times, for the run's own seq_len.
+// network); the data-parallel gradients are reduced as --grad-reduce says (ring or tree buckets
+// simulated as messages, after the program or with --grad-overlap as each stage completes; or the
+// analytic ring after every replica's rank has finished): SimulateModel, sim/model_simulation.h.
+// With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is bypassed and the step
+// equals `pipette schedule`'s makespan. With --costs-from RUN [--cores N] it predicts a recorded
+// real run instead: its program with its measured costs (cli/costs_from.h). What is recorded and
+// printed: cli/simulate_report.h. Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown;
+// schedule/uneven_work.h) applies in every mode: with --times the costs are for --seq-len and
+// --attention-share of each grows with s^2; the model prices every distinct length itself
+// (partition/model_plan.h: StageCostsAt) and its messages grow with the length; --costs-from scales
+// the run's measured costs like --times, for the run's own seq_len.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -75,6 +77,14 @@ struct SimulateOptions {
   int zero = 0;
   bool recompute = false;
   double efficiency = 0.5;
+  // The data-parallel gradient reduction (sim/gradient_reduction.h); empty: ring on a cluster,
+  // analytic on the ideal network.
+  std::string grad_reduce;
+  bool grad_overlap = false;
+  std::int64_t grad_bucket_params = 0;  // 0: Megatron's default
+  CLI::Option* grad_reduce_option = nullptr;
+  CLI::Option* grad_overlap_option = nullptr;
+  CLI::Option* grad_bucket_option = nullptr;
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
   CLI::Option* times_option = nullptr;
@@ -108,6 +118,37 @@ Status CheckRequestSize(const SimulateOptions& o, int replicas) {
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
   return {o.ideal_network, o.latency_us, o.steps};
+}
+
+// The model path's gradient reduction options into `simulation` and `settings`: --grad-reduce
+// (default: ring on a cluster, analytic on the ideal network), --grad-overlap,
+// --grad-bucket-params (default: Megatron's for --dp).
+Status GradientOptions(const SimulateOptions& o, int dp, ModelSimulationOptions& simulation,
+                       SimulateSettings& settings) {
+  GradReduce mode = o.ideal_network ? GradReduce::kAnalytic : GradReduce::kRing;
+  if (!o.grad_reduce.empty()) {
+    PIPETTE_ASSIGN_OR_RETURN(mode, ParseGradReduce(o.grad_reduce, "--grad-reduce"));
+  }
+  simulation.grad_reduce = settings.grad_reduce = mode;
+  simulation.grad_overlap = settings.grad_overlap = o.grad_overlap;
+  simulation.grad_bucket_params = o.grad_bucket_params;
+  settings.grad_bucket_params =
+      o.grad_bucket_params > 0 ? o.grad_bucket_params : DefaultBucketParams(dp);
+  return Status::Ok();
+}
+
+// The gradient reduction options apply only to the model path.
+Status CheckNoGradientOptions(const SimulateOptions& o, const char* mode) {
+  for (const CLI::Option* given :
+       {o.grad_reduce_option, o.grad_overlap_option, o.grad_bucket_option}) {
+    if (given->count() > 0) {
+      return Status::InvalidArgument(fmt::format(
+          "--{} with {}: the data-parallel gradient reduction applies only to a model (--model, "
+          "--dp)",
+          given->get_lnames().front(), mode));
+    }
+  }
+  return Status::Ok();
 }
 
 // The schedule's parameters. A CSV schedule's p and m are the file's: -p and -m left at their
@@ -188,6 +229,7 @@ int RunTimes(const SimulateOptions& o) {
                                          fmt::format("one chunk's {}", key));
     if (!bounded.ok()) return Fail(bounded);
   }
+  if (Status grad = CheckNoGradientOptions(o, "--times"); !grad.ok()) return Fail(grad);
   if (Status size = CheckRequestSize(o, 1); !size.ok()) return Fail(size);
   Result<Schedule> schedule = MakeSchedule(o.schedule, ParamsOf(o));
   if (!schedule.ok()) return Fail(schedule.status());
@@ -441,11 +483,14 @@ int RunModel(const SimulateOptions& o) {
   if (Status size = CheckRequestSize(o, o.ideal_network ? 1 : o.dp); !size.ok()) return Fail(size);
   Result<ModelPlan> plan = BuildModelPlan(options);
   if (!plan.ok()) return Fail(plan.status());
-  const SimulateSettings settings = SettingsOf(o);
+  SimulateSettings settings = SettingsOf(o);
   ModelSimulationOptions simulation;
   simulation.ideal_network = o.ideal_network;
   simulation.latency = o.latency_us / 1e6;
   simulation.steps = o.steps;
+  if (Status grad = GradientOptions(o, plan->config.dp, simulation, settings); !grad.ok()) {
+    return Fail(grad);
+  }
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
   if (!uneven.ok()) return Fail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
@@ -530,6 +575,17 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--recompute", o->recompute, "Full activation recomputation");
   cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")
       ->capture_default_str();
+  o->grad_reduce_option = cmd->add_option(
+      "--grad-reduce", o->grad_reduce,
+      "Data-parallel gradient reduction: ring or tree (simulated traffic; default ring on a "
+      "cluster) or analytic (default on the ideal network)");
+  o->grad_overlap_option =
+      cmd->add_flag("--grad-overlap", o->grad_overlap,
+                    "Start each stage's gradient buckets when its last backward ends (Megatron's "
+                    "overlap_grad_reduce) instead of after the program");
+  o->grad_bucket_option =
+      cmd->add_option("--grad-bucket-params", o->grad_bucket_params,
+                      "Parameters per gradient bucket (default: Megatron's max(40M, 1M x dp))");
   o->costs_from_option =
       cmd->add_option("--costs-from", o->costs_from,
                       "Predict recorded real run RUN (in --db): its program and measured costs");

@@ -43,6 +43,9 @@ nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
   config["ideal_network"] = s.ideal_network;
   config["latency_us"] = s.latency_us;
   config["steps"] = s.steps;
+  config["grad_reduce"] = GradReduceName(s.grad_reduce);
+  config["grad_overlap"] = s.grad_overlap;
+  config["grad_bucket_params"] = s.grad_bucket_params;
   return config;
 }
 
@@ -61,6 +64,7 @@ RunData RunDataOf(const ModelReport& report) {
   AddPerRank(data.metrics, "step_times_s", m.step_times, "s");
   AddPerRank(data.metrics, "busy_s", m.sim.busy, "s");
   AddPerRank(data.metrics, "allreduce_s", m.allreduce, "s");
+  AddPerRank(data.metrics, "allreduce_exposed_s", m.allreduce_exposed, "s");
   AddPerRank(data.metrics, "peak_memory_bytes", m.peak_memory, "B");
   if (m.oom) {
     data.metrics.push_back({"oom_rank", static_cast<double>(m.oom->rank), "rank"});
@@ -84,6 +88,10 @@ nlohmann::ordered_json JsonOf(const ModelReport& report) {
   json["step_times_s"] = m.step_times;
   json["pipeline_time_s"] = m.sim.pipeline_makespan;
   json["allreduce_s"] = m.allreduce;
+  json["allreduce_exposed_s"] = m.allreduce_exposed;
+  json["grad_reduce"] = GradReduceName(report.settings.grad_reduce);
+  json["grad_overlap"] = report.settings.grad_overlap;
+  json["grad_buckets"] = m.grad_buckets;
   json["bubble_ratio"] = m.sim.bubble_ratio;
   json["mfu"] = m.mfu;
   json["tokens_per_s"] = m.tokens_per_s;
@@ -122,16 +130,25 @@ std::string TextOf(const ModelReport& report) {
       "step_time     {:.4f} ms   ({}pipeline {:.4f} ms + data-parallel all-reduce)\n",
       m.step_time * 1e3, steps > 1 ? fmt::format("mean of {} steps; first step's ", steps) : "",
       m.sim.pipeline_makespan * 1e3);
+  const SimulateSettings& s = report.settings;
+  if (c.dp > 1) {
+    out += fmt::format(
+        "grad_reduce   {}{}{}\n", GradReduceName(s.grad_reduce),
+        s.grad_reduce == GradReduce::kAnalytic
+            ? " (ring time after every replica's program)"
+            : fmt::format(", {} buckets of <= {} parameters", m.grad_buckets, s.grad_bucket_params),
+        s.grad_overlap ? ", overlapped with the backward" : "");
+  }
   out += fmt::format("tokens_per_s  {:.0f}\n", m.tokens_per_s);
   out += fmt::format("mfu           {:.3f}\n", m.mfu);
   out += fmt::format("bubble_ratio  {:.4f}   (pipeline, idle/total)\n", m.sim.bubble_ratio);
-  out += "#\n# rank       busy  all-reduce       idle  peak_memory\n";
-  out += "#    -       [ms]        [ms]       [ms]         [GB]\n";
+  out += "#\n# rank       busy  all-reduce   exposed       idle  peak_memory\n";
+  out += "#    -       [ms]        [ms]      [ms]       [ms]         [GB]\n";
   for (int r = 0; r < c.pp; ++r) {
-    out +=
-        fmt::format("  {:>4} {:>10.3f} {:>11.3f} {:>10.3f} {:>12.2f}\n", r, m.sim.busy[r] * 1e3,
-                    m.allreduce[r] * 1e3, (m.step_times[0] - m.sim.busy[r] - m.allreduce[r]) * 1e3,
-                    m.peak_memory[r] / 1e9);
+    out += fmt::format("  {:>4} {:>10.3f} {:>11.3f} {:>9.3f} {:>10.3f} {:>12.2f}\n", r,
+                       m.sim.busy[r] * 1e3, m.allreduce[r] * 1e3, m.allreduce_exposed[r] * 1e3,
+                       (m.step_times[0] - m.sim.busy[r] - m.allreduce_exposed[r]) * 1e3,
+                       m.peak_memory[r] / 1e9);
   }
   return out;
 }

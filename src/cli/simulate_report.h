@@ -28,6 +28,10 @@ struct SimulateSettings {
   bool ideal_network = false;
   double latency_us = 0;  // per message on the ideal network
   int steps = 1;
+  // The model path's data-parallel gradient reduction, resolved (sim/gradient_reduction.h).
+  GradReduce grad_reduce = GradReduce::kAnalytic;
+  bool grad_overlap = false;
+  std::int64_t grad_bucket_params = 0;  // resolved: Megatron's default when not given
 };
 
 // One simulated run: what was simulated, the settings, and the result.

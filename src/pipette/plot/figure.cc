@@ -122,13 +122,16 @@ TimelineBoxes Boxes(const std::vector<RunData>& runs, const std::vector<int>& fi
     for (const EventRow& e : runs[k].events) {
       const int y = first_row[k] + e.rank;
       const double x0 = e.start_s * scale, x1 = e.end_s * scale;
-      const bool compute = e.kind <= EventKind::kB || e.kind == EventKind::kAllReduce ||
-                           e.kind == EventKind::kOptimizer;
-      if (!compute && x1 <= x0) continue;  // instantaneous sends and receives: nothing to draw
+      const bool compute = e.kind <= EventKind::kB || e.kind == EventKind::kOptimizer;
+      const bool collective = e.kind == EventKind::kAllReduce;
+      if (!compute && !collective && x1 <= x0) continue;  // instantaneous sends and receives
       std::uint32_t colour = KindColour(e.kind);
       if (e.chunk > 0) colour = palette::Tint(colour);
-      if (!compute) colour = palette::Tint(palette::kCommunication);
-      const double y0 = compute ? y - 0.4 : y + 0.27, y1 = compute ? y + 0.2 : y + 0.37;
+      if (!compute && !collective) colour = palette::Tint(palette::kCommunication);
+      // Compute fills the row's upper part; gradient all-reduces (buckets, which may run under
+      // the backward) a band just below it; receives a thin bar below that.
+      double y0 = compute ? y - 0.4 : y + 0.27, y1 = compute ? y + 0.2 : y + 0.37;
+      if (collective) y0 = y + 0.2, y1 = y + 0.27;
       out.boxes += fmt::format("{:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {}\n", (x0 + x1) / 2,
                                (y0 + y1) / 2, x0, x1, y0, y1, colour);
       if (compute && e.microbatch >= 0 && (x1 - x0) * px_per_unit >= 16) {

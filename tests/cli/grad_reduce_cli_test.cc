@@ -1,0 +1,103 @@
+// End to end: `pipette simulate --grad-reduce analytic|ring|tree --grad-overlap
+// --grad-bucket-params N`. Bad values are refused with exit 2 naming the option and nothing is
+// recorded; the run records what it resolved; one bucket per rank reduced as a simulated ring
+// takes exactly the analytic ring's step; overlap never lengthens the step and, with two chunks
+// per rank, shortens it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "pipette_runner.h"
+
+namespace pipette {
+namespace {
+
+using testing::CommandResult;
+using testing::Pipette;
+using testing::ScratchDir;
+
+// gpt3-1.3b, pp 2 x dp 2 on one dgx-h100 node.
+const std::string kJob = "simulate --pp 2 --dp 2 -m 4 ";
+
+nlohmann::json Json(const std::string& args) {
+  CommandResult run = Pipette(kJob + args + " --no-db --format json");
+  EXPECT_EQ(run.exit_code, 0) << args << ": " << run.err;
+  return run.exit_code == 0 ? nlohmann::json::parse(run.out) : nlohmann::json::object();
+}
+
+TEST(GradReduceCli, BadValuesAreRefusedNamingTheOptionAndNothingIsRecorded) {
+  std::filesystem::remove(ScratchDir() + "/grad.db");
+  const std::pair<std::string, std::string> cases[] = {
+      {kJob + "--grad-reduce butterfly",
+       "pipette simulate: --grad-reduce = butterfly: must be analytic, ring or tree\n"},
+      {kJob + "--grad-reduce analytic --grad-overlap",
+       "pipette simulate: --grad-overlap with --grad-reduce = analytic: the analytic reduction "
+       "is one time after every replica's program; overlap needs ring or tree\n"},
+      {kJob + "--grad-reduce tree --ideal-network",
+       "pipette simulate: --grad-reduce = tree: needs a cluster (the ideal network simulates one "
+       "replica, so only analytic applies)\n"},
+      {kJob + "--grad-bucket-params -5",
+       "pipette simulate: --grad-bucket-params = -5: must be a number of parameters >= 1 (0: "
+       "Megatron's default)\n"},
+      {"simulate -p 2 -m 4 --ideal-network --times F=1,I=1,W=1 --grad-overlap",
+       "pipette simulate: --grad-overlap with --times: the data-parallel gradient reduction "
+       "applies only to a model (--model, --dp)\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult run = Pipette(args + " --db grad.db");
+    EXPECT_EQ(run.exit_code, 2) << args << ": " << run.err;
+    EXPECT_EQ(run.err, message) << args;
+  }
+  // 1000-parameter buckets: hundreds of thousands per rank.
+  CommandResult tiny = Pipette(kJob + "--grad-bucket-params 1000 --db grad.db");
+  EXPECT_EQ(tiny.exit_code, 2) << tiny.err;
+  EXPECT_NE(tiny.err.find("--grad-bucket-params = 1000: rank 0 would reduce"), std::string::npos)
+      << tiny.err;
+  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/grad.db"));
+}
+
+TEST(GradReduceCli, OneBucketPerRankAsARingTakesTheAnalyticStep) {
+  // A bucket larger than any rank's gradients: each rank reduces once, after its program, as the
+  // analytic model does; both replicas are alike, so the ring starts when the barrier would end.
+  const nlohmann::json analytic = Json("--grad-reduce analytic");
+  const nlohmann::json ring = Json("--grad-reduce ring --grad-bucket-params 100000000000");
+  ASSERT_FALSE(analytic.empty());
+  ASSERT_FALSE(ring.empty());
+  EXPECT_EQ(ring["grad_buckets"], 2);
+  const double want = analytic["step_time_s"].get<double>();
+  EXPECT_NEAR(ring["step_time_s"].get<double>(), want, 1e-12 * want);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(ring["allreduce_s"][r].get<double>(), analytic["allreduce_s"][r].get<double>(),
+                1e-12);
+  }
+}
+
+TEST(GradReduceCli, OverlapShortensAnInterleavedStepAndTheRunRecordsItsSettings) {
+  const std::string interleaved = "--schedule interleaved-1f1b -v 2 ";
+  const nlohmann::json after = Json(interleaved + "--grad-reduce ring");
+  const nlohmann::json overlapped = Json(interleaved + "--grad-reduce ring --grad-overlap");
+  ASSERT_FALSE(after.empty());
+  ASSERT_FALSE(overlapped.empty());
+  EXPECT_EQ(after["grad_reduce"], "ring");
+  EXPECT_EQ(overlapped["grad_overlap"], true);
+  EXPECT_LT(overlapped["step_time_s"].get<double>(), after["step_time_s"].get<double>());
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_LT(overlapped["allreduce_exposed_s"][r].get<double>(),
+              overlapped["allreduce_s"][r].get<double>());
+  }
+  // The default on a cluster is ring, and the configuration records the resolved bucket size.
+  std::filesystem::remove(ScratchDir() + "/grad-config.db");
+  CommandResult run = Pipette(kJob + "--db grad-config.db --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["grad_reduce"], "ring");
+  CommandResult runs = Pipette("runs --db grad-config.db --format json");
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  const std::string listed = runs.out;
+  EXPECT_NE(listed.find("grad_bucket_params"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("40000000"), std::string::npos) << listed;
+}
+
+}  // namespace
+}  // namespace pipette

@@ -1,21 +1,54 @@
 #!/usr/bin/env bash
-# Scaling study of `pipette simulate`: wall time and peak resident memory of one llama2-7b 1F1B
-# step (with the data-parallel all-reduce) against GPUs (pp x dp) and against microbatches.
-# Usage: benchmarks/sim_scaling.sh [PIPETTE_BINARY]
+# Scaling study of `pipette simulate`: wall time, user CPU time and peak resident memory of one
+# training step (1F1B) against GPUs (pp x dp x tp), microbatches, the data-parallel gradient
+# reduction (analytic, or ring traffic simulated on the cluster), replica symmetry (default: only
+# the replicas the network can make differ run; --every-replica: all) and the cluster's fabric.
+# Usage: benchmarks/sim_scaling.sh [PIPETTE_BINARY] [SECTION...]
+#   sections: gpus microbatches 16k gpt3 (default: all). FABRICS="dgx-h100 ..." picks the cluster
+#   presets of the 16k and gpt3 sections (default dgx-h100: a single non-blocking switch).
 set -euo pipefail
 bin=${1:-build/pipette}
-run() {  # pp dp m
-  local pp=$1 dp=$2 m=$3 nodes out
-  nodes=$(((pp * dp + 7) / 8))
-  out=$( { /usr/bin/time -f '%e %M' "$bin" simulate --model llama2-7b --cluster dgx-h100 \
-    --nodes "$nodes" --pp "$pp" --dp "$dp" -m "$m" --format json >/dev/null; } 2>&1)
-  read -r wall kib <<<"$out"
-  printf '%6d %4d %4d %6d %8d %9.2f %9.1f\n' $((pp * dp)) "$pp" "$dp" "$m" \
-    $((6 * pp * dp * m)) "$wall" "$(awk -v k="$kib" 'BEGIN{print k/1024}')"
+shift || true
+sections=${*:-gpus microbatches 16k gpt3}
+fabrics=${FABRICS:-dgx-h100}
+run() {  # model cluster pp dp tp m grad [extra flags...]
+  local model=$1 cluster=$2 pp=$3 dp=$4 tp=$5 m=$6 grad=$7 nodes out wall user kib
+  shift 7
+  nodes=$(((pp * dp * tp + 7) / 8))
+  out=$( { /usr/bin/time -f '%e %U %M' "$bin" simulate --model "$model" --cluster "$cluster" \
+    --nodes "$nodes" --pp "$pp" --dp "$dp" --tp "$tp" -m "$m" --grad-reduce "$grad" "$@" \
+    --no-db --format json >/dev/null; } 2>&1 | tail -1)
+  read -r wall user kib <<<"$out"
+  printf '%-10s %-10s %6d %4d %5d %3d %5d %-8s %-4s %9d %8.2f %8.2f %9.1f\n' "$model" "$cluster" \
+    $((pp * dp * tp)) "$pp" "$dp" "$tp" "$m" "$grad" "$([ $# -gt 0 ] && echo all || echo sym)" \
+    $((6 * pp * dp * m)) "$wall" "$user" "$(awk -v k="$kib" 'BEGIN{print k/1024}')"
 }
-echo "# one llama2-7b 1F1B step on dgx-h100; every replica simulated; instr ~ 6 pp dp m (F, B, sends, receives)"
-echo "#  gpus   pp   dp      m    instr   wall[s]   rss[MiB]"
-echo "# against GPUs (m = 64)"
-for g in "4 1" "8 2" "16 4" "16 16" "16 64" "32 32" "64 16"; do run $g 64; done
-echo "# against microbatches (pp = 16, dp = 64)"
-for m in 16 64 256 1024; do run 16 64 "$m"; done
+echo "# one 1F1B step; instr ~ 6 pp dp m (F, B, sends, receives; every replica's, simulated or not)"
+echo "# replicas: sym = only the distinct ones simulated (default), all = --every-replica"
+echo "# model      cluster      gpus   pp    dp  tp     m grad     rep      instr  wall[s]  user[s]  rss[MiB]"
+for section in $sections; do
+  case $section in
+    gpus)
+      echo "# against GPUs (llama2-7b, m = 64, analytic all-reduce, every replica)"
+      for g in "4 1" "16 4" "16 16" "16 64" "64 16" "16 256"; do
+        run llama2-7b dgx-h100 ${g% *} ${g#* } 1 64 analytic --every-replica
+      done ;;
+    microbatches)
+      echo "# against microbatches (llama2-7b, pp = 16, dp = 64, analytic, every replica)"
+      for m in 16 64 256 1024; do run llama2-7b dgx-h100 16 64 1 "$m" analytic --every-replica; done ;;
+    16k)
+      echo "# 16,384 GPUs: llama2-7b pp 16 x dp 1024, m = 64"
+      for f in $fabrics; do
+        run llama2-7b "$f" 16 1024 1 64 analytic
+        run llama2-7b "$f" 16 1024 1 64 ring
+        run llama2-7b "$f" 16 1024 1 64 analytic --every-replica
+      done ;;
+    gpt3)
+      echo "# 16,384 GPUs: gpt3-175b tp 8 x pp 16 x dp 128, m = 64"
+      for f in $fabrics; do
+        run gpt3-175b "$f" 16 128 8 64 analytic
+        run gpt3-175b "$f" 16 128 8 64 ring
+        run gpt3-175b "$f" 16 128 8 64 analytic --every-replica
+      done ;;
+  esac
+done

@@ -76,6 +76,7 @@ SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
   }
   one.sizes.microbatch_scale = o.microbatch_scale;
   one.link_slowdowns = o.link_slowdowns;
+  one.replica_symmetry = !o.every_replica;
   if (o.ideal_network) {
     one.latency = o.latency;
   } else {

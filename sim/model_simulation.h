@@ -29,6 +29,9 @@ struct ModelSimulationOptions {
   bool ideal_network = false;  // unbounded bandwidth: every message takes `latency`
   double latency = 0;          // seconds per message on the ideal network
   int steps = 1;               // training steps, back to back
+  // Run every data-parallel replica, even those the network cannot make differ from another
+  // (sim/replica_symmetry.h: by default only the distinct ones run; the results are the same).
+  bool every_replica = false;
   // Uneven work (schedule/uneven_work.h). The costs to run instead of the plan's (per-microbatch
   // lengths and rank speeds applied: ApplyUnevenWork); per microbatch, the factor its messages'
   // bytes are scaled by (its length over --seq-len; empty: 1); slow links; and the FLOPs of one

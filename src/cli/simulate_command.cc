@@ -58,6 +58,7 @@ struct SimulateOptions {
   ScheduleParams params{4, 0, 8, 0};
   std::string times;
   bool ideal_network = false;
+  bool every_replica = false;
   double latency_us = 0;
   int steps = 1;
   std::string format = "text";
@@ -486,6 +487,7 @@ int RunModel(const SimulateOptions& o) {
   SimulateSettings settings = SettingsOf(o);
   ModelSimulationOptions simulation;
   simulation.ideal_network = o.ideal_network;
+  simulation.every_replica = o.every_replica;
   simulation.latency = o.latency_us / 1e6;
   simulation.steps = o.steps;
   if (Status grad = GradientOptions(o, plan->config.dp, simulation, settings); !grad.ok()) {
@@ -547,6 +549,7 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
           ->check(NonEmpty());
   cmd->add_flag("--ideal-network", o->ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us");
+  cmd->add_flag("--every-replica", o->every_replica, "Simulate every replica, even alike ones");
   o->latency_option = cmd->add_option("--latency-us", o->latency_us,
                                       "Per-message latency (microseconds; with --ideal-network)")
                           ->capture_default_str();

@@ -140,17 +140,17 @@ void BuildTiers(FabricZone& zone, const ClusterSpec& c, const std::string& prefi
       }
       continue;
     }
-    zone.nodes[node] = zone.Link(fmt::format("{}node{}-uplink", prefix, node),
-                                 nics * c.inter_node.bandwidth, 0.0);
+    zone.nodes[node] =
+        zone.Link(fmt::format("{}node{}-uplink", prefix, node), nics * c.inter_node.bandwidth, 0.0);
     const double leaf_up = f.nodes_per_leaf * double{1.0} * nics * port / o1;
     if (!zone.leaves.contains(at.leaf)) {
       zone.leaves[at.leaf] =
           zone.Link(fmt::format("{}leaf{}-uplink", prefix, at.leaf), leaf_up, f.hop_latency);
     }
     if (f.levels == 3 && !zone.pods.contains(at.pod)) {
-      zone.pods[at.pod] = zone.Link(fmt::format("{}pod{}-uplink", prefix, at.pod),
-                                    f.leaves_per_pod * leaf_up / f.oversubscription.at(1),
-                                    f.hop_latency);
+      zone.pods[at.pod] =
+          zone.Link(fmt::format("{}pod{}-uplink", prefix, at.pod),
+                    f.leaves_per_pod * leaf_up / f.oversubscription.at(1), f.hop_latency);
     }
   }
 }
@@ -196,8 +196,8 @@ void CopyModels(const sg4::NetZone* from, routing::NetZoneImpl* zone) {
 
 }  // namespace
 
-std::map<int, sg4::Host*> BuildFabricPlatform(const ClusterSpec& cluster,
-                                              const std::string& prefix, sg4::NetZone* parent,
+std::map<int, sg4::Host*> BuildFabricPlatform(const ClusterSpec& cluster, const std::string& prefix,
+                                              sg4::NetZone* parent,
                                               const std::map<int, std::vector<int>>& used) {
   auto* zone = new FabricZone(prefix + "fabric", cluster);  // owned by the engine
   if (parent != nullptr) CopyModels(parent, zone);          // attached last: see CopyModels

@@ -70,7 +70,8 @@ TEST(FabricToml, ErrorsNameTheKeyTheValueAndTheRule) {
             "cluster file 't.toml': [fabric]: topology = 'single-switch' has no fabric tiers (a "
             "[fabric] table needs topology = 'fat-tree' or 'rail-optimised')");
   const std::string tree = h100 + "topology = \"fat-tree\"\n[fabric]\n";
-  EXPECT_EQ(Error(tree + "levels = 4\n"), "cluster file 't.toml': fabric.levels = 4: more than the limit of 3");
+  EXPECT_EQ(Error(tree + "levels = 4\n"),
+            "cluster file 't.toml': fabric.levels = 4: more than the limit of 3");
   EXPECT_EQ(Error(h100 + "topology = \"rail-optimised\"\n[fabric]\nlevels = 3\n"),
             "cluster file 't.toml': fabric.levels = 3: more than the limit of 2");
   EXPECT_EQ(Error(tree + "oversubscription = \"1:2\"\n"),

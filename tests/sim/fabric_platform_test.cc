@@ -18,7 +18,7 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
-constexpr double kNic = 50e9;     // bytes/s per NIC
+constexpr double kNic = 50e9;      // bytes/s per NIC
 constexpr double kNvlink = 450e9;  // bytes/s per GPU port
 constexpr double kIb = 5e-6;       // inter-node alpha
 constexpr double kNv = 2e-6;       // intra-node alpha
@@ -109,10 +109,10 @@ TEST(FatTree, EachRouteKindTakesItsLatencyPlusSizeOverTheNic) {
   const ClusterSpec c = Cluster(Topology::kFatTree, 8, 2, {1.0, 1.0});  // 3 levels, 2 pods
   const std::vector<double> t = OneByOne(c, {{0, 5}, {3, 8 + 3}, {3, 16 + 6}, {0, 32 + 7}}, kS);
   ASSERT_EQ(t.size(), 4u);
-  EXPECT_NEAR(t[0], kNv + kS / kNvlink, 1e-12);             // same node: two NVLink ports
-  EXPECT_NEAR(t[1], kIb + kS / kNic, 1e-12);                // same leaf: the NICs only
-  EXPECT_NEAR(t[2], kIb + 2 * kHop + kS / kNic, 1e-12);     // leaf-spine-leaf: two hops
-  EXPECT_NEAR(t[3], kIb + 4 * kHop + kS / kNic, 1e-12);     // through the core: four hops
+  EXPECT_NEAR(t[0], kNv + kS / kNvlink, 1e-12);          // same node: two NVLink ports
+  EXPECT_NEAR(t[1], kIb + kS / kNic, 1e-12);             // same leaf: the NICs only
+  EXPECT_NEAR(t[2], kIb + 2 * kHop + kS / kNic, 1e-12);  // leaf-spine-leaf: two hops
+  EXPECT_NEAR(t[3], kIb + 4 * kHop + kS / kNic, 1e-12);  // through the core: four hops
 }
 
 TEST(RailOptimised, SameRailSameSuCrossesOneLeafEverythingElseTheSpine) {
@@ -217,7 +217,7 @@ TEST(FabricPlatform, BuildsOnlyTheUsedGpusOfAHugeCluster) {
   EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 6);
   EXPECT_LE(engine->get_link_count() - before, 2u * 6 + 1);  // split-duplex: two directions each
   EXPECT_GE(engine->get_link_count(), 2u * 6);
-  c.topology = Topology::kFatTree;              // + 2 node uplinks, 2 leaves
+  c.topology = Topology::kFatTree;  // + 2 node uplinks, 2 leaves
   EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 8);
 }
 

@@ -16,9 +16,6 @@
 namespace pipette {
 namespace {
 
-// The GPU of every rank of every replica: replica d's rank r on GPU (d*pp + r)*tp.
-int GpuOf(const ParallelConfig& c, int replica, int rank) { return (replica * c.pp + rank) * c.tp; }
-
 // Per rank: the parameters (after tensor-parallel sharding) whose gradients it all-reduces.
 std::vector<double> GradientParams(const ModelPlan& p) {
   std::vector<double> params(p.config.pp, 0.0);

@@ -2,8 +2,9 @@
 // engine (simulator.h), and what they measure: step times, the data-parallel all-reduce of each
 // rank, memory over simulated time and the first moment it exceeds the GPU, MFU and tokens/s.
 //
-// The GPU mapping: replica d's pipeline rank r runs on GPU (d*pp + r)*tp (its tensor-parallel
-// group is that GPU .. +tp-1), and the messages between stages carry the stage output split over
+// The GPU mapping: GpuOf (cluster/parallel_config.h, the config's --placement-order; by default
+// replica d's pipeline rank r on GPU (d*pp + r)*tp, its tensor-parallel group that GPU ..
+// +tp-1), and the messages between stages carry the stage output split over
 // the tensor-parallel group. On the cluster every replica runs, each with its own actors and
 // messages; on the ideal network only replica 0 does and every message takes a fixed latency.
 // Each rank's gradient reduction over the dp replicas (ModelSimulationOptions::grad_reduce) is

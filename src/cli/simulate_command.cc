@@ -70,6 +70,7 @@ struct SimulateOptions {
   int nodes = 0;  // 0: the preset's
   int dp = 1;
   int tp = 1;
+  std::string placement_order = "tp,pp,dp";
   int micro_batch_size = 1;
   int seq_len = 2048;
   CLI::Option* seq_len_option = nullptr;
@@ -474,6 +475,9 @@ int RunModel(const SimulateOptions& o) {
   options.config.v = params.v;
   options.config.dp = o.dp;
   options.config.tp = o.tp;
+  Result<PlacementOrder> placement = ParsePlacementOrder(o.placement_order);
+  if (!placement.ok()) return Fail(placement.status());
+  options.config.placement = *placement;
   options.config.microbatches = params.m;
   options.config.micro_batch_size = o.micro_batch_size;
   options.config.seq_len = o.seq_len;
@@ -563,6 +567,10 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
+  cmd->add_option("--placement-order", o->placement_order,
+                  "Rank-to-GPU order, innermost first: tp,pp,dp (replicas outermost) or tp,dp,pp "
+                  "(data-parallel innermost)")
+      ->capture_default_str();
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   o->seq_len_option =

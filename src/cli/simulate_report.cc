@@ -38,6 +38,8 @@ nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
   config["seq_len"] = c.seq_len;
   config["dtype"] = DTypeName(c.dtype);
   config["zero"] = c.zero_stage;
+  config["placement_order"] = PlacementOrderName(c.placement);
+  config["topology"] = TopologyName(p.cluster.topology);
   config["recompute"] = c.recompute;
   config["efficiency"] = p.efficiency;
   config["ideal_network"] = s.ideal_network;

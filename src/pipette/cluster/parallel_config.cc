@@ -6,6 +6,11 @@
 #include <string>
 
 namespace pipette {
+
+int GpuOf(const ParallelConfig& c, int replica, int rank) {
+  const bool dp_inner = c.placement.innermost_first[1] == ParallelAxis::kDp;
+  return (dp_inner ? rank * c.dp + replica : replica * c.pp + rank) * c.tp;
+}
 namespace {
 
 // Returns InvalidArgument "`key` = `value`: need at least 1 `what`" when value < 1.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pipette/cluster/cluster_spec.h"
+#include "pipette/cluster/placement_order.h"
 #include "pipette/common/status.h"
 #include "pipette/model/model_graph.h"
 
@@ -19,9 +20,16 @@ struct ParallelConfig {
   int zero_stage = 0;        // 0 (none), 1 (optimizer states), 2 (+ gradients), 3 (+ weights)
   bool recompute = false;    // full activation recomputation
   DType dtype = DType::kBF16;
+  PlacementOrder placement;  // which ranks lie on consecutive GPUs (--placement-order)
 
   int world_size() const { return pp * dp * tp; }
 };
+
+// The GPU of pipeline rank `rank` of replica `replica` (its tensor-parallel group is that GPU ..
+// + tp - 1): with tp,pp,dp GPU (replica * pp + rank) * tp, with tp,dp,pp (rank * dp + replica) *
+// tp. The one mapping of ranks to GPUs: the simulator's hosts, which all-reduces cross nodes,
+// and the GPU type of a rank on a mixed cluster.
+int GpuOf(const ParallelConfig& config, int replica, int rank);
 
 // Returns OK or InvalidArgument naming the key, the value and the rule: every count >= 1;
 // pp*dp*tp <= the cluster's GPUs; tp <= GPUs per node (TP stays inside a node); heads and kv-heads

@@ -17,15 +17,16 @@ namespace pipette {
 namespace {
 
 // Per stage of `plan`, the F, I and W seconds of its layers of `graph`, each stage timed by the
-// roofline on the GPU of the rank that holds it (replica 0's: GPU rank * tp; one cost model per
-// GPU type).
+// roofline on the GPU of the rank that holds it (replica 0's: GpuOf; one cost model per GPU
+// type).
 Result<Costs> PriceStages(const StagePlan& plan, const ModelGraph& graph,
                           const ClusterSpec& cluster, const ParallelConfig& config,
                           double efficiency) {
   std::map<const GpuSpec*, RooflineCostModel> models;
   Costs costs;
   for (const StageInfo& stage : plan.stages) {
-    const GpuSpec* gpu = &cluster.GpuAt(std::min(stage.rank * config.tp, cluster.world_size() - 1));
+    const GpuSpec* gpu =
+        &cluster.GpuAt(std::min(GpuOf(config, 0, stage.rank), cluster.world_size() - 1));
     auto it = models.find(gpu);
     if (it == models.end()) {
       ClusterSpec on = cluster;

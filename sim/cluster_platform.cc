@@ -147,7 +147,7 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
 
 std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus) {
   if (cluster.topology != Topology::kSingleSwitch) {
-    return FabricPlatformLinks(cluster, UsedByNode(cluster, gpus));
+    return kRoutesPerFabricLink * FabricPlatformLinks(cluster, UsedByNode(cluster, gpus));
   }
   std::int64_t routes = 0;
   for (const auto& [node, used] : UsedByNode(cluster, gpus)) {

@@ -45,9 +45,14 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
 
 // Routes the platform of `gpus` holds (what BuildClusterPlatform's cost grows with): on a single
 // switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there; on a fat-tree or
-// rail-optimised fabric, which stores no routes (fabric_platform.h), the links it builds, each
-// costing about what a route does. Empty `gpus`: every GPU.
+// rail-optimised fabric, which stores no routes (fabric_platform.h), kRoutesPerFabricLink per link
+// it builds. Empty `gpus`: every GPU.
 std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus);
+
+// A fabric link (with its share of the hosts) in routes' worth of memory: measured 2.1 KB per
+// link at 2,048 nodes (benchmarks/fabric_platform_benchmark: 35,328 links, +73 MiB) against the
+// 150 bytes per route simulation_size.h charges.
+inline constexpr std::int64_t kRoutesPerFabricLink = 14;
 
 // The used GPUs of every node that has one: node -> its GPU indices inside the node, ascending.
 // Empty `gpus`: every GPU.

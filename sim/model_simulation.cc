@@ -135,6 +135,7 @@ std::string LinkInputs(const ClusterSpec& cluster, bool inter) {
 // Both links within the floors of cluster_spec.h (a cluster file enforces them; a ClusterSpec
 // built in code may not).
 Status CheckLinks(const ClusterSpec& cluster) {
+  PIPETTE_RETURN_IF_ERROR(ValidateFabric(cluster));
   for (const bool inter : {false, true}) {
     const LinkSpec& link = inter ? cluster.inter_node : cluster.intra_node;
     if (!(link.bandwidth >= kMinBandwidth && link.bandwidth < HUGE_VAL && link.latency >= 0 &&
@@ -152,11 +153,15 @@ Status CheckTransferTimes(const ModelPlan& p, const std::vector<double>& allredu
   const ParallelConfig& c = p.config;
   const bool spans_nodes = c.world_size() > p.cluster.gpus_per_node;
   const LinkSpec& link = spans_nodes ? p.cluster.inter_node : p.cluster.intra_node;
+  // The longest route: through a fat-tree's core, four switch-to-switch hops.
+  const double hops = spans_nodes && p.cluster.topology != Topology::kSingleSwitch
+                          ? 4 * p.cluster.fabric.hop_latency
+                          : 0.0;
   for (const StageInfo& stage : p.plan.stages) {
     const double bytes = static_cast<double>(stage.boundary_bytes) / c.tp;
-    PIPETTE_RETURN_IF_ERROR(
-        CheckDuration(link.latency + bytes / link.bandwidth, LinkInputs(p.cluster, spans_nodes),
-                      fmt::format("stage {}'s output message ({:.3g} bytes)", stage.index, bytes)));
+    PIPETTE_RETURN_IF_ERROR(CheckDuration(
+        link.latency + hops + bytes / link.bandwidth, LinkInputs(p.cluster, spans_nodes),
+        fmt::format("stage {}'s output message ({:.3g} bytes)", stage.index, bytes)));
   }
   for (int r = 0; r < c.pp; ++r) {
     PIPETTE_RETURN_IF_ERROR(

@@ -121,5 +121,27 @@ TEST(FabricSummary, FatTreePresetsHalveTheBisectionAtTwoToOne) {
   EXPECT_DOUBLE_EQ(SummarizeFabric(*MakeCluster("dgx-h100", 16)).bisection, 16 * 8 * 50e9 / 2);
 }
 
+TEST(FabricSpec, ValidateRefusesWhatNoFileCouldHold) {
+  ClusterSpec c = *MakeCluster("dgx-h100-ft-2to1", 8);
+  EXPECT_TRUE(ValidateFabric(c).ok());
+  c.fabric.oversubscription = {};
+  EXPECT_EQ(ValidateFabric(c).message(),
+            "cluster 'dgx-h100-ft-2to1': fabric.oversubscription: must hold 1 ratio(s) in [1, "
+            "1024] (one per tier)");
+  c.fabric.oversubscription = {0.5};
+  EXPECT_FALSE(ValidateFabric(c).ok());
+  c.fabric.oversubscription = {2.0};
+  c.fabric.nodes_per_leaf = 0;
+  EXPECT_EQ(ValidateFabric(c).message(),
+            "cluster 'dgx-h100-ft-2to1': fabric.nodes_per_leaf = 0, leaves_per_pod = 32, radix = "
+            "64: must be >= 1, >= 1, >= 2");
+  c.fabric.nodes_per_leaf = 4;
+  c.fabric.hop_latency = -1;
+  EXPECT_EQ(ValidateFabric(c).message(),
+            "cluster 'dgx-h100-ft-2to1': fabric.hop_latency_us = -1e+06: must lie in [0, 1e+06]");
+  c.topology = Topology::kSingleSwitch;  // no fabric to check
+  EXPECT_TRUE(ValidateFabric(c).ok());
+}
+
 }  // namespace
 }  // namespace pipette

@@ -214,11 +214,11 @@ TEST(FabricPlatform, BuildsOnlyTheUsedGpusOfAHugeCluster) {
   EXPECT_EQ(platform.nodes, 2);
   EXPECT_EQ(platform.gpus.size(), 2u);
   // 2 NVLink ports, 2 NICs, 2 rail leaf uplinks (rail 0 of SU 0, rail 7 of SU 511).
-  EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 6);
+  EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 6 * kRoutesPerFabricLink);
   EXPECT_LE(engine->get_link_count() - before, 2u * 6 + 1);  // split-duplex: two directions each
   EXPECT_GE(engine->get_link_count(), 2u * 6);
   c.topology = Topology::kFatTree;  // + 2 node uplinks, 2 leaves
-  EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 8);
+  EXPECT_EQ(ClusterPlatformRoutes(c, gpus), 8 * kRoutesPerFabricLink);
 }
 
 TEST(FabricPlatform, TwoFabricsSideBySideRouteIndependently) {

@@ -30,6 +30,35 @@ std::int64_t UplinkPorts(std::int64_t down, double ratio) {
 
 }  // namespace
 
+Status ValidateFabric(const ClusterSpec& c) {
+  if (c.topology == Topology::kSingleSwitch) return Status::Ok();
+  const FabricSpec& f = c.fabric;
+  const int max_levels = c.topology == Topology::kFatTree ? 3 : 2;
+  std::string rule;
+  if (f.levels < 2 || f.levels > max_levels) {
+    rule = fmt::format("fabric.levels = {}: must be 2{}", f.levels, max_levels == 3 ? " or 3" : "");
+  } else if (f.nodes_per_leaf < 1 || f.leaves_per_pod < 1 || f.radix < 2) {
+    rule = fmt::format(
+        "fabric.nodes_per_leaf = {}, leaves_per_pod = {}, radix = {}: must be >= 1, >= 1, >= 2",
+        f.nodes_per_leaf, f.leaves_per_pod, f.radix);
+  } else if (static_cast<int>(f.oversubscription.size()) != f.levels - 1 ||
+             std::any_of(f.oversubscription.begin(), f.oversubscription.end(),
+                         [](double r) { return !(r >= 1 && r <= 1024); })) {
+    rule = fmt::format("fabric.oversubscription: must hold {} ratio(s) in [1, 1024] (one per tier)",
+                       f.levels - 1);
+  } else if (!(f.link_bandwidth == 0 ||
+               (f.link_bandwidth >= kMinBandwidth && f.link_bandwidth < HUGE_VAL))) {
+    rule = fmt::format("fabric.link_gb_per_s = {:g}: must be a finite number >= {:g}",
+                       f.link_bandwidth / 1e9, kMinBandwidth / 1e9);
+  } else if (!(f.hop_latency >= 0 && f.hop_latency <= kMaxLinkLatency)) {
+    rule = fmt::format("fabric.hop_latency_us = {:g}: must lie in [0, {:g}]", f.hop_latency * 1e6,
+                       kMaxLinkLatency * 1e6);
+  } else {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(fmt::format("cluster '{}': {}", c.name, rule));
+}
+
 FabricSummary SummarizeFabric(const ClusterSpec& c) {
   FabricSummary s;
   const double nic = c.inter_node.bandwidth;

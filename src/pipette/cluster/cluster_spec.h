@@ -120,6 +120,12 @@ struct ClusterSpec {
   }
 };
 
+// OK, or InvalidArgument naming the cluster, the fabric field, its value and the rule, for a
+// fabric a cluster file could not hold (a ClusterSpec built in code): levels 2 or 3 (rail: 2),
+// nodes_per_leaf, leaves_per_pod >= 1, radix >= 2, one oversubscription in [1, 1024] per tier,
+// link bandwidth 0 or >= kMinBandwidth, hop latency in [0, kMaxLinkLatency]. Single switch: OK.
+Status ValidateFabric(const ClusterSpec& cluster);
+
 // Leaf, pod and spine counts, the bisection bandwidth (the worst halving of the nodes: half the
 // injection bandwidth divided by the product of the oversubscriptions a halving crosses; a single
 // switch and a 1:1 tree: half the injection) and the injection bandwidth of `cluster`.

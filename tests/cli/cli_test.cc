@@ -369,7 +369,11 @@ TEST(CliStore, SimulateRecordsARunWithItsRowsByDefault) {
   EXPECT_EQ(runs[0]["config"]["dp"], 2);
   EXPECT_EQ(runs[0]["config"]["schedule"], "1f1b");
   // One X event per instruction (4 ranks of 1F1B, m = 8: 2*8 compute + sends + receives) plus
-  // one all-reduce per rank.
+  // one all-reduce per gradient bucket (the default: ring, Megatron's 40 M-parameter buckets, at
+  // least one per rank).
+  const int buckets = json["grad_buckets"].get<int>();
+  EXPECT_EQ(json["grad_reduce"], "ring");
+  EXPECT_GT(buckets, 4);
   CommandResult chrome = Pipette("export --run last --format chrome");
   ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
   int x = 0, allreduce = 0;
@@ -379,8 +383,8 @@ TEST(CliStore, SimulateRecordsARunWithItsRowsByDefault) {
     allreduce += e["name"] == "ALLREDUCE";
   }
   const int compute = 4 * 16, messages = 2 * (3 * 8 * 2);  // 3 links, 8 microbatches, 2 directions
-  EXPECT_EQ(x, compute + messages + 4);
-  EXPECT_EQ(allreduce, 4);
+  EXPECT_EQ(x, compute + messages + buckets);
+  EXPECT_EQ(allreduce, buckets);
   CommandResult csv = Pipette("export --run " + std::to_string(id) + " --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
@@ -407,9 +411,13 @@ TEST(CliStore, BadInputWritesNothing) {
 TEST(CliStore, TraceLevelsChooseTheRows) {
   std::filesystem::remove(ScratchDir() + "/levels.db");
   for (const char* level : {"none", "summary", "full"}) {
-    ASSERT_EQ(Pipette(std::string("simulate --db levels.db --dp 2 --trace ") + level).exit_code, 0);
+    ASSERT_EQ(
+        Pipette(std::string("simulate --db levels.db --dp 2 --grad-reduce analytic --trace ") +
+                level)
+            .exit_code,
+        0);
   }
-  // none: no events; summary: the all-reduces only; full: everything.
+  // none: no events; summary: the all-reduces only (analytic: one per rank); full: everything.
   EXPECT_EQ(Pipette("export --db levels.db --run 1").exit_code, 2);
   CommandResult summary = Pipette("export --db levels.db --run 2");
   ASSERT_EQ(summary.exit_code, 0) << summary.err;

@@ -91,7 +91,8 @@ TEST(StoreCli, ConcurrentCreatorsOfANewDatabaseAllRecord) {
   ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   std::vector<pid_t> children;
   for (int k = 0; k < 4; ++k) {
-    children.push_back(Start({"simulate", "--db", db, "-m", "16", "--dp", "2", "--format", "json"},
+    children.push_back(Start({"simulate", "--db", db, "-m", "16", "--dp", "2", "--grad-reduce",
+                              "analytic", "--format", "json"},
                              {"PIPETTE_TEST_LOCK_WAIT_FILE=" + waits},
                              ScratchDir() + "/shared." + std::to_string(k) + ".log"));
     ASSERT_GT(children.back(), 0);

@@ -1,6 +1,8 @@
 #include "sim/expert_alltoall.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <simgrid/s4u.hpp>
 #include <utility>
 
@@ -46,6 +48,16 @@ std::int64_t ExpertAllToAll::CommsPerReplica(const ExpertParallelism& spec,
     }
   }
   return phases * (spec.ep - 1);
+}
+
+std::int64_t ExpertAllToAll::InstructionEquivalents(const ExpertParallelism& spec,
+                                                    const Program& program) {
+  const std::int64_t comms = CommsPerReplica(spec, program);
+  const std::int64_t weight = std::max<std::int64_t>(1, std::int64_t{spec.ep} * spec.ep / 32);
+  std::int64_t total = 0;
+  if (__builtin_mul_overflow(comms, weight, &total))
+    return std::numeric_limits<std::int64_t>::max();
+  return total;
 }
 
 void ExpertAllToAll::Run(const Action& a, const Costs& costs, int step, int replica, int rank,

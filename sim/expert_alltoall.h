@@ -58,6 +58,13 @@ class ExpertAllToAll {
   // two. REQUIRES: stage vectors sized to the program's stages.
   static std::int64_t CommsPerReplica(const ExpertParallelism& spec, const Program& program);
 
+  // What those comms cost the engine, in simulated instructions (simulation_size.h): SimGrid's
+  // max-min solver slows with the flows in flight, ep (ep - 1) per group at once, so a comm counts
+  // max(1, ep^2 / 32) instructions (measured, one core, moe-small pp4 dp64 1f1b m8: 15, 44 and
+  // 150 us per comm at ep 8, 16 and 32; an instruction is about 9 us). ep 64 on pp16 x dp64 is
+  // refused up front (sim/README.md).
+  static std::int64_t InstructionEquivalents(const ExpertParallelism& spec, const Program& program);
+
  private:
   // (step, stage, microbatch, phase 0..3, sending replica): one message into a receiver.
   using Key = std::tuple<int, int, int, int, int>;

@@ -193,9 +193,9 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
     routes = ClusterPlatformRoutes(p.cluster, gpus);
   }
   const int replicas = o.ideal_network ? 1 : c.dp;
-  // Each all-to-all comm (on the cluster) counts as one instruction.
+  // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t comms =
-      o.ideal_network ? 0 : ExpertAllToAll::CommsPerReplica(ExpertsOf(p), p.program);
+      o.ideal_network ? 0 : ExpertAllToAll::InstructionEquivalents(ExpertsOf(p), p.program);
   return CheckSimulationSize(
       EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()) + comms, c.pp,
                              replicas, o.steps, routes),

@@ -135,9 +135,9 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
   PIPETTE_RETURN_IF_ERROR(CheckExperts(c, index));
   const std::int64_t routes =
       c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
-  // Each all-to-all comm counts as one instruction.
+  // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t instructions = static_cast<std::int64_t>(c.program->num_instructions()) +
-                                    ExpertAllToAll::CommsPerReplica(c.experts, *c.program);
+                                    ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
   return CheckSimulationSize(
       EstimateSimulationSize(instructions, c.program->p, c.replicas, c.steps, routes),
       fmt::format("simulation case {}", index));

@@ -10,8 +10,11 @@
 // Each rank's gradient reduction over the dp replicas (ModelSimulationOptions::grad_reduce) is
 // either bucketed ring or tree all-reduces simulated as messages on the cluster
 // (sim/gradient_reduction.h), or an analytic ring (cost/collectives.h, over NVLink when the ring
-// stays inside a node, else over the NICs) after its program at the end of every step, once the
-// rank has finished in every replica (on the ideal network: in replica 0).
+// stays inside a node, else over the NICs; with expert parallelism the routed experts' gradients
+// ring over the dp/ep replicas holding the same experts) after its program at the end of every
+// step, once the rank has finished in every replica (on the ideal network: in replica 0). MoE
+// stages (ep > 1) exchange their all-to-all as comms on the cluster (sim/expert_alltoall.h), and
+// on the ideal network take its analytic time (Costs::alltoall).
 //
 // SimulateModel calls Simulate(), so it may run once per process (SimGrid allows one engine).
 #pragma once
@@ -49,6 +52,9 @@ struct ModelSimulationOptions {
   GradReduce grad_reduce = GradReduce::kAnalytic;
   bool grad_overlap = false;
   std::int64_t grad_bucket_params = 0;
+  // MoE: whether an overlapped (F;B) cell hides its all-to-all behind its compute
+  // (Costs::overlap_alltoall); false: the serial sum.
+  bool overlap_alltoall = true;
 };
 
 struct ModelSimulation {

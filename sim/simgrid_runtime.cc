@@ -76,7 +76,11 @@ void SimGridRuntime::Work(double seconds) {
 void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overhead); }
 
 void SimGridRuntime::Compute(const Instruction& ins) {
-  Work(work_.costs->Of(ins.action));
+  if (work_.experts != nullptr) {
+    work_.experts->Run(ins.action, *work_.costs, step_, work_.replica, rank_, work_.compute);
+  } else {
+    Work(work_.costs->Of(ins.action));
+  }
   if (work_.reducer != nullptr) work_.reducer->Computed(ins.action, step_);
 }
 

@@ -21,6 +21,7 @@
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/uneven_work.h"
+#include "sim/expert_alltoall.h"
 
 namespace pipette {
 
@@ -88,6 +89,10 @@ struct RankWork {
   // The gradient reduction simulated as traffic (sim/gradient_reduction.h), instead of the
   // barrier and allreduce_seconds; nullptr: none.
   RankReducer* reducer = nullptr;
+  // MoE on the cluster: the case's all-to-all (nullptr: compute takes costs->Of) and the replica
+  // this rank belongs to.
+  ExpertAllToAll* experts = nullptr;
+  int replica = 0;
 };
 
 class SimGridRuntime final : public RankRuntime {

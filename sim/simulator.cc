@@ -45,7 +45,10 @@ Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
 SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes) {
   const GradientReduction& g = c.grad_reduction;
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
-  return EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()) + messages,
+  // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
+  const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
+  return EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()) +
+                                    messages + alltoall,
                                 std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps,
                                 routes);
 }
@@ -73,6 +76,38 @@ Status CheckGradientReduction(const SimulationCase& c, std::size_t index) {
             fmt::format("simulation case {}: a gradient bucket of {} bytes: must be in [0, {:g}]",
                         index, b.bytes, kMaxRingBytes));
       }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Expert parallelism: a cluster, replicas divisible by ep, one entry per stage, none negative.
+Status CheckExperts(const SimulationCase& c, std::size_t index) {
+  const ExpertParallelism& e = c.experts;
+  if (e.ep < 1) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: ep = {}: must be >= 1", index, e.ep));
+  }
+  if (!e.active()) return Status::Ok();
+  if (c.cluster == nullptr || c.replicas % e.ep != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "simulation case {}: ep = {} needs a cluster and replicas (here {}) divisible by ep{}",
+        index, e.ep, c.replicas, c.cluster == nullptr ? " (none given)" : ""));
+  }
+  const auto stages = static_cast<std::size_t>(c.program->num_stages());
+  if (e.stage_bytes.size() != stages || e.stage_layers.size() != stages) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: {} all-to-all byte counts and {} layer counts for {} "
+                    "stages",
+                    index, e.stage_bytes.size(), e.stage_layers.size(), stages));
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (e.stage_bytes[s] < 0 || e.stage_layers[s] < 0) {
+      return Status::InvalidArgument(
+          fmt::format("simulation case {}: stage {}: all-to-all bytes {} and layers {} must be "
+                      ">= 0",
+                      index, s, e.stage_bytes[s], e.stage_layers[s]));
     }
   }
   return Status::Ok();
@@ -142,6 +177,7 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: latency = {}: must be a number in [0, {:g}]", index,
                     c.latency, kMaxCost));
   }
+  PIPETTE_RETURN_IF_ERROR(CheckExperts(c, index));
   const std::int64_t routes =
       c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
   return CheckSimulationSize(SizeOf(c, routes), fmt::format("simulation case {}", index));
@@ -219,11 +255,13 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
   return work;
 }
 
-// What the simulated gradient reduction of the cases owns: one group per pipeline rank of a case
-// (its replicas' hosts), one reducer per rank of every replica.
-struct Reductions {
+// What the cases' simulated collectives own: for the gradient reduction one group per pipeline
+// rank of a case (its replicas' hosts) and one reducer per rank of every replica; a case's MoE
+// all-to-all.
+struct Collectives {
   std::vector<std::unique_ptr<CollectiveGroup>> groups;
   std::vector<std::unique_ptr<RankReducer>> reducers;
+  std::vector<std::unique_ptr<ExpertAllToAll>> experts;
 };
 
 // The reducers of case `c` (replica d's rank r at d * p + r; empty without simulated reduction),
@@ -231,7 +269,7 @@ struct Reductions {
 // rank's log.
 std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c,
                                          const CaseHosts& hosts, ActorLogs& logs,
-                                         Reductions& owned) {
+                                         Collectives& owned) {
   const GradientReduction& g = sc.grad_reduction;
   const int p = sc.program->p;
   std::vector<RankReducer*> reducers;
@@ -261,8 +299,10 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
 
 // The replicas of case `sc` whose actors run, ascending from 0 (replica_symmetry.h).
 std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& hosts) {
-  // Simulated gradient reduction sends messages between replicas: they all run.
-  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.grad_reduction.simulated()) {
+  // Simulated gradient reduction and the MoE all-to-all send messages between replicas: they all
+  // run.
+  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.grad_reduction.simulated() &&
+      !sc.experts.active()) {
     return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
   }
   std::vector<int> all(sc.replicas);
@@ -277,12 +317,17 @@ std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& ho
 // time with them.
 void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                 const std::vector<int>& simulated, std::vector<std::unique_ptr<Channels>>& channels,
-                ActorLogs& logs, Reductions& reductions) {
+                ActorLogs& logs, Collectives& owned) {
   const int p = sc.program->p;
   const int n = static_cast<int>(simulated.size());
   logs.assign(n, std::vector<RankLog>(p));
   // With simulated reduction every replica runs (SimulatedReplicas): logs[d] is replica d's.
-  const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, logs, reductions);
+  const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, logs, owned);
+  ExpertAllToAll* alltoall = nullptr;
+  if (sc.experts.active()) {
+    owned.experts.push_back(std::make_unique<ExpertAllToAll>(sc.experts, hosts.ranks, p));
+    alltoall = owned.experts.back().get();
+  }
   std::vector<sg4::BarrierPtr> barriers(p);
   if (!sc.allreduce.empty()) {
     for (int r = 0; r < p; ++r) barriers[r] = sg4::Barrier::create(n);
@@ -298,6 +343,8 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
     for (int r = 0; r < p; ++r) {
       RankWork work = WorkOf(sc, r, hosts.cores);
       if (!reducers.empty()) work.reducer = reducers[static_cast<std::size_t>(d) * p + r];
+      work.experts = alltoall;
+      work.replica = d;
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
                          &sc, channels.back().get(), r, work, barriers[r], step_barrier,
                          &logs[i][r]);
@@ -363,10 +410,10 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   const std::vector<CaseHosts> hosts = BuildHosts(cases);
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
-  Reductions reductions;
+  Collectives collectives;
   for (std::size_t c = 0; c < cases.size(); ++c) {
     LaunchCase(cases[c], c, hosts[c], SimulatedReplicas(cases[c], hosts[c]), channels, logs[c],
-               reductions);
+               collectives);
   }
   engine->run();
 

@@ -24,6 +24,7 @@
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/uneven_work.h"
+#include "sim/expert_alltoall.h"
 #include "sim/gradient_reduction.h"
 
 namespace pipette {
@@ -78,6 +79,12 @@ struct SimulationCase {
   // no link with another replica's and match another's link for link run as that one does. Off:
   // every replica runs (to check the symmetry). Never with shared cores.
   bool replica_symmetry = true;
+  // MoE expert parallelism on the cluster (sim/expert_alltoall.h): each MoE stage's F, I and B
+  // exchange its all-to-all bytes with the same rank of the other replicas of its ep group as
+  // comms on the platform, and computes take costs.Compute (the costs' own all-to-all seconds
+  // are not added). Needs a cluster and replicas divisible by ep; ep = 1: none (on the ideal
+  // network the costs' all-to-all seconds, Costs::alltoall, are the all-to-all).
+  ExpertParallelism experts;
 };
 
 struct SimulationResult {
@@ -107,6 +114,9 @@ struct SimulationResult {
 // all-reduce or optimizer times not one finite non-negative value per rank, a simulated gradient
 // reduction without a cluster, beside all-reduce times or without one bucket list of finite
 // non-negative sizes per rank, a GPU mapping that is
+// all-reduce or optimizer times not one finite non-negative value per rank, expert parallelism
+// without a cluster, with replicas not divisible by ep or stage vectors of the wrong size, a GPU
+// mapping that is
 // not one distinct GPU of the cluster per rank of every replica, or a case over the limits of
 // simulation_size.h (with the estimate). Every check runs before the engine starts.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);

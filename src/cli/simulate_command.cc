@@ -71,6 +71,8 @@ struct SimulateOptions {
   int dp = 1;
   int tp = 1;
   std::string placement_order = "tp,pp,dp";
+  int ep = 1;                        // expert-parallel GPUs (MoE models)
+  bool no_alltoall_overlap = false;  // (F;B) cells run their all-to-all serially
   int micro_batch_size = 1;
   int seq_len = 2048;
   CLI::Option* seq_len_option = nullptr;
@@ -119,15 +121,18 @@ Status CheckRequestSize(const SimulateOptions& o, int replicas) {
 }
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
-  return {o.ideal_network, o.latency_us, o.steps};
+  SimulateSettings settings{o.ideal_network, o.latency_us, o.steps};
+  settings.overlap_alltoall = !o.no_alltoall_overlap;
+  return settings;
 }
 
 // The model path's gradient reduction options into `simulation` and `settings`: --grad-reduce
-// (default: ring on a cluster, analytic on the ideal network), --grad-overlap,
+// (default: ring on a cluster, analytic on the ideal network or with --ep > 1, whose experts'
+// gradients the simulated collectives do not model), --grad-overlap,
 // --grad-bucket-params (default: Megatron's for --dp).
 Status GradientOptions(const SimulateOptions& o, int dp, ModelSimulationOptions& simulation,
                        SimulateSettings& settings) {
-  GradReduce mode = o.ideal_network ? GradReduce::kAnalytic : GradReduce::kRing;
+  GradReduce mode = o.ideal_network || o.ep > 1 ? GradReduce::kAnalytic : GradReduce::kRing;
   if (!o.grad_reduce.empty()) {
     PIPETTE_ASSIGN_OR_RETURN(mode, ParseGradReduce(o.grad_reduce, "--grad-reduce"));
   }
@@ -478,6 +483,7 @@ int RunModel(const SimulateOptions& o) {
   Result<PlacementOrder> placement = ParsePlacementOrder(o.placement_order);
   if (!placement.ok()) return Fail(placement.status());
   options.config.placement = *placement;
+  options.config.ep = o.ep;
   options.config.microbatches = params.m;
   options.config.micro_batch_size = o.micro_batch_size;
   options.config.seq_len = o.seq_len;
@@ -497,6 +503,7 @@ int RunModel(const SimulateOptions& o) {
   if (Status grad = GradientOptions(o, plan->config.dp, simulation, settings); !grad.ok()) {
     return Fail(grad);
   }
+  simulation.overlap_alltoall = !o.no_alltoall_overlap;
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
   if (!uneven.ok()) return Fail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
@@ -571,6 +578,13 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
                   "Rank-to-GPU order, innermost first: tp,pp,dp (replicas outermost) or tp,dp,pp "
                   "(data-parallel innermost)")
       ->capture_default_str();
+  cmd->add_option("--ep", o->ep,
+                  "Expert-parallel GPUs (MoE models): experts sharded over ep of the dp replicas; "
+                  "must divide --dp and the experts")
+      ->capture_default_str();
+  cmd->add_flag("--no-alltoall-overlap", o->no_alltoall_overlap,
+                "MoE: overlapped (F;B) cells run compute and all-to-all serially (default: "
+                "DualPipe's overlap, max(compute, all-to-all))");
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   o->seq_len_option =

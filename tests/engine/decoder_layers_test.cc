@@ -13,6 +13,9 @@ TEST(DecoderLayers, LayerNamesAreTheGraphsLayerNames) {
   ASSERT_GE(DecoderPresets().size(), 4u);  // tiny, tiny-llama and their tied forms at least
   for (const DecoderSpec& spec : DecoderPresets()) {
     SCOPED_TRACE(spec.name);
+    // The real engines run dense decoders only (an MoE block is block{i}.moe, which
+    // decoder_from_graph refuses): LayerNames names the dense blocks.
+    if (spec.experts > 0) continue;
     const auto graph = BuildDecoder(spec, Workload{1, 8, DType::kFP32});
     ASSERT_TRUE(graph.ok()) << graph.status().message();
     const std::vector<std::string> names = LayerNames(spec);

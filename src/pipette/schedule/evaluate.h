@@ -5,9 +5,9 @@
 // free and its inputs have arrived: an input produced on the same rank is there when its producer
 // ends; one from another rank arrives `p2p_latency` after the producer's SEND ran (a send takes no
 // rank time and follows its compute). Receives are posted buffers and take no time. An overlapped
-// cell needs both halves' inputs and costs F + B. Uneven work (uneven_work.h): the Costs carry
-// per-microbatch lengths and rank speeds; a slowed link multiplies the latency of its pair.
-// Pure function; thread-safe.
+// cell needs both halves' inputs and costs F + B (with MoE all-to-all: Costs::Of's overlap model).
+// Uneven work (uneven_work.h): the Costs carry per-microbatch lengths and rank speeds; a slowed
+// link multiplies the latency of its pair. Pure function; thread-safe.
 #pragma once
 
 #include <vector>

@@ -312,6 +312,19 @@ TEST(DbMerge, RefusesInputsOfAnotherSchemaForeignFilesAndOutItself) {
   EXPECT_NE(r.status().message().find("not a pipette database"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(out));
 
+  // A foreign OUT is not written (no pipette tables added to it).
+  const std::string good = FreshPath("refuse_good");
+  { ASSERT_TRUE(ExperimentDb::Open(good).ok()); }
+  const std::string foreign = FreshPath("refuse_foreign");
+  Exec(foreign, "CREATE TABLE notes(text TEXT)");
+  const std::string foreign_bytes = FileBytes(foreign);
+  r = MergeDatabases(foreign, {good});
+  ASSERT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find("OUT: --db = '" + foreign + "': not a pipette database"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(FileBytes(foreign), foreign_bytes);
+
   r = MergeDatabases(out, {FreshPath("missing")});
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   { ASSERT_TRUE(ExperimentDb::Open(out).ok()); }

@@ -521,6 +521,14 @@ Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std
   MergeReport report;
   std::error_code error;
   report.created = !std::filesystem::exists(out, error);
+  if (!report.created) {
+    // Only a pipette database is merged into (an older one is migrated); never a foreign file.
+    Result<ExperimentDb> existing = ExperimentDb::OpenReadOnly(out);
+    if (!existing.ok() && existing.status().code() != StatusCode::kFailedPrecondition) {
+      return Status::FromCode(existing.status().code(),
+                              fmt::format("OUT: {}", existing.status().message()));
+    }
+  }
   Status merged = Status::Ok();
   {
     Result<ExperimentDb> created = ExperimentDb::Open(out);  // creates or migrates OUT

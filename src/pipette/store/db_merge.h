@@ -22,10 +22,12 @@
 //     of the inputs;
 //   - `running` runs (a shard still running or killed: no rows, not a result). Failed runs are
 //     copied: they are history and hold no point.
-// Safety: every input is opened read-only and checked (a pipette database of exactly this
-// pipette's schema version) before OUT is touched; all writes are one transaction on OUT, so an
-// error at any point (a corrupt input, a constraint, a full disk) leaves OUT as it was (and an OUT
-// that did not exist is removed). Inputs are never written. Not thread-safe (one call at a time).
+// Safety: OUT must not exist or be a pipette database (an older schema is migrated; a foreign file
+// is refused, never written); every input is opened read-only and checked (a pipette database of
+// exactly this pipette's schema version) before OUT is touched; all writes are one transaction on
+// OUT, so an error at any point (a corrupt input, a constraint, a full disk) leaves OUT as it was
+// (and an OUT that did not exist is removed). Inputs are never written. Not thread-safe (one call
+// at a time).
 //
 // Example:
 //   PIPETTE_ASSIGN_OR_RETURN(MergeReport r, MergeDatabases("all.db", {"a.shard-0-of-2.db",

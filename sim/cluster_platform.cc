@@ -8,13 +8,13 @@
 #include <simgrid/s4u.hpp>
 #include <vector>
 
+#include "sim/fabric_platform.h"
+
 namespace pipette {
 
 namespace sg4 = simgrid::s4u;
 namespace kernel = simgrid::kernel;
 using Direction = sg4::LinkInRoute::Direction;
-
-namespace {
 
 // The used GPUs of every node that has one: node -> its GPU indices inside the node, ascending.
 std::map<int, std::vector<int>> UsedByNode(const ClusterSpec& cluster,
@@ -31,6 +31,8 @@ std::map<int, std::vector<int>> UsedByNode(const ClusterSpec& cluster,
   for (auto& [node, list] : used) std::sort(list.begin(), list.end());
   return used;
 }
+
+namespace {
 
 // Gives `zone` the models of `from`, so that it can hold hosts and links before it has a parent.
 // SimGrid checks every new link's name against every zone reachable from the platform's root, so
@@ -105,6 +107,17 @@ NodeZone BuildNode(const ClusterSpec& cluster, const std::string& node,
 ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
                                      sg4::NetZone* parent, const std::vector<int>& gpus) {
   ClusterPlatform platform;
+  if (cluster.topology != Topology::kSingleSwitch) {
+    const std::map<int, std::vector<int>> used = UsedByNode(cluster, gpus);
+    const std::map<int, sg4::Host*> host_of = BuildFabricPlatform(cluster, prefix, parent, used);
+    platform.nodes = static_cast<int>(used.size());
+    if (gpus.empty()) {
+      for (const auto& [gpu, host] : host_of) platform.gpus.push_back(host);
+    } else {
+      for (int gpu : gpus) platform.gpus.push_back(host_of.at(gpu));
+    }
+    return platform;
+  }
   auto* top = sg4::create_star_zone(prefix + "switch");
   if (parent != nullptr) CopyModels(parent, top);  // attached last, like the nodes
   std::vector<NodeZone> nodes;
@@ -133,6 +146,9 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
 }
 
 std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus) {
+  if (cluster.topology != Topology::kSingleSwitch) {
+    return FabricPlatformLinks(cluster, UsedByNode(cluster, gpus));
+  }
   std::int64_t routes = 0;
   for (const auto& [node, used] : UsedByNode(cluster, gpus)) {
     const auto u = static_cast<std::int64_t>(used.size());

@@ -7,8 +7,9 @@
 // each with half the NVLink latency, so a message of S bytes takes latency + S / bandwidth.
 // Between nodes a route leaves through the sender's NIC, the node's uplink (the NICs' total
 // bandwidth) and a single switch, and enters through the receiver's node uplink and NIC: half the
-// InfiniBand latency on each NIC, none on the uplinks. (Fat-tree levels are not modelled yet: the
-// switch is non-blocking.)
+// InfiniBand latency on each NIC, none on the uplinks. That is topology single-switch; fat-tree and
+// rail-optimised fabrics are built by fabric_platform.h, with the same hosts, NVLink ports and
+// NICs.
 //
 // Only the GPUs a job uses are built, with the NICs they use and the nodes holding them: a 2-GPU
 // job on 8192 nodes builds one node and two hosts. A node's zone is fully connected, so its routes
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,8 +43,15 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
                                      simgrid::s4u::NetZone* parent = nullptr,
                                      const std::vector<int>& gpus = {});
 
-// Routes the platform of `gpus` holds: the sum over its nodes of u(u-1) + 2u for u GPUs in use
-// there (what BuildClusterPlatform's cost grows with). Empty `gpus`: every GPU.
+// Routes the platform of `gpus` holds (what BuildClusterPlatform's cost grows with): on a single
+// switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there; on a fat-tree or
+// rail-optimised fabric, which stores no routes (fabric_platform.h), the links it builds, each
+// costing about what a route does. Empty `gpus`: every GPU.
 std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus);
+
+// The used GPUs of every node that has one: node -> its GPU indices inside the node, ascending.
+// Empty `gpus`: every GPU.
+std::map<int, std::vector<int>> UsedByNode(const ClusterSpec& cluster,
+                                           const std::vector<int>& gpus);
 
 }  // namespace pipette

@@ -12,11 +12,15 @@ namespace pipette {
 namespace {
 
 TEST(ClusterPresets, ListsDgxH100ThenDgxA100ThenHost) {
-  ASSERT_EQ(ClusterPresets().size(), 3u);
+  ASSERT_EQ(ClusterPresets().size(), 6u);
   EXPECT_EQ(ClusterPresets()[0].name, "dgx-h100");
   EXPECT_EQ(ClusterPresets()[1].name, "dgx-a100");
   EXPECT_EQ(ClusterPresets()[2].name, "host");
-  EXPECT_EQ(ClusterPresetNames(), "dgx-h100, dgx-a100, host");
+  EXPECT_EQ(ClusterPresets()[3].name, "dgx-h100-ft-1to1");
+  EXPECT_EQ(ClusterPresets()[4].name, "dgx-h100-ft-2to1");
+  EXPECT_EQ(ClusterPresets()[5].name, "dgx-h100-superpod");
+  EXPECT_EQ(ClusterPresetNames(),
+            "dgx-h100, dgx-a100, host, dgx-h100-ft-1to1, dgx-h100-ft-2to1, dgx-h100-superpod");
   for (const ClusterSpec& preset : ClusterPresets()) {
     EXPECT_EQ(FindClusterPreset(preset.name), &preset);
     EXPECT_FALSE(preset.source.empty());
@@ -41,7 +45,7 @@ TEST(ClusterPresets, DgxH100HasTheDatasheetFigures) {
   EXPECT_EQ(h100.inter_node.bandwidth, 50e9);  // 400 Gb/s
   EXPECT_EQ(h100.inter_node.latency, 5e-6);
   EXPECT_EQ(h100.nics_per_node, 8);
-  EXPECT_EQ(h100.topology, Topology::kFatTree);
+  EXPECT_EQ(h100.topology, Topology::kSingleSwitch);  // non-blocking: docs/clusters.md §5
 }
 
 TEST(ClusterPresets, DgxA100HasTheDatasheetFiguresAndNoFp8) {
@@ -60,7 +64,7 @@ TEST(ClusterPresets, DgxA100HasTheDatasheetFiguresAndNoFp8) {
   EXPECT_EQ(a100.inter_node.bandwidth, 25e9);  // 200 Gb/s
   EXPECT_EQ(a100.inter_node.latency, 5e-6);
   EXPECT_EQ(a100.nics_per_node, 8);
-  EXPECT_EQ(a100.topology, Topology::kFatTree);
+  EXPECT_EQ(a100.topology, Topology::kSingleSwitch);
 }
 
 // The affinity mask of this process, counted here without the probe the preset uses.

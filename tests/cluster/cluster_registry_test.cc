@@ -47,8 +47,9 @@ TEST(MakeCluster, UnknownPresetIsNotFoundWithAHint) {
   EXPECT_EQ(spec.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(
       spec.status().message(),
-      "unknown cluster 'dgx-z100': the presets are dgx-h100, dgx-a100, host; a cluster file's "
-      "name ends in .toml (see docs/clusters.md)");
+      "unknown cluster 'dgx-z100': the presets are dgx-h100, dgx-a100, host, dgx-h100-ft-1to1, "
+      "dgx-h100-ft-2to1, dgx-h100-superpod; a cluster file's name ends in .toml (see "
+      "docs/clusters.md)");
 }
 
 TEST(MakeCluster, MissingFileIsNotFound) {
@@ -67,7 +68,8 @@ TEST(MakeCluster, BadFileReportsTheFileError) {
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(spec.status().message(),
             "cluster file '" + path +
-                "': topology = 'torus': unknown topology (expected fat-tree or single-switch)");
+                "': topology = 'torus': unknown topology (expected fat-tree, single-switch or "
+                "rail-optimised)");
 }
 
 TEST(MakeCluster, NodesMustBeValid) {

@@ -58,7 +58,7 @@ TEST(ClusterToml, MinimalFileFillsDefaultsAndConvertsUnits) {
   EXPECT_EQ(spec->nodes, 1);
   EXPECT_EQ(spec->gpus_per_node, 8);
   EXPECT_EQ(spec->nics_per_node, 8);  // one per GPU unless given
-  EXPECT_EQ(spec->topology, Topology::kFatTree);
+  EXPECT_EQ(spec->topology, Topology::kSingleSwitch);
   EXPECT_EQ(spec->gpu.name, "G");
   EXPECT_EQ(spec->gpu.memory_bytes, 80'000'000'000);
   EXPECT_DOUBLE_EQ(spec->gpu.hbm_bandwidth, 3.35e12);
@@ -116,7 +116,7 @@ TEST(ClusterToml, BaseOverridesOnlyTheGivenKeys) {
   EXPECT_EQ(spec->gpu.hbm_bandwidth, h100.gpu.hbm_bandwidth);
   EXPECT_EQ(spec->gpus_per_node, 8);
   EXPECT_EQ(spec->nics_per_node, 8);
-  EXPECT_EQ(spec->topology, Topology::kFatTree);
+  EXPECT_EQ(spec->topology, Topology::kSingleSwitch);
   EXPECT_EQ(spec->intra_node.bandwidth, h100.intra_node.bandwidth);
   EXPECT_EQ(spec->intra_node.latency, h100.intra_node.latency);
   EXPECT_EQ(spec->inter_node.bandwidth, h100.inter_node.bandwidth);
@@ -229,14 +229,15 @@ TEST(ClusterToml, UnknownNamesAreRejected) {
             "cluster file 't.toml': gpu.tflops.int8 = 624: unknown dtype 'int8' (expected fp32, "
             "bf16, fp16 or fp8)");
   EXPECT_EQ(Rejection("topology = \"torus\"\n" + std::string(kMinimal)),
-            "cluster file 't.toml': topology = 'torus': unknown topology (expected fat-tree or "
-            "single-switch)");
+            "cluster file 't.toml': topology = 'torus': unknown topology (expected fat-tree, "
+            "single-switch or rail-optimised)");
   EXPECT_EQ(Rejection("base = \"dgx-z100\"\n"),
             "cluster file 't.toml': base = 'dgx-z100': unknown preset (the presets are dgx-h100, "
-            "dgx-a100, host)");
+            "dgx-a100, host, dgx-h100-ft-1to1, dgx-h100-ft-2to1, dgx-h100-superpod)");
   EXPECT_EQ(Rejection("memory_gb = 80\n" + std::string(kMinimal)),
             "cluster file 't.toml': unknown key 'memory_gb' (expected base, name, source, nodes, "
-            "gpus_per_node, nics_per_node, topology, gpu, intra_node, inter_node or node_groups)");
+            "gpus_per_node, nics_per_node, topology, gpu, intra_node, inter_node, node_groups or "
+            "fabric)");
   EXPECT_EQ(Rejection(Edit("memory_gb = 80", "memory_GB = 80")),
             "cluster file 't.toml': unknown key 'gpu.memory_GB' (expected name, memory_gb, "
             "hbm_tb_per_s or tflops)");

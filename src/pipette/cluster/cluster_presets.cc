@@ -35,7 +35,44 @@ ClusterSpec DgxH100() {
   spec.intra_node = LinkSpec{450e9, kNvlinkLatency};     // 900 GB/s bidirectional per GPU
   spec.inter_node = LinkSpec{50e9, kInfinibandLatency};  // 400 Gb/s NDR per NIC
   spec.nics_per_node = 8;
+  // A non-blocking fabric, simulated as one switch (a 1:1 fat-tree without hop latency carries
+  // the same rates: docs/clusters.md).
+  spec.topology = Topology::kSingleSwitch;
+  return spec;
+}
+
+// DGX H100 nodes on a two-level fat-tree of 64-port NDR switches (QM9700): 4 nodes (32 NICs) per
+// leaf, leaf uplinks 1:1 or `ratio`:1. The 5 us inter-node latency already holds the
+// leaf-spine-leaf hops (docs/clusters.md), so hops add none.
+ClusterSpec DgxH100FatTree(const char* name, double ratio) {
+  ClusterSpec spec = DgxH100();
+  spec.name = name;
+  spec.source +=
+      "; fabric: two-level fat-tree of 64-port NDR switches (NVIDIA QM9700), 4 nodes "
+      "per leaf, leaf uplinks oversubscribed as named (docs/clusters.md)";
   spec.topology = Topology::kFatTree;
+  spec.fabric.levels = 2;
+  spec.fabric.nodes_per_leaf = 4;
+  spec.fabric.radix = 64;
+  spec.fabric.oversubscription = {ratio};
+  return spec;
+}
+
+// The DGX H100 SuperPOD compute fabric: scalable units of 32 nodes, NIC k of every node on rail
+// leaf k of its SU (8 rails), rail leaves 1:1 to the spines, NDR 400 Gb/s, 64-port switches.
+ClusterSpec DgxH100SuperPod() {
+  ClusterSpec spec = DgxH100();
+  spec.name = "dgx-h100-superpod";
+  spec.source +=
+      "; fabric: NVIDIA DGX SuperPOD reference architecture featuring DGX H100 (RA-11333-001, "
+      "docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100): SUs of "
+      "32 DGX H100, rail-optimised NDR 400 Gb/s compute fabric, 8 QM9700 (64-port) rail leaves "
+      "per SU, leaves 1:1 to spines";
+  spec.topology = Topology::kRailOptimised;
+  spec.fabric.levels = 2;
+  spec.fabric.nodes_per_leaf = 32;
+  spec.fabric.radix = 64;
+  spec.fabric.oversubscription = {1.0};
   return spec;
 }
 
@@ -59,7 +96,7 @@ ClusterSpec DgxA100() {
   spec.intra_node = LinkSpec{300e9, kNvlinkLatency};     // 600 GB/s bidirectional per GPU
   spec.inter_node = LinkSpec{25e9, kInfinibandLatency};  // 200 Gb/s HDR per NIC
   spec.nics_per_node = 8;
-  spec.topology = Topology::kFatTree;
+  spec.topology = Topology::kSingleSwitch;  // non-blocking, as dgx-h100
   return spec;
 }
 
@@ -98,7 +135,12 @@ ClusterSpec Host() {
 
 std::span<const ClusterSpec> ClusterPresets() {
   // Probed once, the first time a preset is asked for.
-  static const std::array<ClusterSpec, 3> kPresets = {DgxH100(), DgxA100(), Host()};
+  static const std::array<ClusterSpec, 6> kPresets = {DgxH100(),
+                                                      DgxA100(),
+                                                      Host(),
+                                                      DgxH100FatTree("dgx-h100-ft-1to1", 1.0),
+                                                      DgxH100FatTree("dgx-h100-ft-2to1", 2.0),
+                                                      DgxH100SuperPod()};
   return kPresets;
 }
 

@@ -16,7 +16,8 @@
 
 namespace pipette {
 
-// Returns every preset, in the order `pipette clusters` prints them: dgx-h100, dgx-a100, host.
+// Returns every preset, in the order `pipette clusters` prints them: dgx-h100, dgx-a100, host,
+// dgx-h100-ft-1to1, dgx-h100-ft-2to1, dgx-h100-superpod.
 std::span<const ClusterSpec> ClusterPresets();
 
 // Returns the preset called `name`, or nullptr.

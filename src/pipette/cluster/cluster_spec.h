@@ -31,10 +31,39 @@ struct LinkSpec {
   double latency = 0;    // seconds
 };
 
-enum class Topology { kSingleSwitch, kFatTree };
+// The inter-node fabric. kSingleSwitch: every node's uplink on one non-blocking switch.
+// kFatTree: nodes under leaf switches, leaves under spines (and, with 3 levels, pods of leaves
+// under a core), each tier's uplinks possibly oversubscribed. kRailOptimised: DGX SuperPOD style,
+// NIC k of every node of a scalable unit (SU) on rail leaf k of that SU, leaves under spines.
+enum class Topology { kSingleSwitch, kFatTree, kRailOptimised };
 
-// "single-switch", "fat-tree" (the spellings cluster files use).
+// "single-switch", "fat-tree", "rail-optimised" (the spellings cluster files use).
 std::string_view TopologyName(Topology topology);
+
+// The switch tiers above the NICs (ClusterSpec::fabric; unused by kSingleSwitch). Capacities are
+// fluid: a tier's uplink is one link of the summed bandwidth of its uplink ports (traffic spread
+// evenly over them, as adaptive routing or ECMP does), so a 2:1 tier carries half what enters it.
+struct FabricSpec {
+  int levels = 2;           // fat-tree: 2 (leaf-spine) or 3 (leaf-spine-core); rail-optimised: 2
+  int nodes_per_leaf = 4;   // fat-tree: nodes under one leaf; rail-optimised: nodes per SU
+  int leaves_per_pod = 32;  // fat-tree with 3 levels: leaves under one pod's spines
+  int radix = 64;           // ports per switch (for the switch counts `pipette clusters` shows)
+  // Per tier, bottom up (leaf uplinks, then pod uplinks): downlink over uplink bandwidth, >= 1
+  // (1: non-blocking, 2: "2:1").
+  std::vector<double> oversubscription = {1.0, 1.0};
+  double link_bandwidth = 0;  // bytes/s per direction of one switch port (0: the NIC's)
+  double hop_latency = 0;     // seconds added per switch-to-switch link a route crosses
+  friend bool operator==(const FabricSpec&, const FabricSpec&) = default;
+};
+
+// The fabric's numbers as `pipette clusters` prints them (closed forms, docs/clusters.md).
+struct FabricSummary {
+  int leaves = 0;        // leaf switches (rail-optimised: rail leaves, SUs x rails)
+  int pods = 0;          // fat-tree with 3 levels: pods; else 0
+  int spines = 0;        // switches above the leaves (spine and core), from the radix
+  double bisection = 0;  // bytes/s per direction across the worst halving of the nodes
+  double injection = 0;  // bytes/s per direction of every NIC together
+};
 
 // The most GPUs (nodes x gpus_per_node) a cluster may have: world_size() and every rank count
 // derived from it then fit in an int.
@@ -67,7 +96,8 @@ struct ClusterSpec {
   LinkSpec intra_node;  // per GPU port
   LinkSpec inter_node;  // per NIC
   int nics_per_node = 8;
-  Topology topology = Topology::kFatTree;
+  Topology topology = Topology::kSingleSwitch;
+  FabricSpec fabric;  // kFatTree and kRailOptimised only
 
   // Nodes whose GPU differs from `gpu` (no node in two groups); empty: one GPU type.
   std::vector<NodeGroup> node_groups;
@@ -84,7 +114,16 @@ struct ClusterSpec {
   }
   // The GPU with global index `index` (node * gpus_per_node + local index).
   const GpuSpec& GpuAt(int index) const { return GpuOfNode(index / gpus_per_node); }
+  // The bandwidth of one switch port (fabric.link_bandwidth, else the NIC's).
+  double FabricLinkBandwidth() const {
+    return fabric.link_bandwidth > 0 ? fabric.link_bandwidth : inter_node.bandwidth;
+  }
 };
+
+// Leaf, pod and spine counts, the bisection bandwidth (the worst halving of the nodes: half the
+// injection bandwidth divided by the product of the oversubscriptions a halving crosses; a single
+// switch and a 1:1 tree: half the injection) and the injection bandwidth of `cluster`.
+FabricSummary SummarizeFabric(const ClusterSpec& cluster);
 
 // Mixed GPU types with per-chunk costs measured on the cluster's [gpu]: per pipeline rank r (on GPU
 // r * tp, replica 0's mapping), the peak FLOP/s of its GPU for `dtype` over the [gpu]'s, i.e. the

@@ -22,15 +22,21 @@ namespace {
 constexpr std::uintmax_t kMaxClusterFileBytes = 1 << 20;
 constexpr double kMaxMemoryGb = 1e6;  // keeps memory_gb * 1e9 inside an int64
 
-constexpr std::string_view kRootKeys[] = {"base",          "name",          "source",     "nodes",
-                                          "gpus_per_node", "nics_per_node", "topology",   "gpu",
-                                          "intra_node",    "inter_node",    "node_groups"};
+constexpr std::string_view kRootKeys[] = {
+    "base",     "name", "source",     "nodes",      "gpus_per_node", "nics_per_node",
+    "topology", "gpu",  "intra_node", "inter_node", "node_groups",   "fabric"};
+constexpr std::string_view kFabricKeys[] = {"levels",        "nodes_per_leaf",   "leaves_per_pod",
+                                            "radix",         "oversubscription", "link_gb_per_s",
+                                            "hop_latency_us"};
+constexpr int kMaxRadix = 4096;
+constexpr double kMaxOversubscription = 1024;
 constexpr std::string_view kNodeGroupKeys[] = {"nodes", "base", "gpu"};
 constexpr int kMaxNodeGroups = 64;
 constexpr std::string_view kGpuKeys[] = {"name", "memory_gb", "hbm_tb_per_s", "tflops"};
 constexpr std::string_view kLinkKeys[] = {"bandwidth_gb_per_s", "latency_us"};
 constexpr std::string_view kSections[] = {"gpu", "intra_node", "inter_node"};
-constexpr Topology kTopologies[] = {Topology::kFatTree, Topology::kSingleSwitch};
+constexpr Topology kTopologies[] = {Topology::kFatTree, Topology::kSingleSwitch,
+                                    Topology::kRailOptimised};
 
 constexpr IntRange kCount{1, kMaxClusterGpus};
 constexpr IntRange kGpusPerNode{1, kMaxGpusPerNode};
@@ -259,6 +265,94 @@ Status ReadNodeGroups(const TomlTableReader& root, ClusterSpec& spec) {
   return Status::Ok();
 }
 
+// Parses "A:B" (A >= B > 0, finite) into A / B; nullopt when `text` is not such a ratio.
+std::optional<double> ParseRatio(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  auto number = [](const std::string& digits) -> std::optional<double> {
+    if (digits.empty() || digits.find_first_not_of("0123456789.") != std::string::npos ||
+        digits.size() > 24) {
+      return std::nullopt;
+    }
+    const double value = std::strtod(digits.c_str(), nullptr);
+    if (!(value > 0) || !std::isfinite(value)) return std::nullopt;
+    return value;
+  };
+  const std::optional<double> down = number(text.substr(0, colon));
+  const std::optional<double> up = number(text.substr(colon + 1));
+  if (!down || !up || *down < *up || *down / *up > kMaxOversubscription) return std::nullopt;
+  return *down / *up;
+}
+
+// Reads fabric.oversubscription: one "A:B" string for every tier, or an array of one per tier
+// (levels - 1 of them, bottom up).
+Status ReadOversubscription(const TomlTableReader& reader, FabricSpec& fabric) {
+  const toml::node* node = reader.Get("oversubscription");
+  if (node == nullptr) {  // the base preset's, one per tier
+    fabric.oversubscription.resize(fabric.levels - 1, 1.0);
+    return Status::Ok();
+  }
+  const int tiers = fabric.levels - 1;
+  const std::string rule = fmt::format(
+      "must be a ratio \"A:B\" (downlink to uplink bandwidth, A >= B > 0, at most {:g}:1) or an "
+      "array of {} such ratios, one per tier above the leaves (levels = {})",
+      kMaxOversubscription, tiers, fabric.levels);
+  std::vector<const toml::node*> items;
+  if (const toml::array* array = node->as_array()) {
+    for (const toml::node& item : *array) items.push_back(&item);
+    if (static_cast<int>(items.size()) != tiers) items.clear();
+  } else {
+    items.assign(tiers, node);
+  }
+  std::vector<double> ratios;
+  for (const toml::node* item : items) {
+    const std::optional<std::string> text = item->value<std::string>();
+    const std::optional<double> ratio = text ? ParseRatio(*text) : std::nullopt;
+    if (!ratio) break;
+    ratios.push_back(*ratio);
+  }
+  if (items.empty() || ratios.size() != items.size()) {
+    return reader.Error(node,
+                        fmt::format("fabric.oversubscription = {}: {}", ShowToml(*node), rule));
+  }
+  fabric.oversubscription = std::move(ratios);
+  return Status::Ok();
+}
+
+// Reads [fabric] (fat-tree and rail-optimised only); absent keys keep their value.
+Status ReadFabric(const TomlTableReader& root, ClusterSpec& spec) {
+  PIPETTE_ASSIGN_OR_RETURN(const toml::table* table, root.FindTable("fabric"));
+  if (table == nullptr) {
+    spec.fabric.oversubscription.resize(spec.fabric.levels - 1, 1.0);
+    return Status::Ok();
+  }
+  if (spec.topology == Topology::kSingleSwitch) {
+    return root.Error(table,
+                      "[fabric]: topology = 'single-switch' has no fabric tiers (a [fabric] "
+                      "table needs topology = 'fat-tree' or 'rail-optimised')");
+  }
+  const TomlTableReader reader(root.origin(), *table, "fabric.");
+  PIPETTE_RETURN_IF_ERROR(reader.RejectUnknownKeys(kFabricKeys));
+  FabricSpec& f = spec.fabric;
+  const IntRange levels = spec.topology == Topology::kFatTree ? IntRange{2, 3} : IntRange{2, 2};
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<std::int64_t> n, reader.FindInteger("levels", levels));
+  if (n) f.levels = static_cast<int>(*n);
+  PIPETTE_ASSIGN_OR_RETURN(n, reader.FindInteger("nodes_per_leaf", kCount));
+  if (n) f.nodes_per_leaf = static_cast<int>(*n);
+  PIPETTE_ASSIGN_OR_RETURN(n, reader.FindInteger("leaves_per_pod", kCount));
+  if (n) f.leaves_per_pod = static_cast<int>(*n);
+  PIPETTE_ASSIGN_OR_RETURN(n, reader.FindInteger("radix", IntRange{2, kMaxRadix}));
+  if (n) f.radix = static_cast<int>(*n);
+  PIPETTE_RETURN_IF_ERROR(ReadOversubscription(reader, f));
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<double> bandwidth,
+                           reader.FindNumber("link_gb_per_s", kLinkGbPerS));
+  if (bandwidth) f.link_bandwidth = *bandwidth * 1e9;
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<double> latency,
+                           reader.FindNumber("hop_latency_us", kLatencyUs));
+  if (latency) f.hop_latency = *latency * 1e-6;
+  return Status::Ok();
+}
+
 Result<ClusterSpec> ReadCluster(const TomlOrigin& origin, const toml::table& table) {
   const TomlTableReader root = SectionReader(origin, table, "");
   ClusterSpec spec;
@@ -279,6 +373,7 @@ Result<ClusterSpec> ReadCluster(const TomlOrigin& origin, const toml::table& tab
       PIPETTE_RETURN_IF_ERROR(ReadLink(reader, need, link));
     }
   }
+  PIPETTE_RETURN_IF_ERROR(ReadFabric(root, spec));
   PIPETTE_RETURN_IF_ERROR(ReadNodeGroups(root, spec));
   return spec;
 }
@@ -311,6 +406,20 @@ toml::table GpuTable(const GpuSpec& gpu) {
                      {"tflops", std::move(tflops)}};
 }
 
+// The fabric as its [fabric] table.
+toml::table FabricTable(const FabricSpec& f) {
+  toml::array ratios;
+  for (const double ratio : f.oversubscription) ratios.push_back(fmt::format("{}:1", ratio));
+  toml::table table{{"levels", f.levels},
+                    {"nodes_per_leaf", f.nodes_per_leaf},
+                    {"leaves_per_pod", f.leaves_per_pod},
+                    {"radix", f.radix},
+                    {"oversubscription", std::move(ratios)},
+                    {"hop_latency_us", f.hop_latency * 1e6}};
+  if (f.link_bandwidth > 0) table.insert("link_gb_per_s", f.link_bandwidth / 1e9);
+  return table;
+}
+
 }  // namespace
 
 std::string FormatClusterToml(const ClusterSpec& spec) {
@@ -329,6 +438,7 @@ std::string FormatClusterToml(const ClusterSpec& spec) {
       {"inter_node", link(spec.inter_node)},
   };
   toml::table written = file;
+  if (spec.topology != Topology::kSingleSwitch) written.insert("fabric", FabricTable(spec.fabric));
   if (!spec.node_groups.empty()) {
     toml::array groups;
     for (const NodeGroup& group : spec.node_groups) {

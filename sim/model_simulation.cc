@@ -25,21 +25,49 @@ std::vector<double> GradientParams(const ModelPlan& p) {
   return params;
 }
 
-// Per rank: seconds of its ring all-reduce over the dp replicas, over the NICs when any hop of
-// the ring leaves a node, else over NVLink.
-std::vector<double> AllReduceSeconds(const ModelPlan& p, const std::vector<double>& params) {
+// Per rank: the routed experts' share of GradientParams (MoE; / ep).
+std::vector<double> ExpertGradientParams(const ModelPlan& p) {
+  std::vector<double> params(p.config.pp, 0.0);
+  for (const StageInfo& stage : p.plan.stages) params[stage.rank] += stage.expert_params_per_gpu;
+  return params;
+}
+
+// Seconds of rank r's ring all-reduce of `bytes` over the replicas 0, stride, 2 stride, ...
+// (`count` of them), over the NICs when any hop of the ring leaves a node, else over NVLink.
+double RingOf(const ModelPlan& p, int r, int count, int stride, double bytes) {
   const ParallelConfig& c = p.config;
   const int gpn = p.cluster.gpus_per_node;
+  bool crosses_nodes = false;
+  for (int k = 0; k < count; ++k) {
+    crosses_nodes |= GpuOf(c, k * stride, r) / gpn != GpuOf(c, (k + 1) % count * stride, r) / gpn;
+  }
+  const LinkSpec& link = crosses_nodes ? p.cluster.inter_node : p.cluster.intra_node;
+  return RingAllReduceSeconds(count, bytes, link);
+}
+
+// Per rank: seconds of its gradient all-reduce: the dense parameters' ring over the dp replicas,
+// then (MoE with ep > 1) the experts' ring over the dp/ep replicas that hold the same experts.
+std::vector<double> AllReduceSeconds(const ModelPlan& p, const std::vector<double>& params) {
+  const ParallelConfig& c = p.config;
+  const std::vector<double> experts = ExpertGradientParams(p);
   std::vector<double> seconds(c.pp, 0.0);
   for (int r = 0; r < c.pp; ++r) {
-    bool crosses_nodes = false;
-    for (int d = 0; d < c.dp; ++d) {
-      crosses_nodes |= GpuOf(c, d, r) / gpn != GpuOf(c, (d + 1) % c.dp, r) / gpn;
-    }
-    const LinkSpec& link = crosses_nodes ? p.cluster.inter_node : p.cluster.intra_node;
-    seconds[r] = RingAllReduceSeconds(c.dp, params[r] * BytesOf(c.dtype), link);
+    const double dense = c.ep > 1 ? params[r] - experts[r] : params[r];
+    seconds[r] = RingOf(p, r, c.dp, 1, dense * BytesOf(c.dtype));
+    if (c.ep > 1) seconds[r] += RingOf(p, r, c.dp / c.ep, c.ep, experts[r] * BytesOf(c.dtype));
   }
   return seconds;
+}
+
+// The MoE all-to-all of the plan's stages, simulated on the cluster (ep > 1).
+ExpertParallelism ExpertsOf(const ModelPlan& p) {
+  ExpertParallelism experts;
+  experts.ep = p.config.ep;
+  for (const StageInfo& stage : p.plan.stages) {
+    experts.stage_bytes.push_back(stage.alltoall_bytes);
+    experts.stage_layers.push_back(stage.moe_layers);
+  }
+  return experts;
 }
 
 SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
@@ -48,6 +76,7 @@ SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
   SimulationCase one;
   one.program = &p.program;
   one.costs = o.costs ? *o.costs : p.plan.ToCosts();
+  one.costs.overlap_alltoall = o.overlap_alltoall;
   for (const StageInfo& stage : p.plan.stages) {
     one.sizes.stage_output_bytes.push_back(stage.boundary_bytes / c.tp);
   }
@@ -58,6 +87,7 @@ SimulationCase CaseOf(const ModelPlan& p, const ModelSimulationOptions& o,
   } else {
     one.cluster = &p.cluster;
     one.replicas = c.dp;
+    if (c.ep > 1) one.experts = ExpertsOf(p);
     for (int d = 0; d < c.dp; ++d) {
       for (int r = 0; r < c.pp; ++r) one.gpu_of_rank.push_back(GpuOf(c, d, r));
     }
@@ -163,8 +193,11 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
     routes = ClusterPlatformRoutes(p.cluster, gpus);
   }
   const int replicas = o.ideal_network ? 1 : c.dp;
+  // Each all-to-all comm (on the cluster) counts as one instruction.
+  const std::int64_t comms =
+      o.ideal_network ? 0 : ExpertAllToAll::CommsPerReplica(ExpertsOf(p), p.program);
   return CheckSimulationSize(
-      EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()), c.pp,
+      EstimateSimulationSize(static_cast<std::int64_t>(p.program.num_instructions()) + comms, c.pp,
                              replicas, o.steps, routes),
       fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
                   o.steps));

@@ -7,8 +7,11 @@
 // the tensor-parallel group. On the cluster every replica runs, each with its own actors and
 // messages; on the ideal network only replica 0 does and every message takes a fixed latency.
 // Each rank's gradient all-reduce (an analytic ring over the dp replicas, cost/collectives.h, over
-// NVLink when the ring stays inside a node, else over the NICs) follows its program at the end of
-// every step, once the rank has finished in every replica (on the ideal network: in replica 0).
+// NVLink when the ring stays inside a node, else over the NICs; with expert parallelism the
+// routed experts' gradients ring over the dp/ep replicas holding the same experts) follows its
+// program at the end of every step, once the rank has finished in every replica (on the ideal
+// network: in replica 0). MoE stages (ep > 1) exchange their all-to-all as comms on the cluster
+// (sim/expert_alltoall.h), and on the ideal network take its analytic time (Costs::alltoall).
 //
 // SimulateModel calls Simulate(), so it may run once per process (SimGrid allows one engine).
 #pragma once
@@ -35,6 +38,9 @@ struct ModelSimulationOptions {
   std::vector<double> microbatch_scale;
   std::vector<LinkSlowdown> link_slowdowns;
   double flops_per_replica_step = 0;
+  // MoE: whether an overlapped (F;B) cell hides its all-to-all behind its compute
+  // (Costs::overlap_alltoall); false: the serial sum.
+  bool overlap_alltoall = true;
 };
 
 struct ModelSimulation {

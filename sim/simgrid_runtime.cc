@@ -57,7 +57,13 @@ void SimGridRuntime::Work(double seconds) {
 
 void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overhead); }
 
-void SimGridRuntime::Compute(const Instruction& ins) { Work(work_.costs->Of(ins.action)); }
+void SimGridRuntime::Compute(const Instruction& ins) {
+  if (work_.experts != nullptr) {
+    work_.experts->Run(ins.action, *work_.costs, step_, work_.replica, rank_, work_.compute);
+    return;
+  }
+  Work(work_.costs->Of(ins.action));
+}
 
 void SimGridRuntime::Send(const Instruction& ins, std::int64_t bytes) {
   double factor = 1.0, delay = 0.0;

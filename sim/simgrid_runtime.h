@@ -19,6 +19,7 @@
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/uneven_work.h"
+#include "sim/expert_alltoall.h"
 
 namespace pipette {
 
@@ -60,6 +61,10 @@ struct RankWork {
   double allreduce_seconds = 0;           // the data-parallel all-reduce (with `replicas`)
   double optimizer_seconds = 0;           // the parameter update after every step
   simgrid::s4u::Host* compute = nullptr;  // where its compute executes; nullptr: its own host
+  // MoE on the cluster: the case's all-to-all (nullptr: compute takes costs->Of) and the replica
+  // this rank belongs to.
+  ExpertAllToAll* experts = nullptr;
+  int replica = 0;
 };
 
 class SimGridRuntime final : public RankRuntime {

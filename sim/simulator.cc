@@ -38,6 +38,37 @@ Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
   return Status::Ok();
 }
 
+// Expert parallelism: a cluster, replicas divisible by ep, one entry per stage, none negative.
+Status CheckExperts(const SimulationCase& c, std::size_t index) {
+  const ExpertParallelism& e = c.experts;
+  if (e.ep < 1) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: ep = {}: must be >= 1", index, e.ep));
+  }
+  if (!e.active()) return Status::Ok();
+  if (c.cluster == nullptr || c.replicas % e.ep != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "simulation case {}: ep = {} needs a cluster and replicas (here {}) divisible by ep{}",
+        index, e.ep, c.replicas, c.cluster == nullptr ? " (none given)" : ""));
+  }
+  const auto stages = static_cast<std::size_t>(c.program->num_stages());
+  if (e.stage_bytes.size() != stages || e.stage_layers.size() != stages) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: {} all-to-all byte counts and {} layer counts for {} "
+                    "stages",
+                    index, e.stage_bytes.size(), e.stage_layers.size(), stages));
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (e.stage_bytes[s] < 0 || e.stage_layers[s] < 0) {
+      return Status::InvalidArgument(
+          fmt::format("simulation case {}: stage {}: all-to-all bytes {} and layers {} must be "
+                      ">= 0",
+                      index, s, e.stage_bytes[s], e.stage_layers[s]));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckCase(const SimulationCase& c, std::size_t index) {
   if (c.program == nullptr) {
     return Status::InvalidArgument(fmt::format("simulation case {}: no program", index));
@@ -101,11 +132,14 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: latency = {}: must be a number in [0, {:g}]", index,
                     c.latency, kMaxCost));
   }
+  PIPETTE_RETURN_IF_ERROR(CheckExperts(c, index));
   const std::int64_t routes =
       c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
+  // Each all-to-all comm counts as one instruction.
+  const std::int64_t instructions = static_cast<std::int64_t>(c.program->num_instructions()) +
+                                    ExpertAllToAll::CommsPerReplica(c.experts, *c.program);
   return CheckSimulationSize(
-      EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()), c.program->p,
-                             c.replicas, c.steps, routes),
+      EstimateSimulationSize(instructions, c.program->p, c.replicas, c.steps, routes),
       fmt::format("simulation case {}", index));
 }
 
@@ -185,8 +219,14 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
 // keys are unique within a replica and step), one barrier per rank (its all-reduce starts when
 // every replica reaches it) and, with step_barrier, one over every actor.
 void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
-                std::vector<std::unique_ptr<Channels>>& channels, ActorLogs& logs) {
+                std::vector<std::unique_ptr<Channels>>& channels,
+                std::vector<std::unique_ptr<ExpertAllToAll>>& experts, ActorLogs& logs) {
   const int p = sc.program->p;
+  ExpertAllToAll* alltoall = nullptr;
+  if (sc.experts.active()) {
+    experts.push_back(std::make_unique<ExpertAllToAll>(sc.experts, hosts.ranks, p));
+    alltoall = experts.back().get();
+  }
   logs.assign(sc.replicas, std::vector<RankLog>(p));
   std::vector<sg4::BarrierPtr> barriers(p);
   if (!sc.allreduce.empty()) {
@@ -201,9 +241,12 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                                    sc.cluster != nullptr || sc.seconds_per_byte > 0));
     channels.back()->SlowLinks(sc.link_slowdowns);
     for (int r = 0; r < p; ++r) {
+      RankWork work = WorkOf(sc, r, hosts.cores);
+      work.experts = alltoall;
+      work.replica = d;
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
-                         &sc, channels.back().get(), r, WorkOf(sc, r, hosts.cores), barriers[r],
-                         step_barrier, &logs[d][r]);
+                         &sc, channels.back().get(), r, work, barriers[r], step_barrier,
+                         &logs[d][r]);
     }
   }
 }
@@ -266,8 +309,9 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   const std::vector<CaseHosts> hosts = BuildHosts(cases);
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
+  std::vector<std::unique_ptr<ExpertAllToAll>> experts;
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    LaunchCase(cases[c], c, hosts[c], channels, logs[c]);
+    LaunchCase(cases[c], c, hosts[c], channels, experts, logs[c]);
   }
   engine->run();
 

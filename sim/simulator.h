@@ -24,6 +24,7 @@
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/uneven_work.h"
+#include "sim/expert_alltoall.h"
 
 namespace pipette {
 
@@ -69,6 +70,12 @@ struct SimulationCase {
   // cores, each as fast as one rank alone: more busy ranks than cores share them (a CPU engine's
   // machine, oversubscribed). 0: every rank computes on its own device.
   int cores = 0;
+  // MoE expert parallelism on the cluster (sim/expert_alltoall.h): each MoE stage's F, I and B
+  // exchange its all-to-all bytes with the same rank of the other replicas of its ep group as
+  // comms on the platform, and computes take costs.Compute (the costs' own all-to-all seconds
+  // are not added). Needs a cluster and replicas divisible by ep; ep = 1: none (on the ideal
+  // network the costs' all-to-all seconds, Costs::alltoall, are the all-to-all).
+  ExpertParallelism experts;
 };
 
 struct SimulationResult {
@@ -92,7 +99,9 @@ struct SimulationResult {
 // InvalidArgument for a case without a program, with costs of the wrong shape (Costs::Check), a
 // link slowdown out of range, a negative or
 // non-finite latency, seconds per byte, overhead or core count, replicas < 1, steps < 1,
-// all-reduce or optimizer times not one finite non-negative value per rank, a GPU mapping that is
+// all-reduce or optimizer times not one finite non-negative value per rank, expert parallelism
+// without a cluster, with replicas not divisible by ep or stage vectors of the wrong size, a GPU
+// mapping that is
 // not one distinct GPU of the cluster per rank of every replica, or a case over the limits of
 // simulation_size.h (with the estimate). Every check runs before the engine starts.
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases);

@@ -73,6 +73,12 @@ nlohmann::ordered_json JsonOf(const ModelPlan& p, std::string_view schedule) {
     stage["time_w_s"] = s.time_w;
     stage["activation_bytes"] = s.activation_bytes;
     stage["boundary_bytes"] = s.boundary_bytes;
+    if (s.moe_layers > 0) {
+      stage["moe_layers"] = s.moe_layers;
+      stage["alltoall_bytes"] = s.alltoall_bytes;
+      stage["time_alltoall_f_s"] = s.time_alltoall_f;
+      stage["time_alltoall_b_s"] = s.time_alltoall_b;
+    }
     stages.push_back(std::move(stage));
   }
   json["balance"] = p.plan.balance();
@@ -114,6 +120,14 @@ void PrintText(const ModelPlan& p, std::string_view schedule) {
         s.index, s.rank, s.region, s.params / 1e6, s.fwd_flops / 1e9, s.time_f * 1e3,
         s.time_i * 1e3, s.time_w * 1e3, s.activation_bytes / 1e6, s.boundary_bytes / 1e6,
         LayerSummary(p.model, s));
+  }
+  for (const StageInfo& s : p.plan.stages) {
+    if (s.moe_layers == 0) continue;
+    fmt::print(
+        "# stage {}: {} MoE layers, all-to-all {:.2f} MB per GPU and phase, ep={}: {:.3f} ms per "
+        "F, {:.3f} ms per I/B\n",
+        s.index, s.moe_layers, s.alltoall_bytes / 1e6, c.ep, s.time_alltoall_f * 1e3,
+        s.time_alltoall_b * 1e3);
   }
   fmt::print("#\nbalance       {:.4f}   (slowest stage F+I+W time / mean)\n", p.plan.balance());
   fmt::print("rank_balance  {:.4f}   (slowest rank / mean)\n", p.plan.rank_balance());
@@ -178,11 +192,14 @@ int Run(PartitionOptions o) {
 }
 
 int ListModelsCommand() {
-  fmt::print("# {:<16} {:<10} {:>14} {:>14}  {}\n", "name", "kind", "params", "published",
-             "source");
+  // "-" for a count nobody published.
+  const auto published = [](std::int64_t n) { return n > 0 ? std::to_string(n) : "-"; };
+  fmt::print("# {:<16} {:<10} {:>14} {:>14} {:>14} {:>14} {:>7}  {}\n", "name", "kind", "params",
+             "published", "activated", "published_act", "experts", "source");
   for (const ModelListing& m : ListModels()) {
-    fmt::print("  {:<16} {:<10} {:>14} {:>14}  {}\n", m.name, m.kind, m.params,
-               m.published_params > 0 ? std::to_string(m.published_params) : "-", m.source);
+    fmt::print("  {:<16} {:<10} {:>14} {:>14} {:>14} {:>14} {:>7}  {}\n", m.name, m.kind, m.params,
+               published(m.published_params), m.activated_params,
+               published(m.published_activated_params), m.experts, m.source);
   }
   return kExitOk;
 }
@@ -222,6 +239,9 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
                     ->capture_default_str();
   cmd->add_option("--tp", o->config.tp, "Tensor-parallel ranks per stage")->capture_default_str();
   cmd->add_option("--dp", o->config.dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("--ep", o->config.ep,
+                  "Expert-parallel GPUs (MoE models; must divide --dp and the experts)")
+      ->capture_default_str();
   cmd->add_option("--strategy", o->strategy, "uniform, balanced or memory")
       ->capture_default_str()
       ->check(NonEmpty());

@@ -67,6 +67,8 @@ struct SimulateOptions {
   int nodes = 0;  // 0: the preset's
   int dp = 1;
   int tp = 1;
+  int ep = 1;                        // expert-parallel GPUs (MoE models)
+  bool no_alltoall_overlap = false;  // (F;B) cells run their all-to-all serially
   int micro_batch_size = 1;
   int seq_len = 2048;
   CLI::Option* seq_len_option = nullptr;
@@ -107,7 +109,7 @@ Status CheckRequestSize(const SimulateOptions& o, int replicas) {
 }
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
-  return {o.ideal_network, o.latency_us, o.steps};
+  return {o.ideal_network, o.latency_us, o.steps, !o.no_alltoall_overlap};
 }
 
 // The schedule's parameters. A CSV schedule's p and m are the file's: -p and -m left at their
@@ -431,6 +433,7 @@ int RunModel(const SimulateOptions& o) {
   options.config.v = params.v;
   options.config.dp = o.dp;
   options.config.tp = o.tp;
+  options.config.ep = o.ep;
   options.config.microbatches = params.m;
   options.config.micro_batch_size = o.micro_batch_size;
   options.config.seq_len = o.seq_len;
@@ -446,6 +449,7 @@ int RunModel(const SimulateOptions& o) {
   simulation.ideal_network = o.ideal_network;
   simulation.latency = o.latency_us / 1e6;
   simulation.steps = o.steps;
+  simulation.overlap_alltoall = !o.no_alltoall_overlap;
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
   if (!uneven.ok()) return Fail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
@@ -515,6 +519,13 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
   cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
   cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
+  cmd->add_option("--ep", o->ep,
+                  "Expert-parallel GPUs (MoE models): experts sharded over ep of the dp replicas; "
+                  "must divide --dp and the experts")
+      ->capture_default_str();
+  cmd->add_flag("--no-alltoall-overlap", o->no_alltoall_overlap,
+                "MoE: overlapped (F;B) cells run compute and all-to-all serially (default: "
+                "DualPipe's overlap, max(compute, all-to-all))");
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   o->seq_len_option =

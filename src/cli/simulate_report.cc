@@ -39,6 +39,8 @@ nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
   config["dtype"] = DTypeName(c.dtype);
   config["zero"] = c.zero_stage;
   config["recompute"] = c.recompute;
+  config["ep"] = c.ep;
+  config["alltoall_overlap"] = s.overlap_alltoall;
   config["efficiency"] = p.efficiency;
   config["ideal_network"] = s.ideal_network;
   config["latency_us"] = s.latency_us;
@@ -113,6 +115,11 @@ std::string TextOf(const ModelReport& report) {
       "recompute={} efficiency={}\n",
       p.schedule.name, c.pp, c.dp, c.tp, c.v, c.microbatches, c.micro_batch_size, c.seq_len,
       DTypeName(c.dtype), c.zero_stage, c.recompute ? "yes" : "no", p.efficiency);
+  if (p.model.attributes.experts > 0) {
+    out += fmt::format("# moe: {} routed experts, ep={}, all-to-all overlap in (F;B) cells: {}\n",
+                       p.model.attributes.experts, c.ep,
+                       report.settings.overlap_alltoall ? "on" : "off");
+  }
   out += fmt::format(
       "status        {}{}\n", RunStatusOf(report),
       !m.oom ? ""

@@ -28,6 +28,7 @@ struct SimulateSettings {
   bool ideal_network = false;
   double latency_us = 0;  // per message on the ideal network
   int steps = 1;
+  bool overlap_alltoall = true;  // MoE: overlapped (F;B) cells hide their all-to-all
 };
 
 // One simulated run: what was simulated, the settings, and the result.

@@ -173,5 +173,30 @@ TEST(ValidateParallelConfig, ModelWasBuiltForThisWorkload) {
             "for this workload)");
 }
 
+// Expert parallelism: ep divides dp (Megatron-LM carves the expert-parallel group out of the
+// data-parallel one) and the model's routed experts; a dense model takes no ep.
+TEST(ParallelConfig, ExpertParallelismDividesDpAndTheExperts) {
+  ModelGraph moe = Model(8, 32, 8);
+  moe.attributes.experts = 6;
+  ParallelConfig config = Valid();
+  config.ep = 2;
+  EXPECT_TRUE(ValidateParallelConfig(config, moe, Cluster()).ok());
+  config.ep = 0;
+  EXPECT_EQ(Rejection(config, moe), "--ep = 0: need at least 1 expert-parallel GPU");
+  config.ep = 4;
+  EXPECT_EQ(Rejection(config, moe),
+            "--ep = 4: must divide --dp = 2 (experts are sharded over ep GPUs of the "
+            "data-parallel dimension)");
+  config.dp = 4;
+  config.tp = 4;
+  EXPECT_EQ(Rejection(config, moe),
+            "--ep = 4: the model's 6 routed experts are not divisible by ep (each GPU of the "
+            "group holds experts/ep of them)");
+  config.ep = 2;
+  EXPECT_EQ(Rejection(config),
+            "--ep = 2: model 'test-decoder' has no mixture-of-experts layers (expert parallelism "
+            "needs an MoE model, e.g. deepseek-v3, mixtral-8x7b or moe-small)");
+}
+
 }  // namespace
 }  // namespace pipette

@@ -235,7 +235,7 @@ TEST(ModelToml, DefaultNameIsTheFileStem) {
 TEST(ModelToml, ErrorsNameFileLineLayerKeyValueAndRule) {
   EXPECT_EQ(ErrorOf("[[layer]]\nname = \"x\"\ntype = \"conv\"\n"),
             "m.toml:3: layer 'x': type = 'conv': unknown layer type (expected embedding, "
-            "attention, mlp, norm, head, loss, linear or custom)");
+            "attention, mlp, moe, norm, head, loss, linear or custom)");
   EXPECT_EQ(ErrorOf("[[layer]]\nname = \"a\"\ntype = \"loss\"\nvocab = 10\n"
                     "[[layer]]\nname = \"b\"\ntype = \"loss\"\nvocab = 10\ninputs = [\"c\"]\n"),
             "m.toml:9: layer 'b': inputs = [ 'c' ]: no layer is named 'c'");

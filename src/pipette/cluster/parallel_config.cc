@@ -29,6 +29,13 @@ Status CheckCounts(const ParallelConfig& config) {
   PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("--pp", config.pp, "pipeline rank"));
   PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("--dp", config.dp, "data-parallel replica"));
   PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("--tp", config.tp, "tensor-parallel rank"));
+  PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("--ep", config.ep, "expert-parallel GPU"));
+  if (config.dp % config.ep != 0) {
+    return Status::InvalidArgument(
+        fmt::format("--ep = {}: must divide --dp = {} (experts are sharded over ep GPUs of the "
+                    "data-parallel dimension)",
+                    config.ep, config.dp));
+  }
   PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("-v", config.v, "stage per pipeline rank"));
   PIPETTE_RETURN_IF_ERROR(CheckAtLeastOne("-m", config.microbatches, "microbatch per step"));
   PIPETTE_RETURN_IF_ERROR(
@@ -83,6 +90,18 @@ Status CheckAgainstModel(const ParallelConfig& config, const ModelGraph& model) 
     return Status::InvalidArgument(
         fmt::format("--tp = {}: the model's {} key-value heads are not divisible by tp", config.tp,
                     attributes.kv_heads));
+  }
+  if (config.ep > 1 && attributes.experts == 0) {
+    return Status::InvalidArgument(fmt::format(
+        "--ep = {}: model '{}' has no mixture-of-experts layers (expert parallelism needs an MoE "
+        "model, e.g. deepseek-v3, mixtral-8x7b or moe-small)",
+        config.ep, model.name));
+  }
+  if (config.ep > 1 && attributes.experts % config.ep != 0) {
+    return Status::InvalidArgument(
+        fmt::format("--ep = {}: the model's {} routed experts are not divisible by ep (each GPU "
+                    "of the group holds experts/ep of them)",
+                    config.ep, attributes.experts));
   }
   const std::int64_t stages = std::int64_t{config.pp} * config.v;
   const std::int64_t layers = static_cast<std::int64_t>(model.num_layers());

@@ -29,8 +29,10 @@ class MemoryModel {
  public:
   explicit MemoryModel(const ParallelConfig& config) : config_(config) {}
 
-  // Bytes of weights, gradients and optimizer state for `params_per_gpu` parameters.
-  MemoryBreakdown Static(double params_per_gpu) const;
+  // Bytes of weights, gradients and optimizer state for `params_per_gpu` parameters, of which
+  // `expert_params_per_gpu` are routed experts' (already divided by ep): ZeRO shards those over
+  // the dp/ep replicas that hold the same experts, the rest over dp.
+  MemoryBreakdown Static(double params_per_gpu, double expert_params_per_gpu = 0) const;
 
   // Bytes per GPU of weights per parameter, gradients per parameter, optimizer state per parameter
   // (before ZeRO sharding).

@@ -7,6 +7,38 @@
 #include "pipette/model/layer_formulas.h"
 
 namespace pipette {
+namespace {
+
+MoeShape MoeOf(const DecoderSpec& spec) {
+  return MoeShape{.hidden = spec.hidden,
+                  .expert_ffn = spec.expert_ffn_hidden,
+                  .experts = spec.experts,
+                  .top_k = spec.top_k,
+                  .shared_experts = spec.shared_experts,
+                  .capacity_factor = spec.capacity_factor,
+                  .gated = spec.gated_mlp,
+                  .bias = spec.bias};
+}
+
+Status ValidateMoe(const DecoderSpec& spec, const std::string& context) {
+  if (spec.experts == 0) {
+    for (const auto& [key, set] : {std::pair{"moe_top_k", spec.top_k != 0},
+                                   {"moe_expert_ffn_hidden", spec.expert_ffn_hidden != 0},
+                                   {"moe_shared_experts", spec.shared_experts != 0},
+                                   {"moe_capacity_factor", spec.capacity_factor != 1},
+                                   {"moe_first_dense_blocks", spec.first_dense_blocks != 0}}) {
+      if (set) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: {} is set but moe_experts = 0: MoE keys need moe_experts >= 1", context, key));
+      }
+    }
+    return Status::Ok();
+  }
+  PIPETTE_RETURN_IF_ERROR(CheckMoeShape(context, "moe_", MoeOf(spec)));
+  return CheckRange(context, "moe_first_dense_blocks", spec.first_dense_blocks, 0, spec.layers);
+}
+
+}  // namespace
 
 Status ValidateDecoderSpec(const DecoderSpec& spec) {
   const std::string context = fmt::format("model '{}'", spec.name);
@@ -20,6 +52,7 @@ Status ValidateDecoderSpec(const DecoderSpec& spec) {
     PIPETTE_RETURN_IF_ERROR(
         CheckRange(context, "max_positions", spec.max_positions, 1, kMaxDimension));
   }
+  PIPETTE_RETURN_IF_ERROR(ValidateMoe(spec, context));
   if (spec.hidden % spec.heads != 0) {
     return Status::InvalidArgument(
         fmt::format("{}: hidden = {}, heads = {}: hidden must be divisible by heads", context,
@@ -63,7 +96,11 @@ LayerId AppendDecoder(const DecoderSpec& spec, const Workload& workload,
         model.Connect(producer, attn, model.layer(producer).output_bytes);
       }
     }
-    append(MlpLayer(fmt::format("block{}.mlp", i), mlp, tokens));
+    if (spec.experts > 0 && i >= spec.first_dense_blocks) {
+      append(MoeLayer(fmt::format("block{}.moe", i), MoeOf(spec), tokens));
+    } else {
+      append(MlpLayer(fmt::format("block{}.mlp", i), mlp, tokens));
+    }
   }
   append(NormLayer("final_norm", spec.hidden, spec.bias, tokens));
   append(HeadLayer("head", spec.hidden, spec.vocab, spec.tied_embeddings, tokens));
@@ -78,8 +115,8 @@ Result<ModelGraph> BuildDecoder(const DecoderSpec& spec, const Workload& workloa
   ModelGraph model;
   model.name = spec.name;
   model.workload = workload;
-  model.attributes =
-      ModelAttributes{spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.vocab};
+  model.attributes = ModelAttributes{spec.layers,   spec.hidden, spec.heads,
+                                     spec.kv_heads, spec.vocab,  spec.experts};
   AppendDecoder(spec, workload, DecoderPlacement{}, model);
   return model;
 }

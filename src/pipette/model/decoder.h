@@ -40,11 +40,26 @@ struct DecoderSpec {
   // Rows of that table (its context length); with RoPE the context length the real engines train
   // at by default (no table), 0 when the model gives none.
   int max_positions = 0;
+  // Mixture of experts (docs/models.md): experts = 0 is a dense decoder. Otherwise blocks
+  // first_dense_blocks .. layers-1 have an MoE MLP (layer_formulas.h MoeShape: `experts` routed
+  // experts of inner width expert_ffn_hidden, top_k of them per token, shared_experts more that
+  // every token uses, the capacity factor), gated and biased as the dense MLP; the first
+  // first_dense_blocks blocks keep the dense MLP of ffn_hidden (DeepSeek-V3's first_k_dense).
+  int experts = 0;
+  int top_k = 0;
+  int expert_ffn_hidden = 0;
+  int shared_experts = 0;
+  double capacity_factor = 1;
+  int first_dense_blocks = 0;
+  std::int64_t published_activated_params = 0;  // MoE: the authors' activated count; 0 if none
 };
 
 // Returns OK or InvalidArgument naming the model, the field, its value and the rule: every count
 // >= 1 and within the limits of layer_formulas.h; hidden divisible by heads; heads divisible by
-// kv_heads; max_positions >= 1 with learned positions.
+// kv_heads; max_positions >= 1 with learned positions; with experts > 0 the MoE keys by
+// CheckMoeShape (named moe_experts, moe_top_k, ...) and first_dense_blocks in [0, layers]; with
+// experts = 0 no other MoE key set.
+// The graph of an MoE decoder has `block{i}.moe` layers (type "moe") in place of `block{i}.mlp`.
 Status ValidateDecoderSpec(const DecoderSpec& spec);
 
 // Returns the decoder as a graph for `workload` (its name is spec.name, its layers are in region

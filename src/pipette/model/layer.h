@@ -26,6 +26,12 @@ struct LayerShape {
   bool gated = false;           // mlp: SwiGLU instead of GELU
   bool bias = false;            // linear biases, and LayerNorm instead of RMSNorm
   bool tied = false;            // head: the embedding owns the matrix
+  // moe: routed experts, experts per token, shared experts, and the capacity factor (1: no
+  // padding). ffn_hidden is then each expert's inner width.
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t shared_experts = 0;
+  double capacity_factor = 0;
 };
 
 struct Layer {
@@ -54,6 +60,18 @@ struct Layer {
   std::int64_t tp_allreduce_bytes = 0;
   // Whether FLOPs, parameters and activations split over tp ranks (norms are replicated).
   bool tp_sharded = true;
+
+  // Mixture of experts (type "moe", 0 elsewhere). Bytes one GPU sends in ONE all-to-all of the
+  // layer, before tensor and expert parallelism: tokens x top_k x hidden x dtype bytes x capacity
+  // factor. A forward runs two (dispatch, combine), so does an input-gradient backward (their
+  // gradients); a weight-gradient backward none. Of them (ep-1)/ep leave the GPU (cost/
+  // collectives.h AllToAllSeconds).
+  std::int64_t alltoall_bytes = 0;
+  // Of `params`, those of the routed experts: each expert lives on one GPU of its expert-parallel
+  // group, so a GPU holds expert_params / ep of them.
+  std::int64_t expert_params = 0;
+  // Of expert_params, those of the top_k experts one token passes through (the activated ones).
+  std::int64_t activated_expert_params = 0;
 
   LayerShape shape = {};
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <utility>
 
 namespace pipette {
@@ -156,6 +157,78 @@ Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens
   // write, last GEMM t·f + t·h, residual add 3·t·h.
   layer.hbm_bytes = e * (layer.params + 7 * t * h + (shape.gated ? 6 : 4) * t * f);
   layer.tp_allreduce_bytes = e * t * h;
+  return layer;
+}
+
+Status CheckMoeShape(std::string_view context, std::string_view key_prefix, const MoeShape& shape) {
+  const auto key = [&](std::string_view name) { return fmt::format("{}{}", key_prefix, name); };
+  PIPETTE_RETURN_IF_ERROR(CheckRange(context, key("experts"), shape.experts, 1, kMaxExperts));
+  PIPETTE_RETURN_IF_ERROR(CheckRange(context, key("top_k"), shape.top_k, 1, kMaxExperts));
+  if (shape.top_k > shape.experts) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} = {}: must be at most {} = {} (a token picks top_k of the experts)",
+                    context, key("top_k"), shape.top_k, key("experts"), shape.experts));
+  }
+  PIPETTE_RETURN_IF_ERROR(
+      CheckRange(context, key("shared_experts"), shape.shared_experts, 0, kMaxExperts));
+  PIPETTE_RETURN_IF_ERROR(
+      CheckRange(context, key("expert_ffn_hidden"), shape.expert_ffn, 1, kMaxDimension));
+  if (!(shape.capacity_factor >= 1 && shape.capacity_factor <= kMaxCapacityFactor)) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} = {}: must be a number in [1, {:g}] (1: no padding)", context,
+                    key("capacity_factor"), shape.capacity_factor, kMaxCapacityFactor));
+  }
+  return Status::Ok();
+}
+
+Layer MoeLayer(std::string name, const MoeShape& shape, const TokenBatch& tokens) {
+  const std::int64_t t = tokens.tokens();
+  const std::int64_t e = tokens.bytes;
+  const std::int64_t h = shape.hidden;
+  const std::int64_t f = shape.expert_ffn;
+  const std::int64_t matrices = shape.gated ? 3 : 2;
+  const std::int64_t kept = shape.gated ? 3 : 2;  // f-wide tensors kept per row (see MlpLayer)
+  // Rows the routed experts process: c x tokens x top_k (padded buffers).
+  const auto rows = static_cast<std::int64_t>(
+      std::llround(shape.capacity_factor * static_cast<double>(t * shape.top_k)));
+  const std::int64_t shared_rows = t * shape.shared_experts;
+  Layer layer = Named(std::move(name), "moe");
+  layer.shape = {.hidden = h,
+                 .ffn_hidden = f,
+                 .gated = shape.gated,
+                 .bias = shape.bias,
+                 .experts = shape.experts,
+                 .top_k = shape.top_k,
+                 .shared_experts = shape.shared_experts,
+                 .capacity_factor = shape.capacity_factor};
+  const std::int64_t expert = matrices * h * f + (shape.bias ? (matrices - 1) * f + h : 0);
+  layer.expert_params = shape.experts * expert;
+  layer.activated_expert_params = shape.top_k * expert;
+  layer.params = NormParams(h, shape.bias) + h * shape.experts + layer.expert_params +
+                 shape.shared_experts * expert;
+
+  // Router logits, the routed rows through their experts, every token through the shared ones.
+  layer.fwd_flops = Gemm(t, shape.experts, h) + static_cast<double>(matrices) * Gemm(rows, f, h) +
+                    static_cast<double>(matrices) * Gemm(shared_rows, f, h);
+  layer.igrad_flops = layer.fwd_flops;
+  layer.wgrad_flops = layer.fwd_flops;
+
+  // Norm input and router/shared-expert input (dtype), router probabilities (fp32), per routed
+  // row its dispatched input, the f-wide intermediates and its expert output (the combine weights
+  // it), per shared row the f-wide intermediates; a dropout mask with biases.
+  layer.activation_bytes = e * t * 2 * h + 4 * t * shape.experts + e * rows * (2 * h + kept * f) +
+                           e * shared_rows * kept * f + (shape.bias ? t * h : 0);
+  layer.activation_bytes_recompute = e * t * h;
+  // Inputs of the weight GEMMs: router input, each row's first and last expert GEMM inputs.
+  layer.wgrad_input_bytes = e * t * h + e * rows * (h + f) + e * shared_rows * f;
+  layer.output_bytes = e * t * h;
+  // The activated experts' weights (top_k routed and the shared ones), norm, router, residual as
+  // in MlpLayer, the routed rows' intermediates, the dispatch and combine permutations.
+  layer.hbm_bytes = e * (NormParams(h, shape.bias) + h * shape.experts +
+                         (shape.top_k + shape.shared_experts) * expert + 7 * t * h +
+                         (shape.gated ? 6 : 4) * (rows + shared_rows) * f + 4 * rows * h);
+  layer.tp_allreduce_bytes = e * t * h;
+  layer.alltoall_bytes = e * rows * h;
   return layer;
 }
 

@@ -36,6 +36,8 @@ inline constexpr std::int64_t kMaxHeads = 4096;
 inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
 inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxTokensPerMicrobatch = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxExperts = 4096;  // routed (and shared) experts per layer
+inline constexpr double kMaxCapacityFactor = 64;
 
 // Bytes of one token id (int32) as embeddings and the loss read them.
 inline constexpr std::int64_t kTokenIdBytes = 4;
@@ -78,6 +80,29 @@ struct MlpShape {
   bool bias = false;  // biases on every matrix; LayerNorm (with bias) instead of RMSNorm
 };
 
+// A mixture-of-experts feed-forward block (Shazeer et al. 2017; GShard; DeepSeek-V3): a router
+// (hidden -> experts logits, no bias) sends each token to its top_k routed experts, each an MLP
+// of `expert_ffn` inner width (SwiGLU when `gated`), and every token also passes through the
+// shared experts. With a capacity factor c >= 1 every expert's buffer is padded to c times its
+// even share of the tokens (c x tokens x top_k rows in all), which the routed GEMMs and the
+// all-to-all carry; c = 1 is dropless without padding.
+struct MoeShape {
+  std::int64_t hidden = 0;
+  std::int64_t expert_ffn = 0;
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t shared_experts = 0;
+  double capacity_factor = 1;
+  bool gated = true;
+  bool bias = false;
+};
+
+// Returns OK or InvalidArgument "`context`: key = value: rule" for an MoE shape: experts in
+// [1, kMaxExperts], top_k in [1, experts], shared_experts in [0, kMaxExperts], expert_ffn in
+// [1, kMaxDimension], capacity_factor a number in [1, kMaxCapacityFactor]. (hidden is checked by
+// the caller.) `key_prefix` is prepended to every key ("moe_" for a decoder's keys).
+Status CheckMoeShape(std::string_view context, std::string_view key_prefix, const MoeShape& shape);
+
 // Parameters of a norm over `hidden`: LayerNorm (scale and bias, 2h) when `bias`, else RMSNorm (h).
 std::int64_t NormParams(std::int64_t hidden, bool bias);
 
@@ -96,6 +121,11 @@ Layer AttentionLayer(std::string name, const AttentionShape& shape, const TokenB
 
 // Post-attention norm and the feed-forward block.
 Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens);
+
+// Post-attention norm and a mixture-of-experts block (type "moe"): FLOPs of the router, the
+// top_k routed experts per token (times the capacity factor) and the shared experts; parameters of
+// all experts; the all-to-all bytes of one dispatch (layer.h). REQUIRES: CheckMoeShape.
+Layer MoeLayer(std::string name, const MoeShape& shape, const TokenBatch& tokens);
 
 // A standalone norm (a decoder's final norm). Replicated under TP.
 Layer NormLayer(std::string name, std::int64_t hidden, bool bias, const TokenBatch& tokens);

@@ -87,6 +87,15 @@ std::int64_t ModelGraph::TotalParams() const {
   return total;
 }
 
+std::int64_t ModelGraph::ActivatedParams() const {
+  std::int64_t total = 0;
+  for (std::size_t v = 0; v < num_layers(); ++v) {
+    const Layer& layer = graph[v];
+    total += layer.params - layer.expert_params + layer.activated_expert_params;
+  }
+  return total;
+}
+
 std::vector<std::string> ModelGraph::Regions() const {
   std::vector<std::string> regions;
   Result<std::vector<LayerId>> order = TopologicalOrder();

@@ -39,6 +39,7 @@ struct ModelAttributes {
   int heads = 0;  // attention heads (the text tower's for multimodal models)
   int kv_heads = 0;
   int vocab = 0;
+  int experts = 0;  // routed experts per MoE layer (the gcd over them); 0: a dense model
 };
 
 class ModelGraph {
@@ -66,6 +67,9 @@ class ModelGraph {
   std::vector<LayerId> FindCycle() const;
   // Sum of the layers' parameters.
   std::int64_t TotalParams() const;
+  // The parameters one token passes through: TotalParams() less the routed experts it does not
+  // use (an MoE layer counts top_k of its experts). = TotalParams() for a dense model.
+  std::int64_t ActivatedParams() const;
   // Region names in order of first appearance in the topological order.
   std::vector<std::string> Regions() const;
 };

@@ -84,10 +84,64 @@ DecoderSpec TinyLlama(std::string name, bool tied) {
   return spec;
 }
 
+// DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437; HF deepseek-ai/DeepSeek-V3 config.json):
+// 61 blocks of hidden 7168, 128 heads, vocab 129280, untied head; blocks 0-2 dense (SwiGLU 18432),
+// blocks 3-60 MoE: 256 routed experts of 2048, top 8, 1 shared expert. 671B total, 37B activated
+// (the multi-token-prediction module's 14B are not part of either). Multi-head latent attention
+// (MLA: q_lora_rank 1536, kv_lora_rank 512, qk heads of 128 + 64 rope, v heads of 128; 187.1M
+// parameters per block) is approximated by standard multi-head attention of 128 heads (205.5M
+// per block, +1.1B in all; docs/models.md).
+DecoderSpec DeepSeekV3() {
+  DecoderSpec spec = Llama("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, false, 671'000'000'000,
+                           "DeepSeek-AI 2024 (DeepSeek-V3 technical report, arXiv 2412.19437); HF "
+                           "deepseek-ai/DeepSeek-V3 config.json (61 layers, hidden 7168, 128 "
+                           "heads, first_k_dense_replace 3 with intermediate 18432, 256 routed "
+                           "experts of 2048, 8 per token, 1 shared, vocab 129280); 671B total, "
+                           "37B activated; MLA approximated by multi-head attention");
+  spec.experts = 256;
+  spec.top_k = 8;
+  spec.expert_ffn_hidden = 2048;
+  spec.shared_experts = 1;
+  spec.first_dense_blocks = 3;
+  spec.published_activated_params = 37'000'000'000;
+  return spec;
+}
+
+// Mixtral 8x7B (Jiang et al. 2024, arXiv 2401.04088; HF mistralai/Mixtral-8x7B-v0.1 config.json):
+// Mistral-7B's attention (32 heads, 8 KV heads) with every MLP an MoE of 8 SwiGLU experts of
+// 14336, top 2. 46.7B total, 12.9B activated.
+DecoderSpec Mixtral8x7B() {
+  DecoderSpec spec = Llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, false, 46'700'000'000,
+                           "Jiang et al. 2024 (Mixtral of Experts, arXiv 2401.04088); HF "
+                           "mistralai/Mixtral-8x7B-v0.1 config.json (32 layers, hidden 4096, 32 "
+                           "heads, 8 kv heads, 8 experts of 14336, 2 per token, vocab 32000); "
+                           "46.7B total, 12.9B activated");
+  spec.experts = 8;
+  spec.top_k = 2;
+  spec.expert_ffn_hidden = 14336;
+  spec.published_activated_params = 12'900'000'000;
+  return spec;
+}
+
+// A small MoE decoder, cheap to partition and simulate (pipette's design, no published count):
+// 16 blocks of 2048 (16 heads), the first one dense, then 32 routed experts of 1024, top 4, and
+// one shared expert (DeepSeek-style fine-grained experts); 3.57B total, 0.92B activated.
+DecoderSpec MoeSmall() {
+  DecoderSpec spec = Llama("moe-small", 16, 2048, 16, 16, 8192, 32000, false, 0,
+                           "pipette's small MoE test model (DeepSeek-style: first block dense, "
+                           "32 routed experts of 1024, 4 per token, 1 shared)");
+  spec.experts = 32;
+  spec.top_k = 4;
+  spec.expert_ffn_hidden = 1024;
+  spec.shared_experts = 1;
+  spec.first_dense_blocks = 1;
+  return spec;
+}
+
 }  // namespace
 
 std::span<const DecoderSpec> DecoderPresets() {
-  static const std::array<DecoderSpec, 12> kPresets = {
+  static const std::array<DecoderSpec, 15> kPresets = {
       Gpt("gpt2-124m", 12, 768, 12, 1024, 124'000'000,
           "Radford et al. 2019 (GPT-2); HF openai-community/gpt2 config.json (n_layer 12, n_embd "
           "768, n_head 12, n_positions 1024, vocab 50257); OpenAI checkpoint '124M' "
@@ -112,6 +166,9 @@ std::span<const DecoderSpec> DecoderPresets() {
       Llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, false, 70'600'000'000,
             "Meta 2024 (Llama 3); HF meta-llama/Meta-Llama-3-70B config.json; 70.6B params"),
       Llama32_1B(),
+      DeepSeekV3(),
+      Mixtral8x7B(),
+      MoeSmall(),
       TinyGpt("tiny", false),
       TinyGpt("tiny-tied", true),
       TinyLlama("tiny-llama", false),

@@ -31,12 +31,14 @@ std::vector<ModelListing> ListModels() {
   for (const DecoderSpec& spec : DecoderPresets()) {
     Result<ModelGraph> model = BuildDecoder(spec, tiny);
     listing.push_back(ModelListing{spec.name, "decoder", model.ok() ? model->TotalParams() : 0,
-                                   spec.source, spec.published_params});
+                                   spec.source, spec.published_params,
+                                   model.ok() ? model->ActivatedParams() : 0,
+                                   spec.published_activated_params, spec.experts});
   }
   for (const TwoTowerSpec& spec : TwoTowerPresets()) {
     Result<ModelGraph> model = BuildTwoTower(spec, tiny);
     listing.push_back(ModelListing{spec.name, "two-tower", model.ok() ? model->TotalParams() : 0,
-                                   spec.source, 0});
+                                   spec.source, 0, model.ok() ? model->ActivatedParams() : 0});
   }
   return listing;
 }

@@ -25,6 +25,11 @@ struct ModelListing {
   std::int64_t params;  // pipette's count (TotalParams of the built graph)
   std::string source;
   std::int64_t published_params = 0;  // the authors' count; 0 if none
+  // Parameters one token passes through (ModelGraph::ActivatedParams; = params when dense) and
+  // the authors' count of them (0 if none).
+  std::int64_t activated_params = 0;
+  std::int64_t published_activated_params = 0;
+  int experts = 0;  // routed experts per MoE layer; 0: dense
 };
 
 // Returns every preset: the decoders, then the two-tower models, each in its table's order.

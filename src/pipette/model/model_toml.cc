@@ -49,6 +49,9 @@ const std::vector<LayerType>& LayerTypes() {
       {"embedding", {"vocab", "hidden"}, {"positions"}},
       {"attention", {"hidden", "heads"}, {"kv_heads", "bias"}},
       {"mlp", {"hidden", "ffn_hidden"}, {"gated", "bias"}},
+      {"moe",
+       {"hidden", "expert_ffn_hidden", "experts", "top_k"},
+       {"shared_experts", "capacity_factor", "gated", "bias"}},
       {"norm", {"hidden"}, {"bias"}},
       {"head", {"hidden", "vocab"}, {"tied"}},
       {"loss", {"vocab"}, {}},
@@ -175,6 +178,28 @@ Result<Layer> ReadCustom(const TomlTableReader& r, std::string name, const Token
   return layer;
 }
 
+Result<Layer> ReadMoe(const TomlTableReader& r, std::string name, std::int64_t hidden,
+                      const TokenBatch& tokens) {
+  MoeShape shape{.hidden = hidden};
+  PIPETTE_ASSIGN_OR_RETURN(shape.expert_ffn, r.Integer("expert_ffn_hidden", kDimension));
+  PIPETTE_ASSIGN_OR_RETURN(shape.experts, r.Integer("experts", {1, kMaxExperts}));
+  PIPETTE_ASSIGN_OR_RETURN(shape.top_k, r.Integer("top_k", {1, kMaxExperts}));
+  PIPETTE_ASSIGN_OR_RETURN(shape.shared_experts, r.Integer("shared_experts", {0, kMaxExperts}, 0));
+  PIPETTE_ASSIGN_OR_RETURN(
+      shape.capacity_factor,
+      r.Number("capacity_factor",
+               NumberRange{.min = 1, .max = kMaxCapacityFactor, .rule = "a number >= 1"}, 1.0));
+  PIPETTE_ASSIGN_OR_RETURN(shape.gated, r.Bool("gated", false));
+  PIPETTE_ASSIGN_OR_RETURN(shape.bias, r.Bool("bias", false));
+  if (shape.top_k > shape.experts) {
+    return r.Error(r.Get("top_k"),
+                   fmt::format("top_k = {}: must be at most experts = {} (a token picks top_k of "
+                               "the experts)",
+                               shape.top_k, shape.experts));
+  }
+  return MoeLayer(std::move(name), shape, tokens);
+}
+
 // Reads the shape keys of `type` and returns the layer its formula gives.
 Result<Layer> ReadShaped(const TomlTableReader& r, const LayerType& type, std::string name,
                          const TokenBatch& tokens, Entry& entry) {
@@ -210,6 +235,7 @@ Result<Layer> ReadShaped(const TomlTableReader& r, const LayerType& type, std::s
     PIPETTE_ASSIGN_OR_RETURN(const bool bias, r.Bool("bias", false));
     return MlpLayer(std::move(name), MlpShape{hidden, ffn, gated, bias}, tokens);
   }
+  if (kind == "moe") return ReadMoe(r, std::move(name), hidden, tokens);
   if (kind == "norm") {
     PIPETTE_ASSIGN_OR_RETURN(const bool bias, r.Bool("bias", false));
     return NormLayer(std::move(name), hidden, bias, tokens);
@@ -337,7 +363,8 @@ Result<std::vector<LayerId>> OrderLayers(const TomlOrigin& origin,
 }
 
 // blocks = the attention layers; heads and kv_heads = their gcd; hidden and vocab = those of the
-// first layer (in file order) that has one.
+// first layer (in file order) that has one; experts = the gcd of the moe layers' routed experts
+// (so an ep that divides it divides every layer's).
 ModelAttributes AttributesOf(const std::vector<Entry>& entries) {
   ModelAttributes attributes;
   for (const Entry& entry : entries) {
@@ -348,6 +375,9 @@ ModelAttributes AttributesOf(const std::vector<Entry>& entries) {
       ++attributes.blocks;
       attributes.heads = std::gcd(attributes.heads, static_cast<int>(shape.heads));
       attributes.kv_heads = std::gcd(attributes.kv_heads, static_cast<int>(shape.kv_heads));
+    }
+    if (entry.layer.type == "moe") {
+      attributes.experts = std::gcd(attributes.experts, static_cast<int>(shape.experts));
     }
   }
   return attributes;

@@ -15,6 +15,9 @@
 //   embedding: vocab, hidden, positions = 0 (rows of a learned position table)
 //   attention: hidden, heads, kv_heads = heads, bias = false
 //   mlp:       hidden, ffn_hidden, gated = false, bias = false
+//   moe:       hidden, expert_ffn_hidden, experts, top_k, shared_experts = 0,
+//              capacity_factor = 1 (in [1, 64]), gated = false, bias = false (a mixture of
+//              experts: layer_formulas.h MoeLayer)
 //   norm:      hidden, bias = false (LayerNorm with bias, else RMSNorm)
 //   head:      hidden, vocab, tied = false
 //   loss:      vocab
@@ -28,9 +31,9 @@
 // Every layer processes the workload's micro_batch_size·seq_len tokens; an edge carries its
 // producer's output_bytes. Layers are added to the graph in a topological order that keeps the
 // file's order where the inputs allow (so ids follow the file for a file written in data-flow
-// order). Attributes: blocks = the number of attention layers, heads and kv_heads = the gcd over
-// them (so a tp that divides them divides every layer's), hidden and vocab = those of the first
-// layer that has one.
+// order). Attributes: blocks = the number of attention layers, experts = the gcd of the moe
+// layers' experts, heads and kv_heads = the gcd over them (so a tp that divides them divides every
+// layer's), hidden and vocab = those of the first layer that has one.
 // Pure functions; safe from any thread.
 #pragma once
 

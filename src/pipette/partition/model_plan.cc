@@ -6,6 +6,7 @@
 #include <map>
 
 #include "pipette/cluster/cluster_registry.h"
+#include "pipette/cost/collectives.h"
 #include "pipette/cost/roofline_cost_model.h"
 #include "pipette/model/model_registry.h"
 #include "pipette/schedule/evaluate.h"
@@ -44,6 +45,53 @@ Result<Costs> PriceStages(const StagePlan& plan, const ModelGraph& graph,
     costs.stages.push_back(c);
   }
   return costs;
+}
+
+// The all-to-all phase of `bytes` (per GPU, summed over `layers` MoE layers) of pipeline rank
+// `rank`'s expert-parallel groups: replicas g*ep .. g*ep+ep-1, replica d's rank on GPU
+// (d*pp + rank)*tp (sim/model_simulation.h's mapping); the slowest member of any group, each
+// member's peers split into those in its node (NVLink) and the rest (its NIC).
+double ExpertPhaseSeconds(const ParallelConfig& c, const ClusterSpec& cluster, int rank,
+                          double bytes, int layers) {
+  if (c.ep <= 1 || bytes <= 0 || layers <= 0) return 0;
+  const int gpn = cluster.gpus_per_node;
+  double slowest = 0;
+  for (int first = 0; first < c.dp; first += c.ep) {
+    for (int i = first; i < first + c.ep; ++i) {
+      const int node = (i * c.pp + rank) * c.tp / gpn;
+      int local = 0;
+      for (int j = first; j < first + c.ep; ++j) {
+        if (j != i && (j * c.pp + rank) * c.tp / gpn == node) ++local;
+      }
+      const AllToAllPeers kinds[] = {{cluster.intra_node, local},
+                                     {cluster.inter_node, c.ep - 1 - local}};
+      slowest = std::max(slowest, AllToAllSeconds(c.ep, bytes, layers, kinds));
+    }
+  }
+  return slowest;
+}
+
+// What the partitioner weighs an MoE layer's all-to-all phase with: rank 0's groups as a latency
+// plus seconds per byte, read off the phase of 1 GB and of 2 GB (exact when one kind of link is
+// the slowest at both, which holds at the sizes MoE layers send).
+void SetAllToAll(const ParallelConfig& c, const ClusterSpec& cluster, PartitionRequest& request) {
+  request.ep = c.ep;
+  if (c.ep <= 1) return;
+  constexpr double kBytes = 1e9;
+  const double one = ExpertPhaseSeconds(c, cluster, 0, kBytes, 1);
+  const double two = ExpertPhaseSeconds(c, cluster, 0, 2 * kBytes, 1);
+  request.alltoall_seconds_per_byte = std::max(0.0, (two - one) / kBytes);
+  request.alltoall_latency = std::max(0.0, one - kBytes * request.alltoall_seconds_per_byte);
+}
+
+// Every MoE stage's all-to-all at its exact (aggregated) time on its rank's groups.
+void PriceAllToAll(const ParallelConfig& c, const ClusterSpec& cluster, StagePlan& plan) {
+  for (StageInfo& stage : plan.stages) {
+    const double phase = ExpertPhaseSeconds(
+        c, cluster, stage.rank, static_cast<double>(stage.alltoall_bytes), stage.moe_layers);
+    stage.time_alltoall_f = 2 * phase;
+    stage.time_alltoall_b = 2 * phase;
+  }
 }
 
 }  // namespace
@@ -87,7 +135,9 @@ Result<ModelPlan> BuildModelPlan(const ModelPlanOptions& o) {
   p.request.device_memory = static_cast<double>(p.cluster.gpu.memory_bytes);
   p.request.peak_chunks = counts.peak_activations;
   p.request.peak_pending_w = counts.peak_pending_w;
+  SetAllToAll(p.config, p.cluster, p.request);
   PIPETTE_ASSIGN_OR_RETURN(p.plan, Partition(p.model, p.schedule.placement, cost, p.request));
+  PriceAllToAll(p.config, p.cluster, p.plan);
   p.rank_memory = RankMemory(p.plan, p.request);
   p.efficiency = o.efficiency;
   if (!p.cluster.node_groups.empty()) {  // mixed GPUs: each stage timed on its rank's GPU
@@ -115,6 +165,7 @@ Result<StageCostsAtLength> StageCostsAt(const ModelPlan& p, const std::string& m
   }
   StageCostsAtLength out;
   PIPETTE_ASSIGN_OR_RETURN(out.costs, PriceStages(p.plan, graph, p.cluster, config, p.efficiency));
+  out.costs.alltoall = p.plan.ToCosts().alltoall;  // the reference length's
   for (std::size_t v = 0; v < graph.num_layers(); ++v) {
     const Layer& layer = graph.layer(v);
     out.model_flops += layer.fwd_flops + layer.igrad_flops + layer.wgrad_flops;

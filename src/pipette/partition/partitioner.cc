@@ -27,10 +27,12 @@ Status CheckPassTimes(double f, double i, double w, const std::string& cause,
 struct Item {
   LayerId id;
   LayerTimes times;
-  double time;  // f + i + w
+  double time;  // f + i + w + the all-to-all of F and I
   double params_per_gpu;
-  double activation;   // bytes per in-flight chunk, per GPU
-  double wgrad_input;  // bytes per chunk waiting for W, per GPU
+  double expert_params_per_gpu;
+  double alltoall_phase;  // seconds of one all-to-all phase (MoE layers; 0 otherwise)
+  double activation;      // bytes per in-flight chunk, per GPU
+  double wgrad_input;     // bytes per chunk waiting for W, per GPU
 };
 
 // A run of the topological order that belongs to one region: [begin, end).
@@ -111,8 +113,14 @@ class Partitioner {
                                              fmt::format("layer '{}'", layer.name)));
       const double kept =
           request_.recompute ? layer.activation_bytes_recompute : layer.activation_bytes;
-      items_.push_back({id, t, t.f + t.i + t.w, layer.params / shards, kept / shards,
-                        layer.wgrad_input_bytes / shards});
+      const double experts = layer.expert_params / shards / std::max(1, request_.ep);
+      const double phase = layer.alltoall_bytes > 0
+                               ? request_.alltoall_latency + layer.alltoall_bytes / shards *
+                                                                 request_.alltoall_seconds_per_byte
+                               : 0.0;
+      items_.push_back({id, t, t.f + t.i + t.w + 4 * phase,
+                        (layer.params - layer.expert_params) / shards + experts, experts, phase,
+                        kept / shards, layer.wgrad_input_bytes / shards});
       if (runs_.empty() || runs_.back().name != layer.region) {
         for (const RegionRun& run : runs_) {
           if (run.name == layer.region) {
@@ -140,16 +148,17 @@ class Partitioner {
     if (request_.strategy != PartitionStrategy::kMemory) return true;
     const int rank = placement_.rank_of(stage);
     const double share = static_cast<double>(placement_.num_stages()) / placement_.num_ranks();
-    double params = 0, activation = 0, wgrad = 0;
+    double params = 0, experts = 0, activation = 0, wgrad = 0;
     for (std::size_t k = b; k < e; ++k) {
       params += items_[k].params_per_gpu;
+      experts += items_[k].expert_params_per_gpu;
       activation += items_[k].activation;
       wgrad += items_[k].wgrad_input;
     }
     const double chunks = std::ceil(request_.peak_chunks[rank] / share);
     const double pending = std::ceil(request_.peak_pending_w[rank] / share);
     const double bytes =
-        request_.memory->Static(params).total() + chunks * activation + pending * wgrad;
+        request_.memory->Static(params, experts).total() + chunks * activation + pending * wgrad;
     return bytes <= request_.device_memory / share;
   }
 
@@ -490,6 +499,14 @@ class Partitioner {
         stage_of[item.id] = info.index;
         info.params += layer.params;
         info.params_per_gpu += item.params_per_gpu;
+        info.expert_params_per_gpu += item.expert_params_per_gpu;
+        if (layer.alltoall_bytes > 0) {
+          ++info.moe_layers;
+          info.alltoall_bytes += static_cast<std::int64_t>(
+              layer.alltoall_bytes / (layer.tp_sharded ? std::max(1, request_.tp) : 1));
+          info.time_alltoall_f += 2 * item.alltoall_phase;
+          info.time_alltoall_b += 2 * item.alltoall_phase;
+        }
         info.fwd_flops += layer.fwd_flops;
         info.igrad_flops += layer.igrad_flops;
         info.wgrad_flops += layer.wgrad_flops;
@@ -577,15 +594,16 @@ Result<StagePlan> Partition(const ModelGraph& model, const Placement& placement,
 std::vector<MemoryBreakdown> RankMemory(const StagePlan& plan, const PartitionRequest& request) {
   const int p = plan.placement.num_ranks();
   std::vector<MemoryBreakdown> memory(p);
-  std::vector<double> params(p, 0), activation(p, 0), wgrad(p, 0);
+  std::vector<double> params(p, 0), experts(p, 0), activation(p, 0), wgrad(p, 0);
   for (const StageInfo& s : plan.stages) {
     params[s.rank] += s.params_per_gpu;
+    experts[s.rank] += s.expert_params_per_gpu;
     // The peak counts are chunks of any of the rank's stages: charge the largest.
     activation[s.rank] = std::max<double>(activation[s.rank], s.activation_bytes);
     wgrad[s.rank] = std::max<double>(wgrad[s.rank], s.wgrad_input_bytes);
   }
   for (int r = 0; r < p; ++r) {
-    memory[r] = request.memory->Static(params[r]);
+    memory[r] = request.memory->Static(params[r], experts[r]);
     memory[r].activations =
         request.peak_chunks[r] * activation[r] + request.peak_pending_w[r] * wgrad[r];
   }

@@ -32,7 +32,14 @@ std::string_view PartitionStrategyName(PartitionStrategy strategy);
 
 struct PartitionRequest {
   PartitionStrategy strategy = PartitionStrategy::kBalanced;
-  int tp = 1;              // tensor-parallel ranks per stage
+  int tp = 1;  // tensor-parallel ranks per stage
+  // Expert parallelism (MoE layers): routed experts sharded over `ep` GPUs; one all-to-all phase
+  // of a layer costs alltoall_latency + its bytes per GPU x alltoall_seconds_per_byte (the ep
+  // group's links, cost/collectives.h), a forward and an input-gradient backward two each. The
+  // balanced strategies weigh stages with it; model_plan.h then sets each stage's exact time.
+  int ep = 1;
+  double alltoall_latency = 0;
+  double alltoall_seconds_per_byte = 0;
   bool recompute = false;  // keep only stage inputs (full recomputation)
   // kMemory only: the memory model, the device's bytes, and per rank the schedule's peak in-flight
   // chunks and peak chunks waiting for W (Evaluation::peak_activations, peak_pending_w).

@@ -31,7 +31,13 @@ double StagePlan::rank_balance() const { return MaxOverMean(rank_times()); }
 
 Costs StagePlan::ToCosts() const {
   Costs costs;
-  for (const StageInfo& s : stages) costs.stages.push_back(StageCost{s.time_f, s.time_i, s.time_w});
+  bool moe = false;
+  for (const StageInfo& s : stages) {
+    costs.stages.push_back(StageCost{s.time_f, s.time_i, s.time_w});
+    costs.alltoall.push_back(StageComm{s.time_alltoall_f, s.time_alltoall_b});
+    moe |= s.time_alltoall_f > 0 || s.time_alltoall_b > 0;
+  }
+  if (!moe) costs.alltoall.clear();
   return costs;
 }
 

@@ -21,7 +21,8 @@ struct StageInfo {
   std::string region;
   std::vector<LayerId> layers;  // in topological order
   std::int64_t params = 0;
-  double params_per_gpu = 0;  // after tensor-parallel sharding
+  double params_per_gpu = 0;  // after tensor-parallel (and, for experts, expert-parallel) sharding
+  double expert_params_per_gpu = 0;  // of params_per_gpu, the routed experts' (/ tp / ep)
   double fwd_flops = 0;
   double igrad_flops = 0;
   double wgrad_flops = 0;
@@ -31,8 +32,15 @@ struct StageInfo {
   std::int64_t activation_bytes = 0;   // held per in-flight microbatch, per GPU
   std::int64_t wgrad_input_bytes = 0;  // held from I to W by split-backward schedules, per GPU
   std::int64_t boundary_bytes = 0;     // bytes of the edges leaving the stage for later stages
+  // MoE: the stage's MoE layers, the bytes one GPU sends in one of their all-to-all phases (the
+  // layers' sum, / tp), and the seconds of a forward's all-to-all (dispatch + combine) and of an
+  // I or B's on an idle network (Costs::alltoall).
+  int moe_layers = 0;
+  std::int64_t alltoall_bytes = 0;
+  double time_alltoall_f = 0;
+  double time_alltoall_b = 0;
 
-  double time() const { return time_f + time_i + time_w; }
+  double time() const { return time_f + time_i + time_w + time_alltoall_f + time_alltoall_b; }
 };
 
 struct StagePlan {
@@ -47,7 +55,8 @@ struct StagePlan {
   std::vector<double> rank_times() const;
   // Slowest rank's time over the mean rank time.
   double rank_balance() const;
-  // Per-stage F, I, W costs for evaluate() and the simulator.
+  // Per-stage F, I, W costs for evaluate() and the simulator, with the all-to-all of MoE stages
+  // (Costs::alltoall, empty when no stage has any).
   Costs ToCosts() const;
 };
 

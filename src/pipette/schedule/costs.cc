@@ -37,10 +37,28 @@ Status CheckSet(const std::vector<StageCost>& stages, const std::vector<double>&
   return Status::Ok();
 }
 
+Status CheckAllToAll(const std::vector<StageComm>& alltoall, int num_stages) {
+  if (alltoall.empty()) return Status::Ok();
+  if (static_cast<int>(alltoall.size()) != num_stages) {
+    return Status::InvalidArgument(fmt::format(
+        "costs: {} all-to-all entries for a program of {} stages", alltoall.size(), num_stages));
+  }
+  for (int s = 0; s < num_stages; ++s) {
+    const StageComm& c = alltoall[s];
+    if (!(c.f >= 0 && c.f <= kMaxCost && c.b >= 0 && c.b <= kMaxCost)) {
+      return Status::InvalidArgument(
+          fmt::format("costs: stage {}: all-to-all F={} B={}: each must be a number in [0, {:g}]",
+                      s, c.f, c.b, kMaxCost));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Costs::Check(int num_stages, int m) const {
   PIPETTE_RETURN_IF_ERROR(CheckSet(stages, full_backward, num_stages, "the reference set"));
+  PIPETTE_RETURN_IF_ERROR(CheckAllToAll(alltoall, num_stages));
   if (microbatch_variant.empty()) return Status::Ok();
   if (static_cast<int>(microbatch_variant.size()) != m) {
     return Status::InvalidArgument(

@@ -1,9 +1,15 @@
 // Costs: the duration of each compute action, per stage (chunk), in any consistent time unit.
 //
 // F, I and W are given per stage; a full backward costs I + W unless its own measured cost is given
-// (an engine's fused B is not exactly I + W), and an overlapped (F;B) cell costs F + B of its two
-// halves (no overlap benefit is modelled here). The cost model of a real model
-// and cluster fills one entry per stage; schedule studies use Uniform(). Plain value type.
+// (an engine's fused B is not exactly I + W). The cost model of a real model and cluster fills one
+// entry per stage; schedule studies use Uniform(). Plain value type.
+//
+// Expert-parallel all-to-all (MoE stages, `alltoall`): a plain F runs its compute, then its
+// dispatch and combine all-to-all, serially (F + a2a_F); so do I and B with the backward's (I +
+// a2a_B); W has none. An overlapped (F;B) cell runs both halves' compute while both halves'
+// all-to-alls are in flight, one after the other (DualPipe's overlap): it costs
+// max(F + B, a2a_F + a2a_B) of its halves, or F + B + a2a_F + a2a_B with overlap_alltoall false.
+// Without all-to-all (a dense model, every schedule study) a cell costs F + B either way.
 //
 // Uneven work (uneven_work.h): microbatches of different sequence lengths cost different amounts,
 // so Costs may hold several per-stage cost sets ("variants") and, per microbatch, the variant it
@@ -11,6 +17,7 @@
 // twice its nominal). Of() is the one place a compute's duration is read; it honours both.
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +37,13 @@ struct StageCost {
   double b() const { return i + w; }
 };
 
+// The expert-parallel all-to-all of one stage, seconds on an idle network: a forward's dispatch
+// and combine (f), an input-gradient or full backward's (b, their gradients).
+struct StageComm {
+  double f = 0;
+  double b = 0;
+};
+
 // One per-stage cost set: what every microbatch of one sequence length costs.
 struct StageCostSet {
   std::vector<StageCost> stages;
@@ -47,6 +61,11 @@ struct Costs {
   // stages.size() entries (and full_backward empty or of that size).
   std::vector<int> microbatch_variant;
   std::vector<StageCostSet> variants;
+  // Per stage, its all-to-all (empty: none anywhere). The same for every microbatch and rank
+  // speed (communication, not compute).
+  std::vector<StageComm> alltoall;
+  // Whether an overlapped cell hides its all-to-all behind its compute (above).
+  bool overlap_alltoall = true;
 
   // Returns the same cost for every one of `num_stages` stages.
   static Costs Uniform(int num_stages, StageCost cost) {
@@ -69,9 +88,9 @@ struct Costs {
     return set.full_backward.empty() ? set.stages[stage].b() : set.full_backward[stage];
   }
 
-  // Returns the duration of a compute action. REQUIRES: IsCompute(a.kind), stage and microbatch
-  // in range.
-  double Of(const Action& a) const {
+  // Returns the compute part of a compute action's duration (an overlapped cell: both halves').
+  // REQUIRES: IsCompute(a.kind), stage and microbatch in range.
+  double Compute(const Action& a) const {
     switch (a.kind) {
       case ActionKind::kForward:
         return Stage(a.stage, a.microbatch).f;
@@ -82,15 +101,43 @@ struct Costs {
       case ActionKind::kFullBackward:
         return FullBackward(a.stage, a.microbatch);
       case ActionKind::kOverlapped:
-        return Stage(a.stage, a.microbatch).f + Of(a.backward_half());
+        return Stage(a.stage, a.microbatch).f + Compute(a.backward_half());
       default:
         return 0.0;
     }
   }
 
+  // Returns the all-to-all part: a2a_F of a forward, a2a_B of an I or B, 0 for W, both halves'
+  // sum for an overlapped cell.
+  double Comm(const Action& a) const {
+    if (alltoall.empty()) return 0.0;
+    switch (a.kind) {
+      case ActionKind::kForward:
+        return alltoall[a.stage].f;
+      case ActionKind::kInputBackward:
+      case ActionKind::kFullBackward:
+        return alltoall[a.stage].b;
+      case ActionKind::kOverlapped:
+        return alltoall[a.stage].f + Comm(a.backward_half());
+      default:
+        return 0.0;
+    }
+  }
+
+  // Returns the duration of a compute action: Compute + Comm, an overlapped cell's with the
+  // overlap model max(Compute, Comm). REQUIRES: IsCompute(a.kind), stage and microbatch in range.
+  double Of(const Action& a) const {
+    const double compute = Compute(a);
+    if (alltoall.empty()) return compute;
+    const double comm = Comm(a);
+    if (a.kind == ActionKind::kOverlapped && overlap_alltoall) return std::max(compute, comm);
+    return compute + comm;
+  }
+
   // Returns OK when the costs fit a program of `num_stages` stages and `m` microbatches: one
-  // entry per stage in every set, full_backward empty or per stage, microbatch_variant empty or
-  // one valid index per microbatch, every value finite and non-negative.
+  // entry per stage in every set, full_backward and alltoall empty or per stage,
+  // microbatch_variant empty or one valid index per microbatch, every value finite and
+  // non-negative.
   Status Check(int num_stages, int m) const;
 };
 

@@ -382,6 +382,8 @@ Result<Costs> ApplyUnevenWork(const CostsAtSeqlen& costs_at, const Placement& pl
   Costs out;
   out.stages = base.stages;
   out.full_backward = base.full_backward;
+  out.alltoall = reference.alltoall;  // communication: neither rank speed nor length scales it
+  out.overlap_alltoall = reference.overlap_alltoall;
   if (work.microbatch_seqlens.empty()) return out;
   std::map<int, int> variant_of;  // length -> index in out.variants
   out.microbatch_variant.reserve(m);

@@ -22,6 +22,9 @@ void RegisterCompareCommand(CLI::App& app, int& exit_code);
 // `sweep`: runs a study's points as child processes of this binary (needs `app` to check the spec
 // against the swept command's options).
 void RegisterSweepCommand(CLI::App& app, int& exit_code);
+// `db merge OUT IN...`: joins experiment databases, e.g. the shards of a sharded sweep
+// (db_command.cc, store/db_merge.h).
+void RegisterDbCommands(CLI::App& app, int& exit_code);
 // `papers`: a published table reproduced, cell by cell (cli/paper_tables.h).
 void RegisterPapersCommand(CLI::App& app, int& exit_code);
 // `calibrations`: lists the calibrations `pipette calibrate` stored (calibration_commands.cc); also

@@ -38,6 +38,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterStoreCommands(app, exit_code);
   pipette::cli::RegisterCompareCommand(app, exit_code);
   pipette::cli::RegisterSweepCommand(app, exit_code);
+  pipette::cli::RegisterDbCommands(app, exit_code);
   pipette::cli::RegisterPapersCommand(app, exit_code);
   pipette::cli::RegisterCalibrationCommands(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.

@@ -2,7 +2,7 @@
 // the runs in an experiment database; --repair marks runs whose process died as failed.
 // `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
 // trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
-// `pipette plot timeline|bubble|memory|compare --db FILE --run ID[,ID...]|last|lastN
+// `pipette plot timeline|bubble|memory|compare|steptime --db FILE --run ID[,ID...]|last|lastN
 // [--out FILE.png|.svg] [--size WxH] [--x KEY] [--step N]`: a figure drawn with gnuplot from the
 // database.
 #include <fmt/core.h>
@@ -231,7 +231,7 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
 
   auto plot = std::make_shared<PlotCommandOptions>();
   cmd = app.add_subcommand("plot", "Draw a figure of recorded runs with gnuplot");
-  cmd->add_option("kind", plot->kind, "timeline, bubble, memory or compare")->required();
+  cmd->add_option("kind", plot->kind, "timeline, bubble, memory, compare or steptime")->required();
   cmd->add_option("--db", plot->db, "Experiment database")
       ->capture_default_str()
       ->check(DatabasePathValidator());
@@ -242,7 +242,7 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", plot->out, "Output .png or .svg (default: KIND.png)");
   cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
       ->capture_default_str();
-  cmd->add_option("--x", plot->x, "bubble: the configuration key on the x axis")
+  cmd->add_option("--x", plot->x, "bubble, steptime: the configuration key on the x axis")
       ->capture_default_str();
   cmd->add_option("--step", plot->step, "timeline: draw only this step, from its start")
       ->capture_default_str();

@@ -1,4 +1,5 @@
-// `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run]`: runs every point of a study
+// `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run] [--shard K/N|auto] [--figures-only]`:
+// runs every point of a study
 // (docs/experiments.md) as a `pipette simulate` child process (or, for `command = "train"`, an
 // `mpirun -np P*DP pipette-train` child: measured runs) recording into the experiment
 // database under the spec's experiment, -j at a time; points that already have a finished run are
@@ -6,7 +7,9 @@
 // it runs (ExperimentDb::ClaimPoint): a point whose run is finished or still running in a live
 // process (a sweep whose parent was killed, a concurrent sweep of the same spec) is reported as
 // held and not run again. A point whose child rejects its input (exit 2) is invalid, not a failure.
-// At the end each [[figures]] entry is drawn by a `pipette plot` child.
+// At the end each [[figures]] entry is drawn by a `pipette plot` child. With --shard K/N only the
+// points i with i mod N = K run, into their own database (cli/sweep_shard.h), and no figure is
+// drawn (`pipette db merge` the shards, then `--figures-only` draws them from the merged database).
 // Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
 // simulation per process.
 #include <fmt/core.h>
@@ -29,6 +32,7 @@
 #include "cli/mpi_launcher.h"
 #include "cli/run_store.h"
 #include "cli/store_options.h"
+#include "cli/sweep_shard.h"
 #include "cli/sweep_spec.h"
 #include "pipette/common/printable.h"
 #include "pipette/common/subprocess.h"
@@ -44,6 +48,8 @@ struct SweepOptions {
   std::string db = "pipette.db";
   int jobs = 1;
   bool dry_run = false;
+  std::string shard;          // "K/N" or "auto"; empty: every point (cli/sweep_shard.h)
+  bool figures_only = false;  // run no point; draw the figures from the database
 };
 
 int Fail(const Status& status) { return ReportError("sweep", status); }
@@ -408,7 +414,26 @@ PredictionCounts PredictMeasuredPoints(const SweepSpec& spec, const SweepOptions
   return counts;
 }
 
-int Run(const CLI::App& app, const SweepOptions& o) {
+// With --shard: this shard's points (point i of `points` when i mod N = K) and its database
+// (ShardDatabasePath) in `o.db`; a note on standard error says which. Without: `points`.
+Result<std::vector<SweepPoint>> ShardPoints(SweepOptions& o, std::vector<SweepPoint> points) {
+  if (o.shard.empty()) return points;
+  PIPETTE_ASSIGN_OR_RETURN(const SweepShard shard, ParseShardOption(o.shard, ProcessEnvironment()));
+  const std::size_t total = points.size();
+  std::vector<SweepPoint> mine;
+  for (std::size_t i = 0; i < total; ++i) {
+    if (shard.Holds(i)) mine.push_back(std::move(points[i]));
+  }
+  o.db = ShardDatabasePath(o.db, shard);
+  fmt::print(stderr,
+             "pipette sweep: shard {}/{}: {} of {} points (point i when i mod {} = {}) into {}; "
+             "figures are drawn after `pipette db merge`\n",
+             shard.index, shard.count, mine.size(), total, shard.count, shard.index,
+             Printable(o.db));
+  return mine;
+}
+
+int Run(const CLI::App& app, SweepOptions o) {
   const Clock::time_point start = Clock::now();
   Result<SweepSpec> spec = LoadSweepSpec(o.spec);
   if (!spec.ok()) return Fail(spec.status());
@@ -417,7 +442,9 @@ int Run(const CLI::App& app, const SweepOptions& o) {
           .front();
   Status checked = CheckSweepOptions(*spec, OptionsOf(*command));
   if (!checked.ok()) return Fail(checked);
-  const std::vector<SweepPoint> points = ExpandPoints(*spec);
+  Result<std::vector<SweepPoint>> sharded = ShardPoints(o, ExpandPoints(*spec));
+  if (!sharded.ok()) return Fail(sharded.status());
+  const std::vector<SweepPoint>& points = *sharded;
   if (o.dry_run) return DryRun(*spec, o, points);
 
   Result<ExperimentDb> db = ExperimentDb::Open(o.db);
@@ -425,12 +452,13 @@ int Run(const CLI::App& app, const SweepOptions& o) {
   Result<std::int64_t> experiment = db->EnsureExperiment(spec->name, spec->description, spec->text);
   if (!experiment.ok()) return Fail(experiment.status());
   std::vector<std::size_t> todo;
+  std::size_t already = 0;
   for (std::size_t k = 0; k < points.size(); ++k) {
     Result<std::optional<std::int64_t>> run = db->FindFinishedRun(*experiment, points[k].key);
     if (!run.ok()) return Fail(run.status());
-    if (!*run) todo.push_back(k);
+    already += run->has_value();
+    if (!*run && !o.figures_only) todo.push_back(k);
   }
-  const std::size_t already = points.size() - todo.size();
   fmt::print(stderr, "pipette sweep: {}: {} points, {} already done, running {} with -j {}\n",
              spec->name, points.size(), already, todo.size(), o.jobs);
   const std::vector<PointResult> results = RunPoints(*spec, o, points, todo);
@@ -451,9 +479,13 @@ int Run(const CLI::App& app, const SweepOptions& o) {
         break;
     }
   }
-  const PredictionCounts predicted = PredictMeasuredPoints(*spec, o, *db, *experiment, points);
+  const PredictionCounts predicted =
+      o.figures_only ? PredictionCounts{}
+                     : PredictMeasuredPoints(*spec, o, *db, *experiment, points);
+  // A shard holds a share of the points: its figures would be partial (drawn after the merge).
   const FigureCounts figures =
-      DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points);
+      o.shard.empty() ? DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points)
+                      : FigureCounts{0, static_cast<int>(spec->figures.size()), 0};
 
   fmt::print("# pipette sweep {}: experiment '{}' in {}\n", Printable(spec->path), spec->name,
              Printable(o.db));
@@ -491,6 +523,15 @@ void RegisterSweepCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--dry-run", o->dry_run, "List the points (and which are done) without running");
+  CLI::Option* shard = cmd->add_option(
+      "--shard", o->shard,
+      "Run only shard K of N (K/N: points i with i mod N = K), or 'auto' (K and N from "
+      "a Slurm job array or mpirun), into --db with .shard-K-of-N before its extension; "
+      "no figures (merge with `pipette db merge`)");
+  CLI::Option* figures_only = cmd->add_flag(
+      "--figures-only", o->figures_only,
+      "Run no point: draw the figures from the finished runs (after `pipette db merge`)");
+  figures_only->excludes(shard);
   cmd->callback([&app, o, &exit_code] { exit_code = Run(app, *o); });
 }
 

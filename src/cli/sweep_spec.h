@@ -49,10 +49,10 @@ struct SweepCondition {
 
 // A [[figures]] entry: `pipette plot KIND` over the finished runs of the points `where` selects.
 struct SweepFigure {
-  std::string kind;  // timeline, bubble, memory or compare
+  std::string kind;  // timeline, bubble, memory, compare or steptime
   std::string out;   // as written: relative paths are relative to the spec file's directory
   std::vector<SweepCondition> where;  // empty selects every point
-  std::string x;                      // bubble: the configuration key on the x axis (default m)
+  std::string x;  // bubble, steptime: the configuration key on the x axis (default m)
 };
 
 struct SweepSpec {
@@ -88,7 +88,8 @@ struct SweepOption {
 // The commands a sweep runs, the figure kinds and the command-line options the sweep itself sets
 // on each child.
 inline constexpr std::string_view kSweepCommands[] = {"simulate", "train"};
-inline constexpr std::string_view kSweepFigureKinds[] = {"timeline", "bubble", "memory", "compare"};
+inline constexpr std::string_view kSweepFigureKinds[] = {"timeline", "bubble", "memory", "compare",
+                                                         "steptime"};
 inline constexpr std::string_view kSweepReservedOptions[] = {"db", "no-db", "experiment",
                                                              "point-key", "format"};
 

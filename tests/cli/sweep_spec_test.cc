@@ -256,7 +256,7 @@ TEST(SweepSpec, UnknownCommandAndFigureKindAreRejected) {
             "(simulated points, or measured ones on a real engine under mpirun)");
   EXPECT_EQ(ParseError("[[figures]]\nkind = \"pie\"\n"),
             "experiments/bad.toml:2: figures[0].kind = \"pie\": unknown figure kind (pipette plot "
-            "draws timeline, bubble, memory or compare)");
+            "draws timeline, bubble, memory, compare or steptime)");
   EXPECT_NE(ParseError("[[figures]]\nkind = \"bubble\"\ntitle = \"x\"\n")
                 .find("figures[0].title: unknown key (a figure has kind, out, where or x)"),
             std::string::npos);

@@ -210,6 +210,50 @@ std::string Block(const std::string& script, const std::string& name) {
   return script.substr(from, script.find("EOD\n", from) - from);
 }
 
+// A run of `schedule` on `cluster` (and `model`) with step time `step_s`.
+RunData ClusterRun(int id, const std::string& cluster, const std::string& schedule, double step_s,
+                   const std::string& model = "moe") {
+  RunData run = StepRun(id, "sim", 8, step_s, schedule);
+  run.run.config = fmt::format(R"({{"schedule":"{}","pp":4,"m":8,"cluster":"{}","model":"{}"}})",
+                               schedule, cluster, model);
+  return run;
+}
+
+TEST(FigureScript, StepTimeGroupsBarsByTheXKeyInRunOrder) {
+  PlotOptions options;
+  options.x_key = "cluster";
+  const std::vector<RunData> runs = {ClusterRun(1, "switch", "1f1b", 0.100),
+                                     ClusterRun(2, "switch", "dualpipe-v", 0.080),
+                                     ClusterRun(3, "fat-tree-2to1", "1f1b", 0.150),
+                                     ClusterRun(4, "fat-tree-2to1", "dualpipe-v", 0.1125)};
+  Result<std::string> script = FigureScript(PlotKind::kStepTime, runs, options);
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  // One row per cluster in run order, one column per schedule, in ms.
+  EXPECT_EQ(Block(*script, "$bars"), "\"switch\" 100 80\n\"fat-tree-2to1\" 150 112.5\n");
+  EXPECT_NE(script->find("set title \"Step time by cluster (moe)\""), std::string::npos);
+  EXPECT_NE(script->find("$bars using 2:xtic(1) lc rgb"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title \"dualpipe-v\""), std::string::npos);
+
+  // Two models: the series name the model; a missing bar is gnuplot's missing value.
+  std::vector<RunData> mixed = runs;
+  mixed.push_back(ClusterRun(5, "switch", "1f1b", 0.050, "dense"));
+  script = FigureScript(PlotKind::kStepTime, mixed, options);
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  EXPECT_EQ(Block(*script, "$bars"), "\"switch\" 100 80 50\n\"fat-tree-2to1\" 150 112.5 ?\n");
+  EXPECT_NE(script->find("title \"1f1b dense\""), std::string::npos);
+
+  // Two runs for one bar, or a run without the x key, are refused naming them.
+  mixed.push_back(ClusterRun(6, "switch", "1f1b", 0.060, "dense"));
+  Result<std::string> twice = FigureScript(PlotKind::kStepTime, mixed, options);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(),
+            "runs 5 and 6 are both '1f1b dense' at cluster = switch: a steptime figure takes one "
+            "run per bar (select with --run, or a figure's where)");
+  options.x_key = "fabric";
+  EXPECT_EQ(FigureScript(PlotKind::kStepTime, runs, options).status().message(),
+            "run 1: its configuration has no key 'fabric'");
+}
+
 TEST(FigureScript, ComparePutsSimulatedOnXAndPairsByConfigurationInAnyOrder) {
   const RunData sim4 = StepRun(1, "sim", 4, 0.090), cpu4 = StepRun(2, "cpu", 4, 0.100);
   const RunData sim8 = StepRun(3, "sim", 8, 0.220), cpu8 = StepRun(4, "cpu", 8, 0.200);
@@ -374,8 +418,8 @@ TEST(DrawFigure, EveryKindWritesAPngOfTheRequestedSize) {
   if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed";
   std::vector<RunData> runs;
   for (int m : {4, 8}) runs.push_back(EvaluatedRun("1f1b", {4, 1, m, 0}, m));
-  for (PlotKind kind :
-       {PlotKind::kTimeline, PlotKind::kBubble, PlotKind::kMemory, PlotKind::kCompare}) {
+  for (PlotKind kind : {PlotKind::kTimeline, PlotKind::kBubble, PlotKind::kMemory,
+                        PlotKind::kCompare, PlotKind::kStepTime}) {
     PlotOptions options;
     options.out = Scratch(std::to_string(static_cast<int>(kind)) + ".png");
     options.width = 900;

@@ -17,6 +17,9 @@
 //   compare   simulated against measured step time, one point per pair of runs: simulated runs on
 //             x, measured runs on y whatever the --run order, paired by configuration (PairRuns);
 //             with y = x, a +-10% band and the mean absolute percentage error in the title.
+//   steptime  step time as clustered bars: one group per value of the configuration key `x_key`
+//             (e.g. cluster), in the order the runs come, one bar per schedule (with the model when
+//             the runs have several); one run per bar.
 // Series beyond eight keep distinct (colour, marker) pairs (palette::Series).
 //
 // Pure functions apart from DrawFigure, which runs `gnuplot` as a child process
@@ -33,9 +36,10 @@
 
 namespace pipette {
 
-enum class PlotKind { kTimeline, kBubble, kMemory, kCompare };
+enum class PlotKind { kTimeline, kBubble, kMemory, kCompare, kStepTime };
 
-// "timeline", "bubble", "memory", "compare"; InvalidArgument naming the value otherwise.
+// "timeline", "bubble", "memory", "compare", "steptime"; InvalidArgument naming the value
+// otherwise.
 Result<PlotKind> ParsePlotKind(std::string_view text);
 
 // Figure sizes in pixels are in [kMinPlotPixels, kMaxPlotPixels].
@@ -55,7 +59,7 @@ struct PlotOptions {
   std::string out = "figure.png";  // .png or .svg
   int width = 1200;                // pixels
   int height = 0;                  // 0: the kind's default
-  std::string x_key = "m";         // bubble: the configuration key on the x axis
+  std::string x_key = "m";         // bubble, steptime: the configuration key on the x axis
   int step = -1;                   // timeline: draw only this step (-1: every step)
 };
 

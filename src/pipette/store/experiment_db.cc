@@ -120,6 +120,15 @@ CREATE TABLE calibration_points(
 ) STRICT;
 CREATE INDEX calibration_points_by_calibration ON calibration_points(calibration_id);
 )sql",
+    // 5: the provenance of runs `pipette db merge` copied from another database (store/db_merge.h).
+    R"sql(
+CREATE TABLE merged_runs(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  source TEXT NOT NULL,
+  source_run_id INTEGER NOT NULL,
+  merged_at TEXT NOT NULL
+) STRICT;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -36,7 +36,7 @@ struct sqlite3;
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 // The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
 inline constexpr int kOldestReadableSchema = 2;
 

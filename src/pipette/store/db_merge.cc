@@ -1,0 +1,557 @@
+#include "pipette/store/db_merge.h"
+
+#include <fmt/core.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "pipette/store/experiment_db.h"
+
+namespace pipette {
+namespace {
+
+// An open connection (RAII).
+class Connection {
+ public:
+  Connection() = default;
+  explicit Connection(sqlite3* db) : db_(db) {}
+  Connection(Connection&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  Connection& operator=(Connection&&) = delete;
+  ~Connection() {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+  sqlite3* get() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// A prepared statement (RAII). Bind indexes start at 1, columns at 0.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+
+  Status status(std::string_view what) const {
+    if (rc_ == SQLITE_OK) return Status::Ok();
+    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  }
+  Stmt& Bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& BindValue(int i, sqlite3_value* v) {
+    sqlite3_bind_value(stmt_, i, v);
+    return *this;
+  }
+  int Step() { return sqlite3_step(stmt_); }
+  // Steps a statement that returns no rows and resets it for reuse.
+  Status Run(std::string_view what) {
+    const int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    if (rc == SQLITE_DONE) return Status::Ok();
+    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  // OK when a loop of steps ended at SQLITE_DONE.
+  Status Done(int rc, std::string_view what) const {
+    if (rc == SQLITE_DONE) return Status::Ok();
+    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  }
+  std::int64_t Int(int c) const { return sqlite3_column_int64(stmt_, c); }
+  bool IsNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+  std::string Text(int c) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, c);
+    return t == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(t));
+  }
+  sqlite3_value* Value(int c) const { return sqlite3_column_value(stmt_, c); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+// Where an error of input `path` comes from.
+Status InInput(const std::string& path, const Status& status) {
+  return Status::FromCode(status.code(), fmt::format("input '{}': {}", path, status.message()));
+}
+
+std::string Join(const std::vector<std::string>& names, std::string_view prefix = "") {
+  std::string out;
+  for (const std::string& name : names) {
+    out += (out.empty() ? "" : ", ") + std::string(prefix) + name;
+  }
+  return out;
+}
+
+// "?, ?, ..." with `n` placeholders.
+std::string Placeholders(std::size_t n) {
+  std::string out;
+  for (std::size_t k = 0; k < n; ++k) out += k == 0 ? "?" : ", ?";
+  return out;
+}
+
+// The columns of `table` in OUT's schema, in order.
+Result<std::vector<std::string>> ColumnsOf(sqlite3* db, const std::string& table) {
+  Stmt s(db, fmt::format("SELECT name FROM pragma_table_info('{}') ORDER BY cid", table));
+  PIPETTE_RETURN_IF_ERROR(s.status("read the schema"));
+  std::vector<std::string> columns;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) columns.push_back(s.Text(0));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "read the schema"));
+  return columns;
+}
+
+// A table whose rows belong to one run or one calibration: copied with its key remapped.
+struct ChildTable {
+  std::string name;
+  std::string key;  // run_id or calibration_id
+  std::vector<std::string> columns;
+};
+
+// How OUT's tables are joined: the columns of the tables that get new ids, and the child tables.
+struct Layout {
+  std::vector<std::string> run_columns;          // runs, without id
+  std::vector<std::string> calibration_columns;  // calibrations, without id
+  std::vector<ChildTable> children;
+};
+
+constexpr const char* kProvenanceTable = "merged_runs";
+
+// Reads OUT's schema; FailedPrecondition for a table this merge does not know how to join (a
+// newer migration's table that needs a rule here).
+Result<Layout> ReadLayout(sqlite3* db) {
+  Stmt s(db,
+         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+         "ORDER BY name");
+  PIPETTE_RETURN_IF_ERROR(s.status("read the schema"));
+  Layout layout;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    const std::string table = s.Text(0);
+    PIPETTE_ASSIGN_OR_RETURN(std::vector<std::string> columns, ColumnsOf(db, table));
+    if (table == "experiments" || table == kProvenanceTable) continue;
+    if (table == "runs" || table == "calibrations") {
+      std::erase(columns, std::string("id"));
+      (table == "runs" ? layout.run_columns : layout.calibration_columns) = std::move(columns);
+      continue;
+    }
+    std::string key;
+    for (const char* k : {"run_id", "calibration_id"}) {
+      if (std::find(columns.begin(), columns.end(), k) != columns.end()) key = k;
+    }
+    if (key.empty()) {
+      return Status::FailedPrecondition(fmt::format(
+          "table '{}' is keyed by neither run_id nor calibration_id: db merge does not know how to "
+          "join it (store/db_merge.cc needs a rule for it)",
+          table));
+    }
+    layout.children.push_back({table, key, std::move(columns)});
+  }
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "read the schema"));
+  return layout;
+}
+
+// A run's identity: the process that recorded it and when it started.
+using RunIdentity = std::tuple<std::string, std::int64_t, std::string, std::string>;
+
+// What OUT holds, kept up to date as rows are added.
+struct OutIndex {
+  std::map<std::string, std::int64_t> experiments;                           // name -> id
+  std::map<RunIdentity, std::int64_t> runs;                                  // identity -> id
+  std::map<std::pair<std::int64_t, std::string>, std::int64_t> points;       // finished runs
+  std::map<std::tuple<std::string, std::string, std::string>, std::int64_t>  // engine, host,
+      calibrations;                                                          // created_at -> id
+};
+
+Result<OutIndex> IndexOut(sqlite3* db) {
+  OutIndex index;
+  Stmt e(db, "SELECT id, name FROM experiments");
+  PIPETTE_RETURN_IF_ERROR(e.status("read experiments"));
+  int rc;
+  while ((rc = e.Step()) == SQLITE_ROW) index.experiments[e.Text(1)] = e.Int(0);
+  PIPETTE_RETURN_IF_ERROR(e.Done(rc, "read experiments"));
+  Stmt r(db,
+         "SELECT id, host, pid, owner_start, started_at, experiment_id, point_key, status "
+         "FROM runs ORDER BY id");
+  PIPETTE_RETURN_IF_ERROR(r.status("read runs"));
+  while ((rc = r.Step()) == SQLITE_ROW) {
+    index.runs.emplace(RunIdentity{r.Text(1), r.Int(2), r.Text(3), r.Text(4)}, r.Int(0));
+    const std::string status = r.Text(7);
+    if (!r.IsNull(5) && !r.Text(6).empty() && (status == "ok" || status == "oom")) {
+      index.points.emplace(std::pair{r.Int(5), r.Text(6)}, r.Int(0));  // the first one stays
+    }
+  }
+  PIPETTE_RETURN_IF_ERROR(r.Done(rc, "read runs"));
+  Stmt c(db, "SELECT id, engine, host, created_at FROM calibrations");
+  PIPETTE_RETURN_IF_ERROR(c.status("read calibrations"));
+  while ((rc = c.Step()) == SQLITE_ROW) {
+    index.calibrations.emplace(std::tuple{c.Text(1), c.Text(2), c.Text(3)}, c.Int(0));
+  }
+  PIPETTE_RETURN_IF_ERROR(c.Done(rc, "read calibrations"));
+  return index;
+}
+
+// Copies the rows of `table` whose key is `from` in `in` to OUT with key `to`; returns how many.
+Result<std::int64_t> CopyChildRows(sqlite3* in, sqlite3* out, const ChildTable& table,
+                                   std::int64_t from, std::int64_t to) {
+  Stmt read(in, fmt::format("SELECT {} FROM {} WHERE {} = ? ORDER BY rowid", Join(table.columns),
+                            table.name, table.key));
+  PIPETTE_RETURN_IF_ERROR(read.status(fmt::format("read {}", table.name)));
+  Stmt write(out, fmt::format("INSERT INTO {}({}) VALUES ({})", table.name, Join(table.columns),
+                              Placeholders(table.columns.size())));
+  PIPETTE_RETURN_IF_ERROR(write.status(fmt::format("write {}", table.name)));
+  read.Bind(1, from);
+  std::int64_t rows = 0;
+  int rc;
+  while ((rc = read.Step()) == SQLITE_ROW) {
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      if (table.columns[c] == table.key) {
+        write.Bind(static_cast<int>(c + 1), to);
+      } else {
+        write.BindValue(static_cast<int>(c + 1), read.Value(static_cast<int>(c)));
+      }
+    }
+    PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("write {}", table.name)));
+    ++rows;
+  }
+  PIPETTE_RETURN_IF_ERROR(read.Done(rc, fmt::format("read {}", table.name)));
+  return rows;
+}
+
+// The state of one input's merge: its id maps.
+struct InputMaps {
+  std::map<std::int64_t, std::int64_t> experiments, runs, calibrations;
+};
+
+Status MergeExperiments(sqlite3* in, sqlite3* out, OutIndex& index, InputMaps& maps,
+                        MergeSourceReport& report) {
+  Stmt read(in, "SELECT id, name, description, spec FROM experiments ORDER BY id");
+  PIPETTE_RETURN_IF_ERROR(read.status("read experiments"));
+  Stmt write(out, "INSERT INTO experiments(name, description, spec) VALUES (?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(write.status("write experiments"));
+  int rc;
+  while ((rc = read.Step()) == SQLITE_ROW) {
+    const std::string name = read.Text(1);
+    auto it = index.experiments.find(name);
+    if (it == index.experiments.end()) {
+      write.Bind(1, name).BindValue(2, read.Value(2)).BindValue(3, read.Value(3));
+      PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("experiment '{}'", name)));
+      it = index.experiments.emplace(name, sqlite3_last_insert_rowid(out)).first;
+      ++report.experiments_added;
+    }
+    maps.experiments[read.Int(0)] = it->second;
+  }
+  return read.Done(rc, "read experiments");
+}
+
+Status MergeCalibrations(sqlite3* in, sqlite3* out, const Layout& layout, OutIndex& index,
+                         InputMaps& maps, MergeSourceReport& report) {
+  const std::vector<std::string>& columns = layout.calibration_columns;
+  Stmt read(in, fmt::format("SELECT id, engine, host, created_at, {} FROM calibrations ORDER BY id",
+                            Join(columns)));
+  PIPETTE_RETURN_IF_ERROR(read.status("read calibrations"));
+  Stmt write(out, fmt::format("INSERT INTO calibrations({}) VALUES ({})", Join(columns),
+                              Placeholders(columns.size())));
+  PIPETTE_RETURN_IF_ERROR(write.status("write calibrations"));
+  int rc;
+  while ((rc = read.Step()) == SQLITE_ROW) {
+    const auto identity = std::tuple{read.Text(1), read.Text(2), read.Text(3)};
+    if (auto it = index.calibrations.find(identity); it != index.calibrations.end()) {
+      maps.calibrations[read.Int(0)] = it->second;
+      continue;
+    }
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      write.BindValue(static_cast<int>(c + 1), read.Value(static_cast<int>(c + 4)));
+    }
+    PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("calibration {}", read.Int(0))));
+    const std::int64_t id = sqlite3_last_insert_rowid(out);
+    index.calibrations.emplace(identity, id);
+    maps.calibrations[read.Int(0)] = id;
+    ++report.calibrations_copied;
+    for (const ChildTable& child : layout.children) {
+      if (child.key != "calibration_id") continue;
+      PIPETTE_ASSIGN_OR_RETURN(const std::int64_t rows,
+                               CopyChildRows(in, out, child, read.Int(0), id));
+      report.rows_copied += rows;
+    }
+  }
+  return read.Done(rc, "read calibrations");
+}
+
+// `config` with its references to runs (costs_from) and calibrations (prediction.calibration) of
+// the input rewritten to OUT's ids; unchanged text when it has none.
+std::string RemapConfig(const std::string& config, const InputMaps& maps) {
+  auto json = nlohmann::ordered_json::parse(config, nullptr, false);
+  if (!json.is_object()) return config;
+  bool changed = false;
+  const auto remap = [&](nlohmann::ordered_json& value, const auto& map) {
+    if (!value.is_number_integer()) return;
+    const auto it = map.find(value.template get<std::int64_t>());
+    if (it == map.end()) return;
+    value = it->second;
+    changed = true;
+  };
+  if (json.contains("costs_from")) remap(json["costs_from"], maps.runs);
+  if (json.contains("prediction") && json["prediction"].is_object() &&
+      json["prediction"].contains("calibration")) {
+    remap(json["prediction"]["calibration"], maps.calibrations);
+  }
+  return changed ? json.dump() : config;
+}
+
+// The facts of an input run that decide whether it is copied.
+struct InputRun {
+  std::int64_t id = 0;
+  RunIdentity identity;
+  std::optional<std::int64_t> experiment;  // OUT's id
+  std::string point_key, status;
+};
+
+// Whether `run` is copied; when not, records which OUT run stands for it (maps.runs) and why.
+bool ShouldCopy(const InputRun& run, const OutIndex& index, InputMaps& maps,
+                MergeSourceReport& report) {
+  if (run.status == "running") {
+    ++report.running;
+    return false;
+  }
+  if (auto it = index.runs.find(run.identity); it != index.runs.end()) {
+    maps.runs[run.id] = it->second;
+    ++report.duplicate_runs;
+    return false;
+  }
+  const bool finished = run.status == "ok" || run.status == "oom";
+  if (finished && run.experiment && !run.point_key.empty()) {
+    if (auto it = index.points.find({*run.experiment, run.point_key}); it != index.points.end()) {
+      maps.runs[run.id] = it->second;
+      ++report.duplicate_points;
+      return false;
+    }
+  }
+  return true;
+}
+
+// The provenance of input run `id`: its own provenance row when the input is itself a merge, else
+// (the input, id, now).
+Status WriteProvenance(sqlite3* in, sqlite3* out, const std::string& source, std::int64_t id,
+                       std::int64_t new_id) {
+  Stmt read(in, fmt::format("SELECT source, source_run_id, merged_at FROM {} WHERE run_id = ?",
+                            kProvenanceTable));
+  PIPETTE_RETURN_IF_ERROR(read.status("read provenance"));
+  Stmt write(out, fmt::format("INSERT INTO {}(run_id, source, source_run_id, merged_at) VALUES "
+                              "(?, ?, ?, ?)",
+                              kProvenanceTable));
+  PIPETTE_RETURN_IF_ERROR(write.status("write provenance"));
+  write.Bind(1, new_id);
+  read.Bind(1, id);
+  const int rc = read.Step();
+  if (rc == SQLITE_ROW) {
+    write.BindValue(2, read.Value(0)).BindValue(3, read.Value(1)).BindValue(4, read.Value(2));
+  } else {
+    PIPETTE_RETURN_IF_ERROR(read.Done(rc, "read provenance"));
+    write.Bind(2, source).Bind(3, id).Bind(4, UtcNow());
+  }
+  return write.Run("write provenance");
+}
+
+// Column `name`'s index in `columns` (present by construction: the schema has it).
+int IndexOf(const std::vector<std::string>& columns, std::string_view name) {
+  return static_cast<int>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+}
+
+Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Layout& layout,
+                 OutIndex& index, InputMaps& maps, MergeSourceReport& report) {
+  const std::vector<std::string>& columns = layout.run_columns;
+  const int experiment_col = IndexOf(columns, "experiment_id"),
+            config_col = IndexOf(columns, "config");
+  Stmt read(in, fmt::format("SELECT id, host, pid, owner_start, started_at, point_key, status, {} "
+                            "FROM runs ORDER BY id",
+                            Join(columns)));
+  PIPETTE_RETURN_IF_ERROR(read.status("read runs"));
+  Stmt write(out, fmt::format("INSERT INTO runs({}) VALUES ({})", Join(columns),
+                              Placeholders(columns.size())));
+  PIPETTE_RETURN_IF_ERROR(write.status("write runs"));
+  constexpr int kFirst = 7;  // the first of `columns` in `read`
+  int rc;
+  while ((rc = read.Step()) == SQLITE_ROW) {
+    ++report.runs;
+    InputRun run{read.Int(0),
+                 {read.Text(1), read.Int(2), read.Text(3), read.Text(4)},
+                 {},
+                 read.Text(5),
+                 read.Text(6)};
+    if (!read.IsNull(kFirst + experiment_col)) {
+      const auto it = maps.experiments.find(read.Int(kFirst + experiment_col));
+      if (it == maps.experiments.end()) {
+        return Status::IoError(fmt::format("run {}: experiment {} does not exist", run.id,
+                                           read.Int(kFirst + experiment_col)));
+      }
+      run.experiment = it->second;
+    }
+    if (!ShouldCopy(run, index, maps, report)) continue;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const int i = static_cast<int>(c);
+      if (i == experiment_col && run.experiment) {
+        write.Bind(i + 1, *run.experiment);
+      } else if (i == config_col) {
+        write.Bind(i + 1, RemapConfig(read.Text(kFirst + i), maps));
+      } else {
+        write.BindValue(i + 1, read.Value(kFirst + i));
+      }
+    }
+    PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("run {}", run.id)));
+    const std::int64_t id = sqlite3_last_insert_rowid(out);
+    maps.runs[run.id] = id;
+    index.runs.emplace(run.identity, id);
+    if (run.experiment && !run.point_key.empty() && (run.status == "ok" || run.status == "oom")) {
+      index.points.emplace(std::pair{*run.experiment, run.point_key}, id);
+    }
+    for (const ChildTable& child : layout.children) {
+      if (child.key != "run_id") continue;
+      PIPETTE_ASSIGN_OR_RETURN(const std::int64_t rows, CopyChildRows(in, out, child, run.id, id));
+      report.rows_copied += rows;
+    }
+    PIPETTE_RETURN_IF_ERROR(WriteProvenance(in, out, source, run.id, id));
+    ++report.copied;
+  }
+  return read.Done(rc, "read runs");
+}
+
+// Opens input `path` for reading: a pipette database of exactly this schema version.
+Result<Connection> OpenInput(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    return Status::NotFound(fmt::format("input '{}': no such file", path));
+  }
+  {
+    Result<ExperimentDb> checked = ExperimentDb::OpenReadOnly(path);
+    if (!checked.ok()) return InInput(path, checked.status());
+    if (checked->schema_version() != kSchemaVersion) {
+      return Status::FailedPrecondition(fmt::format(
+          "input '{}': schema version {}, this pipette merges only version {} (`pipette runs --db "
+          "{} --repair` migrates an older one in place; merge a newer one with a newer pipette)",
+          path, checked->schema_version(), kSchemaVersion, path));
+    }
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  Connection connection(raw);
+  if (rc != SQLITE_OK) {
+    return Status::IoError(fmt::format("input '{}': cannot open: {}", path,
+                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  sqlite3_busy_timeout(raw, 60'000);
+  return connection;
+}
+
+// True when `a` and `b` name the same file (or the same path, for files not there yet).
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (std::filesystem::equivalent(a, b, error) && !error) return true;
+  return std::filesystem::weakly_canonical(a, error) == std::filesystem::weakly_canonical(b, error);
+}
+
+// Merges every input into `out` (an open connection) in one transaction.
+Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
+                std::vector<Connection>& connections, MergeReport& report) {
+  if (sqlite3_exec(out, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Status::IoError(fmt::format("begin transaction: {}", sqlite3_errmsg(out)));
+  }
+  const auto merge = [&]() -> Status {
+    PIPETTE_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(out));
+    PIPETTE_ASSIGN_OR_RETURN(OutIndex index, IndexOut(out));
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      sqlite3* in = connections[k].get();
+      MergeSourceReport source{inputs[k]};
+      InputMaps maps;
+      std::error_code error;
+      const std::string absolute = std::filesystem::absolute(inputs[k], error).string();
+      Status s = MergeExperiments(in, out, index, maps, source);
+      if (s.ok()) s = MergeCalibrations(in, out, layout, index, maps, source);
+      if (s.ok()) s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source);
+      if (!s.ok()) return InInput(inputs[k], s);
+      report.sources.push_back(std::move(source));
+    }
+    return Status::Ok();
+  };
+  Status merged = merge();
+  if (merged.ok() && sqlite3_exec(out, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    merged = Status::IoError(fmt::format("commit: {}", sqlite3_errmsg(out)));
+  }
+  if (!merged.ok()) sqlite3_exec(out, "ROLLBACK", nullptr, nullptr, nullptr);
+  return merged;
+}
+
+}  // namespace
+
+Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std::string>& inputs) {
+  if (inputs.empty()) return Status::InvalidArgument("db merge: give at least one input database");
+  PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(out));
+  std::vector<Connection> connections;
+  for (const std::string& path : inputs) {
+    if (SameFile(path, out)) {
+      return Status::InvalidArgument(
+          fmt::format("input '{}' is OUT itself: a database cannot be merged into itself", path));
+    }
+    PIPETTE_ASSIGN_OR_RETURN(Connection c, OpenInput(path));
+    connections.push_back(std::move(c));
+  }
+  MergeReport report;
+  std::error_code error;
+  report.created = !std::filesystem::exists(out, error);
+  if (!report.created) {
+    // Only a pipette database is merged into (an older one is migrated); never a foreign file.
+    Result<ExperimentDb> existing = ExperimentDb::OpenReadOnly(out);
+    if (!existing.ok() && existing.status().code() != StatusCode::kFailedPrecondition) {
+      return Status::FromCode(existing.status().code(),
+                              fmt::format("OUT: {}", existing.status().message()));
+    }
+  }
+  Status merged = Status::Ok();
+  {
+    Result<ExperimentDb> created = ExperimentDb::Open(out);  // creates or migrates OUT
+    if (!created.ok()) return created.status();
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(out.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+    Connection connection(raw);
+    if (rc != SQLITE_OK) {
+      merged = Status::IoError(fmt::format("OUT '{}': cannot open: {}", out,
+                                           raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    } else {
+      sqlite3_busy_timeout(raw, 60'000);
+      sqlite3_exec(raw, "PRAGMA foreign_keys = ON", nullptr, nullptr, nullptr);
+      merged = MergeAll(raw, inputs, connections, report);
+    }
+  }
+  if (!merged.ok()) {
+    if (report.created) {
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(out + suffix, error);
+    }
+    return merged;
+  }
+  return report;
+}
+
+}  // namespace pipette

@@ -47,10 +47,9 @@ SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes) {
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
-  return EstimateSimulationSize(static_cast<std::int64_t>(c.program->num_instructions()) +
-                                    messages + alltoall,
-                                std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps,
-                                routes);
+  return EstimateSimulationSize(
+      static_cast<std::int64_t>(c.program->num_instructions()) + messages + alltoall,
+      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes);
 }
 
 // OK without simulated gradient reduction, or with it on a cluster, without analytic all-reduce
@@ -75,7 +74,6 @@ Status CheckGradientReduction(const SimulationCase& c, std::size_t index) {
         return Status::InvalidArgument(
             fmt::format("simulation case {}: a gradient bucket of {} bytes: must be in [0, {:g}]",
                         index, b.bytes, kMaxRingBytes));
-      }
       }
     }
   }

@@ -539,6 +539,39 @@ int Run(const SimulateOptions& o) {
   return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);
 }
 
+// The model path's parallelism: nodes, dp, tp, the rank-to-GPU order, expert parallelism.
+void AddParallelismOptions(CLI::App* cmd, SimulateOptions& o) {
+  cmd->add_option("--nodes", o.nodes, "Nodes (default: the cluster's)");
+  cmd->add_option("--dp", o.dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("--tp", o.tp, "Tensor-parallel ranks per stage")->capture_default_str();
+  cmd->add_option("--placement-order", o.placement_order,
+                  "Rank-to-GPU order, innermost first: tp,pp,dp (replicas outermost) or tp,dp,pp "
+                  "(data-parallel innermost)")
+      ->capture_default_str();
+  cmd->add_option("--ep", o.ep,
+                  "Expert-parallel GPUs (MoE models): experts sharded over ep of the dp replicas; "
+                  "must divide --dp and the experts")
+      ->capture_default_str();
+  cmd->add_flag("--no-alltoall-overlap", o.no_alltoall_overlap,
+                "MoE: overlapped (F;B) cells run compute and all-to-all serially (default: "
+                "DualPipe's overlap, max(compute, all-to-all))");
+}
+
+// The model path's data-parallel gradient reduction.
+void AddGradientOptions(CLI::App* cmd, SimulateOptions& o) {
+  o.grad_reduce_option = cmd->add_option(
+      "--grad-reduce", o.grad_reduce,
+      "Data-parallel gradient reduction: ring or tree (simulated traffic; default ring on a "
+      "cluster) or analytic (default on the ideal network)");
+  o.grad_overlap_option =
+      cmd->add_flag("--grad-overlap", o.grad_overlap,
+                    "Start each stage's gradient buckets when its last backward ends (Megatron's "
+                    "overlap_grad_reduce) instead of after the program");
+  o.grad_bucket_option =
+      cmd->add_option("--grad-bucket-params", o.grad_bucket_params,
+                      "Parameters per gradient bucket (default: Megatron's max(40M, 1M x dp))");
+}
+
 }  // namespace
 
 void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
@@ -571,20 +604,7 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   o->cluster_option = cmd->add_option("--cluster", o->cluster, "Cluster preset or .toml")
                           ->capture_default_str()
                           ->check(NonEmpty());
-  cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
-  cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
-  cmd->add_option("--tp", o->tp, "Tensor-parallel ranks per stage")->capture_default_str();
-  cmd->add_option("--placement-order", o->placement_order,
-                  "Rank-to-GPU order, innermost first: tp,pp,dp (replicas outermost) or tp,dp,pp "
-                  "(data-parallel innermost)")
-      ->capture_default_str();
-  cmd->add_option("--ep", o->ep,
-                  "Expert-parallel GPUs (MoE models): experts sharded over ep of the dp replicas; "
-                  "must divide --dp and the experts")
-      ->capture_default_str();
-  cmd->add_flag("--no-alltoall-overlap", o->no_alltoall_overlap,
-                "MoE: overlapped (F;B) cells run compute and all-to-all serially (default: "
-                "DualPipe's overlap, max(compute, all-to-all))");
+  AddParallelismOptions(cmd, *o);
   cmd->add_option("--micro-batch-size", o->micro_batch_size, "Sequences per microbatch")
       ->capture_default_str();
   o->seq_len_option =
@@ -600,17 +620,7 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--recompute", o->recompute, "Full activation recomputation");
   cmd->add_option("--efficiency", o->efficiency, "Achieved fraction of peak FLOP/s")
       ->capture_default_str();
-  o->grad_reduce_option = cmd->add_option(
-      "--grad-reduce", o->grad_reduce,
-      "Data-parallel gradient reduction: ring or tree (simulated traffic; default ring on a "
-      "cluster) or analytic (default on the ideal network)");
-  o->grad_overlap_option =
-      cmd->add_flag("--grad-overlap", o->grad_overlap,
-                    "Start each stage's gradient buckets when its last backward ends (Megatron's "
-                    "overlap_grad_reduce) instead of after the program");
-  o->grad_bucket_option =
-      cmd->add_option("--grad-bucket-params", o->grad_bucket_params,
-                      "Parameters per gradient bucket (default: Megatron's max(40M, 1M x dp))");
+  AddGradientOptions(cmd, *o);
   o->costs_from_option =
       cmd->add_option("--costs-from", o->costs_from,
                       "Predict recorded real run RUN (in --db): its program and measured costs");

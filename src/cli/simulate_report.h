@@ -32,7 +32,7 @@ struct SimulateSettings {
   GradReduce grad_reduce = GradReduce::kAnalytic;
   bool grad_overlap = false;
   std::int64_t grad_bucket_params = 0;  // resolved: Megatron's default when not given
-  bool overlap_alltoall = true;  // MoE: overlapped (F;B) cells hide their all-to-all
+  bool overlap_alltoall = true;         // MoE: overlapped (F;B) cells hide their all-to-all
 };
 
 // One simulated run: what was simulated, the settings, and the result.

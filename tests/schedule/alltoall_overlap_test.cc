@@ -110,7 +110,9 @@ TEST(AllToAllOverlap, MoeDualPipeVGainsItsOverlappedCellsTimesTheHiddenTime) {
     EXPECT_NEAR(cells_on_path[0], std::round(cells_on_path[0]), 1e-9);
     EXPECT_NEAR(cells_on_path[1], cells_on_path[0], 1e-9);
     EXPECT_GE(cells_on_path[0], most - 1e-9);
-    if (k > 0) EXPECT_NEAR(cells_on_path[0], k, 1e-9) << "p = " << p << ", m = " << m;
+    if (k > 0) {
+      EXPECT_NEAR(cells_on_path[0], k, 1e-9) << "p = " << p << ", m = " << m;
+    }
   }
 }
 

@@ -193,7 +193,7 @@ TEST(CalibrationStore, ASchemaThreeDatabaseMigratesKeepingItsRuns) {
   }
   Result<ExperimentDb> db = ExperimentDb::Open(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  EXPECT_EQ(db->schema_version(), 4);
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
   Result<std::vector<RunRecord>> runs = db->ListRuns();
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);

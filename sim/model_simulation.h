@@ -5,8 +5,10 @@
 // The GPU mapping: GpuOf (cluster/parallel_config.h, the config's --placement-order; by default
 // replica d's pipeline rank r on GPU (d*pp + r)*tp, its tensor-parallel group that GPU ..
 // +tp-1), and the messages between stages carry the stage output split over
-// the tensor-parallel group. On the cluster every replica runs, each with its own actors and
-// messages; on the ideal network only replica 0 does and every message takes a fixed latency.
+// the tensor-parallel group. On the cluster every replica is simulated, each with its own actors
+// and messages (replicas the network provably cannot tell apart run once: replica_symmetry.h;
+// every one with simulated gradient reduction or MoE all-to-all, whose messages join them); on
+// the ideal network only replica 0 runs and every message takes a fixed latency.
 // Each rank's gradient reduction over the dp replicas (ModelSimulationOptions::grad_reduce) is
 // either bucketed ring or tree all-reduces simulated as messages on the cluster
 // (sim/gradient_reduction.h), or an analytic ring (cost/collectives.h, over NVLink when the ring

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../store/sql_rows.h"
 #include "pipette_runner.h"
 
 namespace {
@@ -38,21 +39,7 @@ void RemoveDb(const std::string& name) {
 
 // Every row of `sql` on database `name` (scratch directory), '|' between columns.
 std::string Rows(const std::string& name, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(InScratch(name).c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr);
-  std::string out;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-      const unsigned char* t = sqlite3_column_text(stmt, c);
-      out += (c ? "|" : "") + std::string(t ? reinterpret_cast<const char*>(t) : "NULL");
-    }
-    out += "\n";
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
+  return pipette::testing::SqlRows(InScratch(name), sql);
 }
 
 // What a study's points recorded, by point key: every metric but the host's wall-clock ones, and

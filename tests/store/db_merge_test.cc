@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "pipette/store/experiment_db.h"
+#include "sql_rows.h"
 
 namespace pipette {
 namespace {
@@ -27,21 +28,7 @@ std::string FreshPath(const std::string& name) {
 
 // Every row `sql` returns, columns joined by '|', rows by '\n' (with a plain connection).
 std::string Rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr);
-  std::string out;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-      const unsigned char* t = sqlite3_column_text(stmt, c);
-      out += (c ? "|" : "") + std::string(t ? reinterpret_cast<const char*>(t) : "NULL");
-    }
-    out += "\n";
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
+  return pipette::testing::SqlRows(path, sql);
 }
 
 void Exec(const std::string& path, const std::string& sql) {

@@ -57,6 +57,17 @@ Status ValidateWorkload(const Workload& workload) {
 
 std::int64_t NormParams(std::int64_t hidden, bool bias) { return bias ? 2 * hidden : hidden; }
 
+namespace {
+
+// The weights of one feed-forward block of width f on hidden size h (an MLP, or one expert):
+// 3 matrices with SwiGLU, else 2, and with biases one per matrix output.
+std::int64_t FfnParams(std::int64_t h, std::int64_t f, bool gated, bool bias) {
+  const std::int64_t matrices = gated ? 3 : 2;
+  return matrices * h * f + (bias ? (matrices - 1) * f + h : 0);
+}
+
+}  // namespace
+
 Layer EmbeddingLayer(std::string name, std::int64_t vocab, std::int64_t hidden,
                      std::int64_t positions, const TokenBatch& tokens) {
   const std::int64_t t = tokens.tokens();
@@ -138,8 +149,7 @@ Layer MlpLayer(std::string name, const MlpShape& shape, const TokenBatch& tokens
   const std::int64_t matrices = shape.gated ? 3 : 2;
   Layer layer = Named(std::move(name), "mlp");
   layer.shape = {.hidden = h, .ffn_hidden = f, .gated = shape.gated, .bias = shape.bias};
-  layer.params = NormParams(h, shape.bias) + matrices * h * f;
-  if (shape.bias) layer.params += (matrices - 1) * f + h;
+  layer.params = NormParams(h, shape.bias) + FfnParams(h, f, shape.gated, shape.bias);
 
   layer.fwd_flops = static_cast<double>(matrices) * Gemm(t, f, h);
   layer.igrad_flops = layer.fwd_flops;
@@ -201,7 +211,7 @@ Layer MoeLayer(std::string name, const MoeShape& shape, const TokenBatch& tokens
                  .top_k = shape.top_k,
                  .shared_experts = shape.shared_experts,
                  .capacity_factor = shape.capacity_factor};
-  const std::int64_t expert = matrices * h * f + (shape.bias ? (matrices - 1) * f + h : 0);
+  const std::int64_t expert = FfnParams(h, f, shape.gated, shape.bias);
   layer.expert_params = shape.experts * expert;
   layer.activated_expert_params = shape.top_k * expert;
   layer.params = NormParams(h, shape.bias) + h * shape.experts + layer.expert_params +

@@ -39,6 +39,12 @@ std::unique_ptr<simgrid::s4u::Engine> MakeEngine() {
   xbt_log_control_set("root.thresh:critical");
   simgrid::s4u::Engine::set_config("network/model:CM02");
   simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  // Every rate recomputed at each change (Full), not SimGrid's default lazy update, which in 3.32
+  // misallocates contended patterns: eight 1 GB flows into one 50 GB/s NIC, beside 32 flows on
+  // other NICs, end at 0.06 s instead of 8 GB / 50 GB/s = 0.16 s (a link carrying more than its
+  // bandwidth; tests/sim/fabric_platform_test.cc ContendedNicCarriesExactlyItsBandwidth). Full is
+  // also no slower at scale (sim/README.md: 43 s against 47.5 s at 16,384 GPUs).
+  simgrid::s4u::Engine::set_config("network/optim:Full");
   // No TCP window bound on any flow. Not "TCP-gamma:0": SimGrid 3.32 bounds a comm given a rate
   // (Comm::set_rate, the tree collectives' cap) by min(rate, gamma / (2 latency)), which gamma 0
   // turns into 0, "unbounded" (src/surf/network_cm02.cpp, comm_action_set_variable). A huge gamma

@@ -15,9 +15,7 @@ namespace {
 using testing::CommandResult;
 using testing::Pipette;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using pipette::testing::Contains;
 
 // Records two model runs in `db`: run 1 with m = 4 and run 2 with m = 8, two steps each.
 void RecordTwoRuns(const std::string& db) {

@@ -29,6 +29,11 @@ inline std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// Whether `text` holds `part` (a command's output or error holds a message).
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // This test process's scratch directory, empty when the process first uses it: pids are reused, so
 // a directory of the same name is an earlier process's, and is removed first (else a test that
 // checks a command wrote no file, e.g. no pipette.db, fails whenever its pid once ran a test that

@@ -23,9 +23,7 @@ using pipette::testing::Pipette;
 using pipette::testing::ScratchDir;
 using pipette::testing::Shell;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using pipette::testing::Contains;
 
 void WriteSpec(const std::string& name, const std::string& text) {
   std::ofstream(ScratchDir() + "/" + name) << text;

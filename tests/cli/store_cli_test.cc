@@ -34,9 +34,7 @@ using testing::Pipette;
 using testing::ReadFile;
 using testing::ScratchDir;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using pipette::testing::Contains;
 
 std::string Fresh(const std::string& name) {
   const std::string path = ScratchDir() + "/" + name;

@@ -37,9 +37,7 @@ nlohmann::json Runs(const std::string& db, const std::string& experiment) {
   return nlohmann::json::parse(run.out, nullptr, false);
 }
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using pipette::testing::Contains;
 
 // 2 schedules x 2 microbatch counts on the ideal network.
 constexpr const char* kSmall = R"(name = "small"

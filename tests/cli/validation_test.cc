@@ -21,9 +21,7 @@ using pipette::testing::Pipette;
 using pipette::testing::ScratchDir;
 using pipette::testing::Shell;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using pipette::testing::Contains;
 
 bool Exists(const std::string& name) { return std::filesystem::exists(ScratchDir() + "/" + name); }
 

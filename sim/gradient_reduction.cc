@@ -49,7 +49,8 @@ std::int64_t DefaultBucketParams(int dp) {
 
 std::vector<RankBuckets> PlanGradientBuckets(const Program& program,
                                              const std::vector<double>& stage_bytes,
-                                             double bucket_bytes) {
+                                             double bucket_bytes,
+                                             const std::vector<double>& expert_bytes) {
   std::vector<RankBuckets> ranks(program.p);
   for (int r = 0; r < program.p; ++r) {
     // The last instruction producing each stage's weight gradients, in program order.
@@ -68,13 +69,17 @@ std::vector<RankBuckets> PlanGradientBuckets(const Program& program,
     }
     std::sort(last.begin(), last.end());
     RankBuckets& rank = ranks[r];
-    for (const auto& [index, stage] : last) {
-      double left = stage_bytes[stage];
+    auto fill = [&](int stage, double left, bool experts) {
       while (left > 0) {
         const double bytes = std::min(left, bucket_bytes);
-        rank.buckets.push_back({stage, bytes});
+        rank.buckets.push_back({stage, bytes, experts});
         left -= bytes;
       }
+    };
+    for (const auto& [index, stage] : last) {
+      const double experts = expert_bytes.empty() ? 0.0 : expert_bytes[stage];
+      fill(stage, stage_bytes[stage] - experts, false);
+      fill(stage, experts, true);
       rank.completes.emplace_back(instructions[index].action,
                                   static_cast<int>(rank.buckets.size()));
     }
@@ -87,17 +92,18 @@ std::int64_t GradientReduction::MessagesPerReplicaStep(int replicas) const {
       mode == GradReduce::kTree ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing;
   std::int64_t messages = 0;
   for (const RankBuckets& rank : ranks) {
-    messages +=
-        static_cast<std::int64_t>(rank.buckets.size()) * MessagesPerMember(algorithm, replicas);
+    for (const GradientBucket& bucket : rank.buckets) {
+      messages += MessagesPerMember(algorithm, bucket.experts ? replicas / ep : replicas);
+    }
   }
   return messages;
 }
 
-RankReducer::RankReducer(const RankBuckets& plan, const CollectiveGroup& group, int member,
-                         int rank, bool overlap, std::vector<AllReduceEvent>* log)
+RankReducer::RankReducer(const RankBuckets& plan, GroupMember dense, GroupMember experts, int rank,
+                         bool overlap, std::vector<AllReduceEvent>* log)
     : plan_(plan),
-      group_(group),
-      member_(member),
+      dense_(dense),
+      experts_(experts),
       rank_(rank),
       overlap_(overlap),
       log_(log),
@@ -106,7 +112,8 @@ RankReducer::RankReducer(const RankBuckets& plan, const CollectiveGroup& group, 
 
 void RankReducer::Run(int step, const GradientBucket& bucket) {
   const double start = sg4::Engine::get_clock();
-  group_.AllReduce(member_, bucket.bytes);
+  const GroupMember& in = bucket.experts ? experts_ : dense_;
+  in.group->AllReduce(in.member, bucket.bytes);
   log_->push_back({rank_, step, start, sg4::Engine::get_clock(),
                    static_cast<std::int64_t>(std::llround(bucket.bytes))});
 }

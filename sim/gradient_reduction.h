@@ -20,6 +20,12 @@
 // collectives in order). The optimizer step waits for every bucket. Every bucket's all-reduce is
 // traced (AllReduceEvent: the member's start, end, its bytes).
 //
+// Experts. With expert parallelism (ep > 1) a stage's routed experts' gradients are held by the
+// dp/ep replicas with the same d mod ep (each replica of an ep group holds other experts), so they
+// reduce over that expert data-parallel group, as Megatron-LM's expert_parallel_buffers do over
+// its expert data-parallel group: per stage the dense buckets first, then the experts' buckets,
+// each bucket of one kind (Megatron keeps the two in separate buffers).
+//
 // Pure planning (PlanGradientBuckets) plus the per-rank runtime state (RankReducer), used only from
 // the actors of one rank of one replica.
 #pragma once
@@ -56,6 +62,7 @@ inline constexpr std::int64_t kMaxBucketsPerRank = 4096;
 struct GradientBucket {
   int stage = 0;
   double bytes = 0;
+  bool experts = false;  // reduced over the expert data-parallel group, not every replica
 };
 
 // One pipeline rank's buckets and when they become ready.
@@ -66,16 +73,21 @@ struct RankBuckets {
   std::vector<std::pair<Action, int>> completes;
 };
 
-// Every rank's buckets of `program`, whose stage s holds `stage_bytes[s]` bytes of gradients,
-// split into buckets of at most `bucket_bytes` (> 0). Stages of no bytes have no bucket.
+// Every rank's buckets of `program`, whose stage s holds `stage_bytes[s]` bytes of gradients, of
+// which `expert_bytes[s]` are routed experts' (empty: none), each kind split into buckets of at
+// most `bucket_bytes` (> 0). Stages of no bytes have no bucket.
 std::vector<RankBuckets> PlanGradientBuckets(const Program& program,
                                              const std::vector<double>& stage_bytes,
-                                             double bucket_bytes);
+                                             double bucket_bytes,
+                                             const std::vector<double>& expert_bytes = {});
 
 // What a SimulationCase reduces as traffic (mode != kAnalytic): per pipeline rank its buckets.
 struct GradientReduction {
   GradReduce mode = GradReduce::kAnalytic;
   bool overlap = false;
+  // Expert parallelism: replicas d and d' hold the same experts when d = d' mod ep; an experts
+  // bucket reduces over those dp/ep replicas. 1: no experts bucket.
+  int ep = 1;
   std::vector<RankBuckets> ranks;
 
   bool simulated() const { return mode != GradReduce::kAnalytic; }
@@ -86,11 +98,19 @@ struct GradientReduction {
   int ActorsPerRank() const { return simulated() && overlap ? 2 : 1; }
 };
 
-// The gradient reduction of one rank of one replica: member `member` of its data-parallel group.
+// One member of a collective group: the group and the member's index in it.
+struct GroupMember {
+  const CollectiveGroup* group = nullptr;
+  int member = 0;
+};
+
+// The gradient reduction of one rank of one replica: a member of its data-parallel group `dense`
+// and, for experts buckets, of its expert data-parallel group `experts`.
 class RankReducer {
  public:
   // `log` receives one event per bucket and step (rank `rank`); it and the others outlive the run.
-  RankReducer(const RankBuckets& plan, const CollectiveGroup& group, int member, int rank,
+  // REQUIRES: `experts.group` set when `plan` has an experts bucket.
+  RankReducer(const RankBuckets& plan, GroupMember dense, GroupMember experts, int rank,
               bool overlap, std::vector<AllReduceEvent>* log);
 
   // From the rank's actor after its compute instruction `action` of `step` ended: with overlap,
@@ -107,8 +127,8 @@ class RankReducer {
   void Release(std::int64_t total);
 
   const RankBuckets& plan_;
-  const CollectiveGroup& group_;
-  const int member_, rank_;
+  const GroupMember dense_, experts_;
+  const int rank_;
   const bool overlap_;
   std::vector<AllReduceEvent>* log_;
   // Buckets released and done, counted over every step (step s's bucket b is s * B + b).

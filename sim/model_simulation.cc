@@ -65,17 +65,21 @@ double BucketBytes(const ModelPlan& p, const ModelSimulationOptions& o) {
 }
 
 // Every rank's gradient buckets when `o` simulates the reduction on a cluster with dp > 1; else
-// none (mode analytic).
+// none (mode analytic). With ep > 1 each stage's routed experts' gradients (a GPU's share)
+// reduce over the expert data-parallel group in buckets of their own.
 GradientReduction ReductionOf(const ModelPlan& p, const ModelSimulationOptions& o) {
   GradientReduction g;
   if (o.ideal_network || p.config.dp <= 1 || o.grad_reduce == GradReduce::kAnalytic) return g;
   g.mode = o.grad_reduce;
   g.overlap = o.grad_overlap;
+  g.ep = p.config.ep;
   std::vector<double> stage_bytes(p.plan.stages.size(), 0.0);
+  std::vector<double> expert_bytes(p.plan.stages.size(), 0.0);
   for (const StageInfo& stage : p.plan.stages) {
     stage_bytes[stage.index] = stage.params_per_gpu * BytesOf(p.config.dtype);
+    if (g.ep > 1) expert_bytes[stage.index] = stage.expert_params_per_gpu * BytesOf(p.config.dtype);
   }
-  g.ranks = PlanGradientBuckets(p.program, stage_bytes, BucketBytes(p, o));
+  g.ranks = PlanGradientBuckets(p.program, stage_bytes, BucketBytes(p, o), expert_bytes);
   return g;
 }
 
@@ -214,12 +218,6 @@ Status CheckGradientOptions(const ModelPlan& p, const ModelSimulationOptions& o)
         "analytic applies)",
         GradReduceName(o.grad_reduce)));
   }
-  if (o.grad_reduce != GradReduce::kAnalytic && p.config.ep > 1) {
-    return Status::InvalidArgument(fmt::format(
-        "--grad-reduce = {} with --ep = {}: the routed experts' gradients reduce over the dp/ep "
-        "replicas holding them, which the simulated collectives do not model yet; use analytic",
-        GradReduceName(o.grad_reduce), p.config.ep));
-  }
   if (o.grad_bucket_params < 0) {
     return Status::InvalidArgument(fmt::format(
         "--grad-bucket-params = {}: must be a number of parameters >= 1 (0: Megatron's default)",
@@ -234,7 +232,12 @@ Status CheckGradientOptions(const ModelPlan& p, const ModelSimulationOptions& o)
   for (int r = 0; r < p.config.pp; ++r) {
     double params = 0;
     for (const StageInfo& stage : p.plan.stages) {
-      if (stage.rank == r) params += std::ceil(stage.params_per_gpu / bucket);
+      // Dense and experts' gradients are bucketed apart (ReductionOf).
+      const double experts = p.config.ep > 1 ? stage.expert_params_per_gpu : 0.0;
+      if (stage.rank == r) {
+        params +=
+            std::ceil((stage.params_per_gpu - experts) / bucket) + std::ceil(experts / bucket);
+      }
     }
     if (params > kMaxBucketsPerRank) {
       return Status::InvalidArgument(fmt::format(

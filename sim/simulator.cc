@@ -68,6 +68,11 @@ Status CheckGradientReduction(const SimulationCase& c, std::size_t index) {
         fmt::format("simulation case {}: {} gradient bucket lists for {} ranks", index,
                     g.ranks.size(), c.program->p));
   }
+  if (g.ep < 1 || c.replicas % g.ep != 0) {
+    return Status::InvalidArgument(
+        fmt::format("simulation case {}: gradient reduction ep = {}: must divide the {} replicas",
+                    index, g.ep, c.replicas));
+  }
   for (const RankBuckets& rank : g.ranks) {
     for (const GradientBucket& b : rank.buckets) {
       if (!(b.bytes >= 0 && b.bytes <= kMaxRingBytes)) {
@@ -254,8 +259,8 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
 }
 
 // What the cases' simulated collectives own: for the gradient reduction one group per pipeline
-// rank of a case (its replicas' hosts) and one reducer per rank of every replica; a case's MoE
-// all-to-all.
+// rank of a case (its replicas' hosts) and, with experts buckets, ep expert groups per rank (the
+// replicas with the same d mod ep), one reducer per rank of every replica; a case's MoE all-to-all.
 struct Collectives {
   std::vector<std::unique_ptr<CollectiveGroup>> groups;
   std::vector<std::unique_ptr<RankReducer>> reducers;
@@ -280,9 +285,22 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
     for (int d = 0; d < sc.replicas; ++d) members.push_back(hosts.ranks[d * p + r]);
     owned.groups.push_back(std::make_unique<CollectiveGroup>(fmt::format("case{}-dp{}", c, r),
                                                              std::move(members), algorithm));
+    const CollectiveGroup* dense = owned.groups.back().get();
+    const bool experts = std::any_of(g.ranks[r].buckets.begin(), g.ranks[r].buckets.end(),
+                                     [](const GradientBucket& b) { return b.experts; });
+    std::vector<const CollectiveGroup*> expert_groups;
+    for (int k = 0; experts && k < g.ep; ++k) {
+      std::vector<sg4::Host*> holders;
+      for (int d = k; d < sc.replicas; d += g.ep) holders.push_back(hosts.ranks[d * p + r]);
+      owned.groups.push_back(std::make_unique<CollectiveGroup>(
+          fmt::format("case{}-dp{}-experts{}", c, r, k), std::move(holders), algorithm));
+      expert_groups.push_back(owned.groups.back().get());
+    }
     for (int d = 0; d < sc.replicas; ++d) {
-      owned.reducers.push_back(std::make_unique<RankReducer>(g.ranks[r], *owned.groups.back(), d, r,
-                                                             g.overlap, &logs[d][r].allreduces));
+      const GroupMember expert_member =
+          experts ? GroupMember{expert_groups[d % g.ep], d / g.ep} : GroupMember{};
+      owned.reducers.push_back(std::make_unique<RankReducer>(
+          g.ranks[r], GroupMember{dense, d}, expert_member, r, g.overlap, &logs[d][r].allreduces));
       RankReducer* reducer = owned.reducers.back().get();
       reducers[static_cast<std::size_t>(d) * p + r] = reducer;
       if (g.overlap) {

@@ -127,12 +127,11 @@ SimulateSettings SettingsOf(const SimulateOptions& o) {
 }
 
 // The model path's gradient reduction options into `simulation` and `settings`: --grad-reduce
-// (default: ring on a cluster, analytic on the ideal network or with --ep > 1, whose experts'
-// gradients the simulated collectives do not model), --grad-overlap,
+// (default: ring on a cluster, analytic on the ideal network), --grad-overlap,
 // --grad-bucket-params (default: Megatron's for --dp).
 Status GradientOptions(const SimulateOptions& o, int dp, ModelSimulationOptions& simulation,
                        SimulateSettings& settings) {
-  GradReduce mode = o.ideal_network || o.ep > 1 ? GradReduce::kAnalytic : GradReduce::kRing;
+  GradReduce mode = o.ideal_network ? GradReduce::kAnalytic : GradReduce::kRing;
   if (!o.grad_reduce.empty()) {
     PIPETTE_ASSIGN_OR_RETURN(mode, ParseGradReduce(o.grad_reduce, "--grad-reduce"));
   }

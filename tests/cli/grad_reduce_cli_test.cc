@@ -79,6 +79,33 @@ TEST(GradReduceCli, OneBucketPerRankAsARingTakesTheAnalyticStep) {
   }
 }
 
+TEST(GradReduceCli, WithExpertParallelismTheExpertsRingRunsOverTheReplicasHoldingThem) {
+  // moe-small, pp 8 x dp 4 x ep 2 on four nodes, one bucket per kind: each rank reduces its dense
+  // gradients over the 4 replicas, then its experts' (1/ep of them per GPU) over the 2 replicas
+  // with the same experts (d mod 2), as the analytic model does. Each pipeline stays in its node,
+  // and the all-to-all is over by the time a rank reduces, so nothing shares the rings' NICs: the
+  // simulated rings take exactly the analytic step. (Over all 4 replicas the experts' ring would
+  // take 2 x 3 (alpha + S/(4 beta)) instead of 2 (alpha + S/(2 beta)).)
+  const std::string job =
+      "simulate --model moe-small --pp 8 --dp 4 --ep 2 --nodes 4 -m 8 --no-db "
+      "--format json --grad-bucket-params 100000000000 ";
+  CommandResult a = Pipette(job + "--grad-reduce analytic");
+  CommandResult b = Pipette(job);  // ring, the default on a cluster
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const nlohmann::json analytic = nlohmann::json::parse(a.out), ring = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ring["grad_reduce"], "ring");
+  EXPECT_EQ(ring["grad_buckets"],
+            16);  // every rank holds MoE blocks: a dense and an experts bucket
+  const double want = analytic["step_time_s"].get<double>();
+  EXPECT_NEAR(ring["step_time_s"].get<double>(), want, 1e-12 * want);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_NEAR(ring["allreduce_s"][r].get<double>(), analytic["allreduce_s"][r].get<double>(),
+                1e-12)
+        << "rank " << r;
+  }
+}
+
 TEST(GradReduceCli, OverlapShortensAnInterleavedStepAndTheRunRecordsItsSettings) {
   const std::string interleaved = "--schedule interleaved-1f1b -v 2 ";
   const nlohmann::json after = Json(interleaved + "--grad-reduce ring");

@@ -226,6 +226,31 @@ TEST(GradientBuckets, StagesInTheOrderTheirLastBackwardRunsBucketsFromTheLastLay
   EXPECT_EQ(r1.completes[1].second, 3);
 }
 
+TEST(GradientBuckets, ExpertsGradientsFollowTheirStagesDenseOnesInBucketsOfTheirOwn) {
+  // 1F1B, p = 2: stage 0 holds 25 bytes of which 12 are experts', stage 1 7 of which 7.
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{2, 0, 4, 0}));
+  GradientReduction g;
+  g.mode = GradReduce::kRing;
+  g.ep = 2;
+  g.ranks = PlanGradientBuckets(program, {25, 7}, 10, {12, 7});
+  const std::vector<GradientBucket>& r0 = g.ranks[0].buckets;
+  ASSERT_EQ(r0.size(), 4u);  // dense 10, 3; experts 10, 2
+  const double bytes[] = {10, 3, 10, 2};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(r0[k].stage, 0);
+    EXPECT_EQ(r0[k].bytes, bytes[k]) << k;
+    EXPECT_EQ(r0[k].experts, k >= 2) << k;
+  }
+  EXPECT_EQ(g.ranks[0].completes[0].second, 4);
+  ASSERT_EQ(g.ranks[1].buckets.size(), 1u);  // no dense bytes: no dense bucket
+  EXPECT_TRUE(g.ranks[1].buckets[0].experts);
+  // 8 replicas: a dense bucket's ring has 8 members (4 segments: 4 messages per member), an
+  // experts bucket's 8 / ep = 4 (4 messages); at ep 4 the experts' ring has 2 members (2).
+  EXPECT_EQ(g.MessagesPerReplicaStep(8), 5 * 4);
+  g.ep = 4;
+  EXPECT_EQ(g.MessagesPerReplicaStep(8), 2 * 4 + 3 * 2);
+}
+
 TEST(GradientBuckets, AZeroBubbleStageIsCompleteAtItsLastWeightGradient) {
   const Program program = *Lower(*MakeSchedule("zb-h1", ScheduleParams{2, 0, 4, 0}));
   const std::vector<RankBuckets> ranks = PlanGradientBuckets(program, {4, 4}, 4);

@@ -74,8 +74,8 @@ struct RankBuckets {
 };
 
 // Every rank's buckets of `program`, whose stage s holds `stage_bytes[s]` bytes of gradients, of
-// which `expert_bytes[s]` are routed experts' (empty: none), each kind split into buckets of at
-// most `bucket_bytes` (> 0). Stages of no bytes have no bucket.
+// which `expert_bytes[s]` (<= stage_bytes[s]; empty: none) are routed experts', each kind split
+// into buckets of at most `bucket_bytes` (> 0). Stages of no bytes have no bucket.
 std::vector<RankBuckets> PlanGradientBuckets(const Program& program,
                                              const std::vector<double>& stage_bytes,
                                              double bucket_bytes,

@@ -12,10 +12,9 @@
 namespace pipette {
 namespace {
 
+using pipette::testing::Contains;
 using testing::CommandResult;
 using testing::Pipette;
-
-using pipette::testing::Contains;
 
 // Records two model runs in `db`: run 1 with m = 4 and run 2 with m = 8, two steps each.
 void RecordTwoRuns(const std::string& db) {

@@ -95,8 +95,8 @@ TEST(GradReduceCli, WithExpertParallelismTheExpertsRingRunsOverTheReplicasHoldin
   ASSERT_EQ(b.exit_code, 0) << b.err;
   const nlohmann::json analytic = nlohmann::json::parse(a.out), ring = nlohmann::json::parse(b.out);
   EXPECT_EQ(ring["grad_reduce"], "ring");
-  EXPECT_EQ(ring["grad_buckets"],
-            16);  // every rank holds MoE blocks: a dense and an experts bucket
+  // Every rank holds MoE blocks: a dense and an experts bucket each.
+  EXPECT_EQ(ring["grad_buckets"], 16);
   const double want = analytic["step_time_s"].get<double>();
   EXPECT_NEAR(ring["step_time_s"].get<double>(), want, 1e-12 * want);
   for (int r = 0; r < 8; ++r) {

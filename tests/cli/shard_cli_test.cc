@@ -19,11 +19,10 @@
 namespace {
 
 using pipette::testing::CommandResult;
+using pipette::testing::Contains;
 using pipette::testing::Pipette;
 using pipette::testing::ScratchDir;
 using pipette::testing::Shell;
-
-using pipette::testing::Contains;
 
 void WriteSpec(const std::string& name, const std::string& text) {
   std::ofstream(ScratchDir() + "/" + name) << text;

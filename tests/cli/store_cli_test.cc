@@ -29,12 +29,11 @@ extern char** environ;
 namespace pipette {
 namespace {
 
+using pipette::testing::Contains;
 using testing::CommandResult;
 using testing::Pipette;
 using testing::ReadFile;
 using testing::ScratchDir;
-
-using pipette::testing::Contains;
 
 std::string Fresh(const std::string& name) {
   const std::string path = ScratchDir() + "/" + name;

@@ -17,11 +17,10 @@
 namespace {
 
 using pipette::testing::CommandResult;
+using pipette::testing::Contains;
 using pipette::testing::Pipette;
 using pipette::testing::ScratchDir;
 using pipette::testing::Shell;
-
-using pipette::testing::Contains;
 
 bool Exists(const std::string& name) { return std::filesystem::exists(ScratchDir() + "/" + name); }
 

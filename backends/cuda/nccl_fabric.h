@@ -1,9 +1,10 @@
 // NcclFabric: the Fabric of one MPI process per GPU. Pipeline messages are ncclSend/ncclRecv on
 // the rank's communication stream, ordered after the producing compute (and before the consuming
 // one) by CUDA events; the sends and receives one stretch of the program issues between two
-// computes go out as one NCCL group. Gradients are all-reduced with NCCL over the data-parallel
-// communicator, shared parameters over communicators split for their holders. Barriers, the loss
-// and the report's gather use MPI.
+// computes go out as one NCCL group (send_recv_groups.h spells the grouping out, and why it cannot
+// deadlock; tests/cuda/send_recv_groups_test checks it in a model of this fabric). Gradients are
+// all-reduced with NCCL over the data-parallel communicator, shared parameters over communicators
+// split for their holders. Barriers, the loss and the report's gather use MPI.
 //
 // The host never waits inside a step: a receive orders its data before the consuming compute on
 // the device, and EndProgram waits for every receive in program order (naming the first one that

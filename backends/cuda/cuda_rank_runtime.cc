@@ -165,7 +165,7 @@ void CudaRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
   Mark(ins, true);
   const Message message = MessageOf(ins.action);
   DeviceTensor buffer = dev_.Uninitialized(plan_.tokens_per_microbatch(),
-                                           plan_.stage_output_cols[message.shape_stage()]);
+                                           DeviceOutputCols(plan_, message.shape_stage()));
   fabric_.PostRecv(ins.peer, message.slot(plan_.m()), std::move(buffer), dev_);
 }
 

@@ -619,7 +619,9 @@ PIPETTE_HD inline float CrossEntropyLossOf(OnlineSoftmax s, float target_logit) 
 
 // Lane `lane`'s columns of dlogits = (softmax - onehot(target)) * scale (dlogits may alias z),
 // and their bf16 bits into g_bf16 when it is not null (what a bf16 GEMM reads: no rounding pass).
-PIPETTE_HD inline void CrossEntropyGradLane(int lane, const float* z, int vocab, int target,
+// The row's padding, columns vocab to ld - 1 (the engine pads its logits' rows, model.h's
+// LogitsCols), gets zeros in both.
+PIPETTE_HD inline void CrossEntropyGradLane(int lane, const float* z, int vocab, int ld, int target,
                                             OnlineSoftmax s, float scale, float* g,
                                             std::uint16_t* g_bf16) {
   const float inv = static_cast<float>(1.0 / s.sum);
@@ -629,22 +631,27 @@ PIPETTE_HD inline void CrossEntropyGradLane(int lane, const float* z, int vocab,
     g[c] = p * scale;
     if (g_bf16 != nullptr) g_bf16[c] = Bf16Bits(g[c]);
   }
+  for (int c = vocab + lane; c < ld; c += kRowThreads) {
+    g[c] = 0.0f;
+    if (g_bf16 != nullptr) g_bf16[c] = 0;
+  }
 }
 
 // Row r as its block computes it: row_loss[r]; dlogits too when not null (may alias logits), and
-// its bf16 bits when dlogits_bf16 is not null.
+// its bf16 bits when dlogits_bf16 is not null. Rows are `ld` >= vocab floats apart; the columns
+// past the vocabulary are never read.
 inline void CrossEntropyBlock(std::int64_t r, const float* logits, const std::int32_t* targets,
-                              int vocab, float scale, float* row_loss, float* dlogits,
+                              int vocab, int ld, float scale, float* row_loss, float* dlogits,
                               std::uint16_t* dlogits_bf16 = nullptr) {
-  const float* z = logits + r * vocab;
+  const float* z = logits + r * ld;
   OnlineSoftmax v[kRowThreads];
   for (int l = 0; l < kRowThreads; ++l) v[l] = SoftmaxLane(l, z, vocab);
   const OnlineSoftmax s = BlockReduceModel(v, EmptySoftmax(), SoftmaxMergeOp{});
   row_loss[r] = CrossEntropyLossOf(s, z[targets[r]]);
   if (dlogits == nullptr) return;
   for (int l = 0; l < kRowThreads; ++l) {
-    CrossEntropyGradLane(l, z, vocab, targets[r], s, scale, dlogits + r * vocab,
-                         dlogits_bf16 != nullptr ? dlogits_bf16 + r * vocab : nullptr);
+    CrossEntropyGradLane(l, z, vocab, ld, targets[r], s, scale, dlogits + r * ld,
+                         dlogits_bf16 != nullptr ? dlogits_bf16 + r * ld : nullptr);
   }
 }
 

@@ -136,17 +136,17 @@ __global__ void RmsNormInputGradKernel(const float* dy, const float* x, const fl
 // logits: every thread reads the target's logit before the reduction's barriers, every lane
 // rewrites only its own columns after them).
 __global__ void CrossEntropyKernel(const float* logits, const std::int32_t* targets, int vocab,
-                                   float scale, float* row_loss, float* dlogits,
+                                   int ld, float scale, float* row_loss, float* dlogits,
                                    std::uint16_t* dlogits_bf16) {
   __shared__ math::OnlineSoftmax shared[math::kRowWarps];
-  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * vocab;
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * ld;
   const int l = static_cast<int>(threadIdx.x), target = targets[blockIdx.x];
   const float target_logit = logits[at + target];
   const math::OnlineSoftmax s = BlockReduce(math::SoftmaxLane(l, logits + at, vocab),
                                             math::EmptySoftmax(), math::SoftmaxMergeOp{}, shared);
   if (l == 0) row_loss[blockIdx.x] = math::CrossEntropyLossOf(s, target_logit);
   if (dlogits != nullptr) {
-    math::CrossEntropyGradLane(l, logits + at, vocab, target, s, scale, dlogits + at,
+    math::CrossEntropyGradLane(l, logits + at, vocab, ld, target, s, scale, dlogits + at,
                                dlogits_bf16 != nullptr ? dlogits_bf16 + at : nullptr);
   }
 }
@@ -436,13 +436,14 @@ void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch,
                    dwpe);
   }
 }
-void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab,
+void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab, int ld,
                   float scale, float* row_loss, float* dlogits, __nv_bfloat16* dlogits_bf16,
                   cudaStream_t stream) {
   if (dlogits == nullptr && dlogits_bf16 != nullptr) {
     throw std::invalid_argument("CrossEntropy: a bf16 gradient needs the fp32 one");
   }
-  PIPETTE_LAUNCH_ROWS(CrossEntropyKernel, rows, stream, logits, targets, vocab, scale, row_loss,
+  if (ld < vocab) throw std::invalid_argument("CrossEntropy: rows shorter than the vocabulary");
+  PIPETTE_LAUNCH_ROWS(CrossEntropyKernel, rows, stream, logits, targets, vocab, ld, scale, row_loss,
                       dlogits, reinterpret_cast<std::uint16_t*>(dlogits_bf16));
 }
 void AddBias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {

@@ -109,7 +109,9 @@ void EmbeddingWeightGrad(const float* dy, const std::int32_t* tokens, int batch,
 // when dlogits is not null, a second pass writes dlogits = (softmax - onehot(targets)) * scale.
 // dlogits may alias logits (the loss module's forward turns the logits into their gradient).
 // dlogits_bf16 (may be null; needs dlogits): the gradient's bf16 rounding too, for bf16 GEMMs.
-void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab,
+// Rows are `ld` >= vocab floats apart (the engine pads them, model.h's LogitsCols): the padding
+// is never read, and both gradients get zeros there.
+void CrossEntropy(const float* logits, const std::int32_t* targets, int rows, int vocab, int ld,
                   float scale, float* row_loss, float* dlogits, __nv_bfloat16* dlogits_bf16,
                   cudaStream_t stream);
 // y[r][c] += bias[c].

@@ -341,6 +341,8 @@ class FinalNorm final : public DeviceModule {
   Norm norm_;
 };
 
+// logits = x W^T over rows padded to LogitsCols(vocab) columns (the padding zeroed, so that a
+// message carrying the logits to another rank carries defined values).
 class Head final : public DeviceModule {
  public:
   Head(const DecoderSpec& spec, std::uint64_t seed, RankDevice& dev)
@@ -350,22 +352,35 @@ class Head final : public DeviceModule {
              ? &AddParam("", spec.vocab, spec.hidden, seed, kInitStd, 0, false, "embedding.wte")
              : &AddParam("weight", spec.vocab, spec.hidden, seed, kInitStd, 0, true);
   }
-  int OutputCols() const override { return vocab_; }
+  int OutputCols() const override { return LogitsCols(vocab_); }
   DeviceTensor Forward(const DeviceBatch&, DeviceTensor x, DeviceCache& cache) override {
-    DeviceTensor logits = dev().Uninitialized(x.rows(), vocab_);
-    LinearForward(dev(), x, w_->value, nullptr, logits);
+    RankDevice& d = dev();
+    const int rows = x.rows(), cols = LogitsCols(vocab_);
+    DeviceTensor logits = d.Uninitialized(rows, cols);
+    if (cols > vocab_) {
+      PIPETTE_CUDA_CHECK(cudaMemset2DAsync(logits.data() + vocab_, cols * sizeof(float), 0,
+                                           (cols - vocab_) * sizeof(float), rows, d.stream()));
+    }
+    d.Gemm(HeadForwardArgs(rows, x.cols(), vocab_, d.ActivationOperand(x),
+                           d.WeightOperand(w_->value), logits.data()));
     cache.saved.resize(2);  // x, dlogits
     cache.saved[0] = std::move(x);
     return logits;
   }
   DeviceTensor InputGrad(const DeviceBatch&, DeviceTensor dy, DeviceCache& cache) override {
-    DeviceTensor dx = dev().Uninitialized(dy.rows(), w_->value.cols());
-    LinearInputGrad(dev(), dy, w_->value, dx);
+    RankDevice& d = dev();
+    DeviceTensor dx = d.Uninitialized(dy.rows(), w_->value.cols());
+    d.Gemm(HeadInputGradArgs(dy.rows(), dx.cols(), vocab_, d.ActivationOperand(dy),
+                             d.WeightOperand(w_->value), dx.data()));
     cache.saved[1] = std::move(dy);
     return dx;
   }
   void WeightGrad(const DeviceBatch&, DeviceCache& cache) override {
-    LinearWeightGrad(dev(), cache.saved[1], cache.saved[0], w_->grad, nullptr);
+    RankDevice& d = dev();
+    const DeviceTensor& dy = cache.saved[1];
+    const DeviceTensor& x = cache.saved[0];
+    d.Gemm(HeadWeightGradArgs(dy.rows(), x.cols(), vocab_, d.ActivationOperand(dy),
+                              d.ActivationOperand(x), w_->grad.data()));
     cache.saved.clear();
   }
 
@@ -387,8 +402,9 @@ class Loss final : public DeviceModule {
     const int rows = logits.rows();
     DeviceTensor row_loss = d.Tensor(rows, 1);
     // At bf16 the kernel also writes dlogits' rounding, which the head's I and W GEMMs read.
-    kernels::CrossEntropy(logits.data(), batch.targets, rows, vocab_, batch.host->loss_scale,
-                          row_loss.data(), logits.data(), d.ShadowToWrite(logits), d.stream());
+    kernels::CrossEntropy(logits.data(), batch.targets, rows, vocab_, logits.cols(),
+                          batch.host->loss_scale, row_loss.data(), logits.data(),
+                          d.ShadowToWrite(logits), d.stream());
     DeviceTensor out = d.Tensor(1, 1);
     kernels::LossMean(row_loss.data(), rows, out.data(), batch.loss_sum, d.stream());
     cache.saved.push_back(std::move(logits));  // now dlogits
@@ -406,6 +422,35 @@ class Loss final : public DeviceModule {
 };
 
 }  // namespace
+
+int LogitsCols(int vocab) { return (vocab + 63) / 64 * 64; }
+
+GemmArgs HeadForwardArgs(int rows, int hidden, int vocab, GemmOperand x, GemmOperand w,
+                         float* logits) {
+  GemmArgs g = LinearForwardArgs(rows, hidden, vocab, x, w, nullptr, nullptr, logits);
+  g.ldc = g.ldd = LogitsCols(vocab);
+  return g;
+}
+
+GemmArgs HeadInputGradArgs(int rows, int hidden, int vocab, GemmOperand dlogits, GemmOperand w,
+                           float* dx) {
+  GemmArgs g = LinearInputGradArgs(rows, hidden, vocab, dlogits, w, dx, false);
+  g.lda = LogitsCols(vocab);
+  return g;
+}
+
+GemmArgs HeadWeightGradArgs(int rows, int hidden, int vocab, GemmOperand dlogits, GemmOperand x,
+                            float* dw) {
+  GemmArgs g = LinearWeightGradArgs(rows, hidden, vocab, dlogits, x, dw);
+  g.lda = LogitsCols(vocab);
+  return g;
+}
+
+int DeviceOutputCols(const TrainPlan& plan, int stage) {
+  const std::vector<std::string>& layers = plan.piece_layers[plan.stage_piece[stage]];
+  const int cols = plan.stage_output_cols[stage];
+  return layers.back() == "head" ? LogitsCols(cols) : cols;
+}
 
 DeviceParam& DeviceModule::AddParam(std::string_view param, int rows, int cols, std::uint64_t seed,
                                     float stddev, float fill, bool decay,

@@ -16,6 +16,7 @@
 #include "device.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/corpus.h"
+#include "pipette/engine/train_plan.h"
 #include "pipette/model/decoder.h"
 
 namespace pipette::cuda {
@@ -67,6 +68,24 @@ class DeviceModule {
   RankDevice& dev_;
   std::deque<DeviceParam> params_;
 };
+
+// The columns of the engine's logits (and their gradient): the vocabulary padded to a multiple of
+// 64, as Megatron-LM and llm.c pad it, so that every row starts 256-byte aligned in fp32 and
+// 128-byte aligned in bf16 and cuBLASLt offers its fast kernels for the head's GEMMs (GPT-2's
+// 50257 columns would leave bf16 rows 2-byte aligned). The parameters keep the vocabulary's rows;
+// the padding columns are zero and no softmax or GEMM reads them, so the math is unchanged.
+int LogitsCols(int vocab);
+// The head's GEMMs over padded logits (rows x LogitsCols(vocab), the first `vocab` columns real),
+// weight w vocab x hidden: logits = x W^T; dx = dlogits W; dw += dlogits^T x.
+GemmArgs HeadForwardArgs(int rows, int hidden, int vocab, GemmOperand x, GemmOperand w,
+                         float* logits);
+GemmArgs HeadInputGradArgs(int rows, int hidden, int vocab, GemmOperand dlogits, GemmOperand w,
+                           float* dx);
+GemmArgs HeadWeightGradArgs(int rows, int hidden, int vocab, GemmOperand dlogits, GemmOperand x,
+                            float* dw);
+// The columns of stage `stage`'s output tensor on the device: the plan's, padded (LogitsCols)
+// where the stage ends with the head. What a message of that shape carries between ranks.
+int DeviceOutputCols(const TrainPlan& plan, int stage);
 
 // The module of graph layer `layer` of `spec`, on `dev`. InvalidArgument for an unknown layer.
 Result<std::unique_ptr<DeviceModule>> MakeDeviceModule(const DecoderSpec& spec,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <stdexcept>
 
 #include "check.h"
 #include "kernels.h"
@@ -123,6 +124,11 @@ DeviceTensor VirtualFabric::WaitRecv(int peer, std::int64_t slot, RankDevice& de
   Posted posted = std::move(it->second);
   posted_.erase(it);
   auto [source, ready] = hub_.Take(rank_, peer, slot, what);
+  if (source.size() != posted.buffer.size()) {  // a message of another shape: never copy past it
+    throw std::logic_error(fmt::format("{}: {} x {} sent into a buffer of {} x {}", what,
+                                       source.rows(), source.cols(), posted.buffer.rows(),
+                                       posted.buffer.cols()));
+  }
   for (cudaEvent_t event : {ready, posted.allocated}) {
     PIPETTE_CUDA_CHECK(cudaStreamWaitEvent(copy_, event, 0));
     PIPETTE_CUDA_CHECK(cudaEventDestroy(event));

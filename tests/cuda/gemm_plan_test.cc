@@ -16,6 +16,7 @@
 #include "cpu/tensor.h"
 #include "cpu_compare_util.h"
 #include "cuda/device.h"
+#include "cuda/model.h"
 
 namespace pipette::cuda {
 namespace {
@@ -134,6 +135,51 @@ TEST(LinearGemm, WeightGradAccumulatesWithoutAnEpilogue) {
   EXPECT_FALSE(key.beta_zero);
   RunAsCublasLt(args);
   ExpectClose(dw, ToFloats(dw_cpu), "dw += dy^T x");
+}
+
+// The head over padded logits (model.h's LogitsCols): an odd vocabulary's GEMMs against the CPU
+// engine's unpadded head, the padding never read (it holds values that would show) nor written,
+// and every leading dimension a multiple of 16 bytes in bf16 and fp32 (GPT-2's 50257 columns
+// alone would leave a bf16 row 2-byte aligned).
+TEST(HeadGemm, AnOddVocabularyIsPaddedAlignedAndMatchesTheCpuEngine) {
+  EXPECT_EQ(LogitsCols(50257), 50304);
+  EXPECT_EQ(LogitsCols(128256), 128256);
+  EXPECT_EQ(LogitsCols(64), 64);
+  EXPECT_EQ(LogitsCols(1), 64);
+  const int vocab = 67, cols = LogitsCols(vocab), h = 8, rows = kRows;
+  ASSERT_EQ(cols, 128);
+  const Floats x = Random(rows * h, 11), w = Random(vocab * h, 12), dy = Random(rows * vocab, 13);
+  Floats dy_padded(static_cast<std::size_t>(rows) * cols, 1e30f);
+  for (int r = 0; r < rows; ++r) {
+    std::copy_n(dy.begin() + r * vocab, vocab, dy_padded.begin() + r * cols);
+  }
+  cpu::Tensor logits_cpu(rows, vocab), dx_cpu(rows, h), dw_cpu(vocab, h);
+  cpu::LinearForward(ToTensor(x, rows, h), ToTensor(w, vocab, h), nullptr, logits_cpu);
+  cpu::LinearInputGrad(ToTensor(dy, rows, vocab), ToTensor(w, vocab, h), dx_cpu);
+  cpu::LinearWeightGrad(ToTensor(dy, rows, vocab), ToTensor(x, rows, h), dw_cpu, nullptr);
+
+  Floats logits(static_cast<std::size_t>(rows) * cols, 99.0f);
+  RunAsCublasLt(HeadForwardArgs(rows, h, vocab, F32(x), F32(w), logits.data()));
+  Floats real;
+  for (int r = 0; r < rows; ++r) {
+    real.insert(real.end(), logits.begin() + r * cols, logits.begin() + r * cols + vocab);
+    for (int c = vocab; c < cols; ++c) ASSERT_EQ(logits[r * cols + c], 99.0f) << r << "," << c;
+  }
+  ExpectClose(real, ToFloats(logits_cpu), "logits");
+  Floats dx(static_cast<std::size_t>(rows) * h), dw(static_cast<std::size_t>(vocab) * h, 0.0f);
+  RunAsCublasLt(HeadInputGradArgs(rows, h, vocab, F32(dy_padded), F32(w), dx.data()));
+  ExpectClose(dx, ToFloats(dx_cpu), "dx = dlogits W");
+  RunAsCublasLt(HeadWeightGradArgs(rows, h, vocab, F32(dy_padded), F32(x), dw.data()));
+  ExpectClose(dw, ToFloats(dw_cpu), "dw += dlogits^T x");
+
+  const int gpt2 = 50257, hidden = 768, tokens = 8192;
+  for (const GemmArgs& g : {HeadForwardArgs(tokens, hidden, gpt2, {}, {}, nullptr),
+                            HeadInputGradArgs(tokens, hidden, gpt2, {}, {}, nullptr),
+                            HeadWeightGradArgs(tokens, hidden, gpt2, {}, {}, nullptr)}) {
+    EXPECT_EQ(g.lda * 2 % 16, 0) << g.lda;
+    EXPECT_EQ(g.ldb * 2 % 16, 0) << g.ldb;
+    EXPECT_EQ(g.ldd * 4 % 16, 0) << g.ldd;
+  }
 }
 
 // Buffers 256-aligned like device allocations, so keys of equal shapes on different buffers match.

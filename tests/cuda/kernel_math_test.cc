@@ -685,9 +685,9 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
 
     Floats row_loss(rows), loss_only(rows), dlogits = logits;  // in place, as the engine calls it
     ForEachIndex(rows, [&](std::int64_t r) {
-      CrossEntropyBlock(r, logits.data(), batch.targets.data(), vocab, batch.loss_scale,
+      CrossEntropyBlock(r, logits.data(), batch.targets.data(), vocab, vocab, batch.loss_scale,
                         loss_only.data(), nullptr);
-      CrossEntropyBlock(r, dlogits.data(), batch.targets.data(), vocab, batch.loss_scale,
+      CrossEntropyBlock(r, dlogits.data(), batch.targets.data(), vocab, vocab, batch.loss_scale,
                         row_loss.data(), dlogits.data());
     });
     EXPECT_EQ(loss_only, row_loss);
@@ -695,7 +695,7 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
     Floats with_bf16 = logits;
     std::vector<std::uint16_t> bf16(logits.size());
     ForEachIndex(rows, [&](std::int64_t r) {
-      CrossEntropyBlock(r, with_bf16.data(), batch.targets.data(), vocab, batch.loss_scale,
+      CrossEntropyBlock(r, with_bf16.data(), batch.targets.data(), vocab, vocab, batch.loss_scale,
                         loss_only.data(), with_bf16.data(), bf16.data());
     });
     EXPECT_EQ(with_bf16, dlogits);
@@ -711,6 +711,40 @@ TEST(KernelMathLoss, CrossEntropyAndItsGradientMatchTheCpuLossModule) {
     EXPECT_NEAR(total / rows, cache.loss, kRel * cache.loss);
     EXPECT_FLOAT_EQ(row_loss[5], static_cast<float>(-std::log(1e-30)));
     ExpectClose(dlogits, dlogits_cpu, kRel, "dlogits");
+  }
+}
+
+// The engine's logits rows are padded (model.h's LogitsCols: GPT-2's 50257 columns to 50304):
+// the padding never enters the softmax even where it holds the largest values, and the gradient
+// (fp32 and bf16) is zero there; the real columns are the unpadded rows' bits.
+TEST(KernelMathLoss, PaddedRowsGiveTheUnpaddedLossAndAZeroGradientInThePadding) {
+  const int vocab = 1001, ld = 1024, rows = 4;
+  const std::int32_t targets[rows] = {0, 1000, 17, 640};
+  const Floats logits = Random(std::size_t{1} * rows * vocab, 31, -4, 4);
+  Floats padded(std::size_t{1} * rows * ld, 1e30f);  // would win every softmax if it were read
+  for (int r = 0; r < rows; ++r) {
+    std::copy_n(logits.begin() + r * vocab, vocab, padded.begin() + r * ld);
+  }
+  Floats loss(rows), padded_loss(rows), dlogits = logits, dpadded = padded;
+  std::vector<std::uint16_t> bf16(logits.size()), padded_bf16(padded.size(), 0xffff);
+  ForEachIndex(rows, [&](std::int64_t r) {
+    CrossEntropyBlock(r, dlogits.data(), targets, vocab, vocab, 0.5f, loss.data(), dlogits.data(),
+                      bf16.data());
+    CrossEntropyBlock(r, dpadded.data(), targets, vocab, ld, 0.5f, padded_loss.data(),
+                      dpadded.data(), padded_bf16.data());
+  });
+  EXPECT_EQ(padded_loss, loss);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < ld; ++c) {
+      const std::size_t at = std::size_t{1} * r * ld + c;
+      if (c < vocab) {
+        ASSERT_EQ(dpadded[at], dlogits[std::size_t{1} * r * vocab + c]) << r << "," << c;
+        ASSERT_EQ(padded_bf16[at], bf16[std::size_t{1} * r * vocab + c]) << r << "," << c;
+      } else {
+        ASSERT_EQ(dpadded[at], 0.0f) << r << "," << c;
+        ASSERT_EQ(padded_bf16[at], 0) << r << "," << c;
+      }
+    }
   }
 }
 

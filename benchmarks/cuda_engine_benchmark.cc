@@ -21,6 +21,9 @@
 // 1 - busy / (p * makespan) from the trace, and evaluate()'s bubble for the run's own median stage
 // costs (pipette schedule's model). The fidelity check against `pipette simulate --costs-from` is
 // scripts/gpu/fidelity.py's.
+// The JSON is rewritten after every stage and every schedule (results_file.h): a killed run keeps
+// what it measured, and a part that throws (a CUDA error, a plan without an algorithm) is named
+// with its error under "errors" while the others still run; the exit status is 1 then.
 // Without a GPU it says so and exits 0 (nothing to measure).
 #include <fmt/core.h>
 
@@ -32,6 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,6 +49,7 @@
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule_generator.h"
+#include "results_file.h"
 
 namespace pipette::cuda {
 namespace {
@@ -163,10 +168,12 @@ nlohmann::ordered_json StageJson(const StageShape& shape, int blocks, const Pass
   return j;
 }
 
-nlohmann::ordered_json Stages(const Options& o, const std::optional<DevicePeak>& peak) {
+// Each stage's record into results["stages"] (the file rewritten after each; a stage that throws
+// is named under "errors" and the next one still runs).
+void Stages(const Options& o, const std::optional<DevicePeak>& peak, ResultsFile& results) {
   const std::vector<StageShape> shapes = {{"gpt3-1.3b", FindDecoderPreset("gpt3-1.3b")},
                                           {"llama3.2-1b", FindDecoderPreset("llama3.2-1b")}};
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  results.json()["stages"] = nlohmann::ordered_json::array();
   fmt::print(
       "# one stage of {} block(s), s 2048, micro-batch 4, bf16 (median of {} after 2 "
       "warm-ups); peak {}\n",
@@ -176,20 +183,21 @@ nlohmann::ordered_json Stages(const Options& o, const std::optional<DevicePeak>&
   fmt::print("{:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8}\n", "stage", "F ms", "I ms",
              "W ms", "B ms", "F+I+W ms", "TFLOP/s", "MFU", "(I+W)/B");
   for (const StageShape& shape : shapes) {
-    RankDevice dev(GemmPrecision::kBf16);
-    DeviceChain stage = MakeChain(*shape.spec, o.blocks, {"attn", "mlp"}, dev);
-    const PassTimes t = TimeChain(stage, dev, shape, o.iters);
-    DeviceChain attn_chain = MakeChain(*shape.spec, 1, {"attn"}, dev);
-    const PassTimes attn = TimeChain(attn_chain, dev, shape, o.iters);
-    nlohmann::ordered_json j = StageJson(shape, o.blocks, t, attn, peak);
-    const std::string mfu =
-        j["mfu"].is_null() ? "unknown" : fmt::format("{:.1f}%", 100 * j["mfu"].get<double>());
-    fmt::print("{:<12} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>7} {:>8.3f}\n",
-               shape.name, t.f, t.i, t.w, t.b, t.fiw(), j["tflops"].get<double>(), mfu,
-               j["iw_over_b"].get<double>());
-    out.push_back(std::move(j));
+    results.Run("stage " + shape.name, [&] {
+      RankDevice dev(GemmPrecision::kBf16);
+      DeviceChain stage = MakeChain(*shape.spec, o.blocks, {"attn", "mlp"}, dev);
+      const PassTimes t = TimeChain(stage, dev, shape, o.iters);
+      DeviceChain attn_chain = MakeChain(*shape.spec, 1, {"attn"}, dev);
+      const PassTimes attn = TimeChain(attn_chain, dev, shape, o.iters);
+      nlohmann::ordered_json j = StageJson(shape, o.blocks, t, attn, peak);
+      const std::string mfu =
+          j["mfu"].is_null() ? "unknown" : fmt::format("{:.1f}%", 100 * j["mfu"].get<double>());
+      fmt::print("{:<12} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>7} {:>8.3f}\n",
+                 shape.name, t.f, t.i, t.w, t.b, t.fiw(), j["tflops"].get<double>(), mfu,
+                 j["iw_over_b"].get<double>());
+      results.json()["stages"].push_back(std::move(j));
+    });
   }
-  return out;
 }
 
 // Evaluate()'s costs from the run's measured per-stage medians: a stage timed only as fused B
@@ -240,43 +248,44 @@ std::string WriteBubbleModel(int blocks, int hidden, int heads, int vocab, int c
   return path;
 }
 
-nlohmann::ordered_json Bubbles(bool quick) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+// One schedule's bubble record: measured and predicted.
+nlohmann::ordered_json Bubble(const ScheduleGenerator& generator, const std::string& model,
+                              bool quick) {
+  TrainOptions o;
+  o.model = model;
+  o.schedule = std::string(generator.name());
+  o.p = 4;
+  o.m = 8;
+  o.steps = quick ? 2 : 3;
+  o.micro_batch_size = 2;
+  o.virtual_ranks = true;
+  Result<TrainPlan> plan = PlanTraining(o);
+  if (!plan.ok()) throw std::runtime_error(plan.status().message());
+  Result<CudaTrainResult> run = TrainVirtualRanks(*plan, o);
+  if (!run.ok()) throw std::runtime_error(run.status().message());
+  const TrainReport& r = run->report;
+  const double measured = MeasuredBubble(r.trace, plan->p(), o.steps - 1);
+  const Result<Evaluation> predicted =
+      Evaluate(plan->program, CostsOf(MeasureStageCosts(r.trace, plan->schedule.num_stages())), {});
+  const double bubble = predicted.ok() ? predicted->bubble_ratio : -1;
+  fmt::print("{:<28} {:>10.3f} {:>10.3f} {:>12.3f}\n", o.schedule, measured, bubble,
+             r.step_times.back() * 1e3);
+  return {{"schedule", o.schedule},
+          {"measured_bubble", measured},
+          {"predicted_bubble", bubble},
+          {"step_ms", r.step_times.back() * 1e3}};
+}
+
+// Every schedule's record into results["bubbles"], the file rewritten after each.
+void Bubbles(bool quick, ResultsFile& results) {
+  results.json()["bubbles"] = nlohmann::ordered_json::array();
   const std::string model = WriteBubbleModel(8, 512, 8, 4096, 512);
   fmt::print("\n# bubble per schedule, virtual ranks p=4 m=8 (8 blocks, h 512, s 512, mb 2)\n");
   fmt::print("{:<28} {:>10} {:>10} {:>12}\n", "schedule", "measured", "predicted", "step ms");
   for (const ScheduleGenerator* generator : AllScheduleGenerators()) {
-    TrainOptions o;
-    o.model = model;
-    o.schedule = std::string(generator->name());
-    o.p = 4;
-    o.m = 8;
-    o.steps = quick ? 2 : 3;
-    o.micro_batch_size = 2;
-    o.virtual_ranks = true;
-    Result<TrainPlan> plan = PlanTraining(o);
-    if (!plan.ok()) {
-      fmt::print("{:<28} {}\n", o.schedule, plan.status().message());
-      continue;
-    }
-    Result<CudaTrainResult> run = TrainVirtualRanks(*plan, o);
-    if (!run.ok()) {
-      fmt::print("{:<28} failed: {}\n", o.schedule, run.status().message());
-      continue;
-    }
-    const TrainReport& r = run->report;
-    const double measured = MeasuredBubble(r.trace, plan->p(), o.steps - 1);
-    const Result<Evaluation> predicted = Evaluate(
-        plan->program, CostsOf(MeasureStageCosts(r.trace, plan->schedule.num_stages())), {});
-    const double bubble = predicted.ok() ? predicted->bubble_ratio : -1;
-    fmt::print("{:<28} {:>10.3f} {:>10.3f} {:>12.3f}\n", o.schedule, measured, bubble,
-               r.step_times.back() * 1e3);
-    out.push_back({{"schedule", o.schedule},
-                   {"measured_bubble", measured},
-                   {"predicted_bubble", bubble},
-                   {"step_ms", r.step_times.back() * 1e3}});
+    results.Run("bubble " + std::string(generator->name()),
+                [&] { results.json()["bubbles"].push_back(Bubble(*generator, model, quick)); });
   }
-  return out;
 }
 
 }  // namespace
@@ -320,14 +329,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::optional<DevicePeak> peak = DenseBf16Peak(device);
-  nlohmann::ordered_json json;
+  ResultsFile results(o.json_path);  // rewritten after every stage and schedule
+  nlohmann::ordered_json& json = results.json();
   json["device"] = device;
   json["peak"] = peak ? nlohmann::ordered_json{{"device", peak->device},
                                                {"bf16_tflops", peak->bf16_tflops},
                                                {"source", peak->source}}
                       : nlohmann::ordered_json(nullptr);
-  json["stages"] = Stages(o, peak);
-  if (o.bubbles) json["bubbles"] = Bubbles(o.quick);
-  if (!o.json_path.empty()) std::ofstream(o.json_path) << json.dump(2) << "\n";
-  return 0;
+  Stages(o, peak, results);
+  if (o.bubbles) Bubbles(o.quick, results);
+  return results.failed() ? 1 : 0;
 }

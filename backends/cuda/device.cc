@@ -1,5 +1,7 @@
 #include "device.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -296,6 +298,7 @@ const void* RankDevice::AsBf16(const float* x, std::int64_t n, int slot) {
     meter_.Add(n * 2);
   }
   kernels::CastToBf16(x, n, static_cast<__nv_bfloat16*>(bf16_[slot]), stream_);
+  ++operand_roundings_;
   return bf16_[slot];
 }
 
@@ -545,7 +548,14 @@ GemmPlan& RankDevice::Plan(const GemmArgs& args, const GemmPlanKey& key) {
     plan->bias_kernel = true;  // no algorithm with the epilogue for this shape: a kernel adds it
     ask();
   }
-  if (plan->candidates.empty()) PIPETTE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+  if (plan->candidates.empty()) {
+    throw std::runtime_error(fmt::format(
+        "cuBLASLt offers no algorithm for the {} GEMM {}{} m {} n {} k {} (lda {}, ldb {}, ldc {}, "
+        "ldd {}; operands {}-byte aligned){}",
+        key.precision == GemmPrecision::kBf16 ? "bf16" : "fp32", args.trans_a ? "T" : "N",
+        args.trans_b ? "T" : "N", args.m, args.n, args.k, args.lda, args.ldb, key.ldc, args.ldd,
+        key.alignment, key.epilogue == GemmEpilogue::kBias ? " with a bias" : ""));
+  }
   GemmPlan& made = *plan;
   plans_.emplace(key, std::move(plan));
   if (autotune_ && made.candidates.size() > 1) Autotune(args, made);

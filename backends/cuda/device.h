@@ -235,6 +235,9 @@ class RankDevice {
 
   // GEMM plans made so far (one per distinct key).
   int num_gemm_plans() const { return static_cast<int>(plans_.size()); }
+  // Operands rounded to bf16 inside a Gemm call so far (an operand without a shadow at bf16
+  // precision: a pass over it before the product).
+  std::int64_t num_operand_roundings() const { return operand_roundings_; }
   // The median time of each algorithm the heuristic offers for `args` (at most `max_algos`, in the
   // heuristic's order; operands rounded once beforehand at bf16 precision), on a scratch D: C,
   // D and the operands are left as they were. `chosen` (if not null) gets the index of the
@@ -264,6 +267,7 @@ class RankDevice {
   std::int64_t bf16_elements_[2] = {0, 0};
   DeviceMeter meter_;
   bool autotune_ = false;
+  std::int64_t operand_roundings_ = 0;
   std::map<GemmPlanKey, std::unique_ptr<GemmPlan>> plans_;
   std::vector<Bf16ShadowBuffer*> shadows_;  // in creation order; each removes itself when freed
 };

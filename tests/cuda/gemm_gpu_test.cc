@@ -1,17 +1,23 @@
 // RankDevice's GEMM path on a GPU (label gpu; every test skips without a device): the linear
 // layers through cached plans against the CPU engine (the bias in the epilogue, the residual as
 // C), plan reuse, the bf16 shadows of the weights (made once, stale until refreshed, counted and
-// freed with their tensor), and the algorithm timings that leave the caller's output alone.
+// freed with their tensor), the algorithm timings that leave the caller's output alone, every GEMM
+// of the benchmark stages' real shapes (sampled against the host) and an odd leading dimension.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/tensor.h"
 #include "cpu_compare_util.h"
 #include "cuda/device.h"
+#include "cuda/model.h"
+#include "cuda_gemm_cases.h"
 
 namespace pipette::cuda {
 namespace {
@@ -151,6 +157,91 @@ TEST_F(GemmGpu, TimingTheAlgorithmsLeavesTheOutputAndAutotuneKeepsItsChoice) {
     (void)dev.TimeGemmAlgos(args, 1, 0, 1, &again);
     EXPECT_EQ(again, chosen);
     EXPECT_EQ(dev.num_gemm_plans(), 1);
+  }
+}
+
+// ---- the benchmark stages' real shapes, and an odd leading dimension ----
+
+// The host's view of one GEMM operand or output (HashValue of its seed; seed 0: zeros).
+struct HostMatrix {
+  std::uint64_t seed = 0;
+  int ld = 0;
+  float at(std::int64_t r, std::int64_t c) const { return seed ? HashValue(seed, r * ld + c) : 0; }
+};
+
+// Checks `samples` entries (the corners among them) of D = op(A) op(B) + beta C (+ bias) against
+// double sums on the host: within 1e-4 (fp32) or 2^-7 (bf16 operands) of sum |a b| + |beta c|.
+void ExpectSampledEntries(const GemmArgs& g, const HostMatrix& a, const HostMatrix& b,
+                          const HostMatrix& c, const HostMatrix& bias, const Floats& d, bool bf16,
+                          const std::string& what) {
+  std::mt19937 rng(7);
+  const double rel = bf16 ? 1.0 / 128 : 1e-4;
+  for (int s = 0; s < 64; ++s) {
+    const int i = s == 0 ? 0 : s == 1 ? g.m - 1 : static_cast<int>(rng() % g.m);
+    const int j = s == 0 ? 0 : s == 1 ? g.n - 1 : static_cast<int>(rng() % g.n);
+    double sum = 0, mag = 0;
+    for (int l = 0; l < g.k; ++l) {
+      const double x = g.trans_a ? a.at(l, i) : a.at(i, l);
+      const double y = g.trans_b ? b.at(j, l) : b.at(l, j);
+      sum += x * y;
+      mag += std::abs(x * y);
+    }
+    const double cv = g.beta * static_cast<double>(c.at(i, j)), bv = bias.at(0, j);
+    const double expected = g.alpha * sum + cv + bv;
+    const double got = d[static_cast<std::size_t>(i) * g.ldd + j];
+    ASSERT_NEAR(got, expected, rel * (mag + std::abs(cv) + std::abs(bv)) + 1e-6)
+        << what << " D(" << i << ", " << j << ")";
+  }
+}
+
+// Every GEMM cuda_gemm_benchmark times (GPT-3 1.3B and Llama 3.2 1B stages, 8192 tokens; the heads
+// at 2048, their padded logits as the model runs them), made as the benchmark makes them, in fp32
+// and bf16: the first time these shapes meet cuBLASLt's heuristic. Each D sampled against the
+// host; no operand rounded inside a call (the benchmark times the plan's algorithm alone, like
+// the candidates it compares it with).
+TEST_F(GemmGpu, TheBenchmarkStagesGemmsMatchTheHostInFp32AndBf16) {
+  for (const GemmPrecision precision : {GemmPrecision::kFp32, GemmPrecision::kBf16}) {
+    const bool bf16 = precision == GemmPrecision::kBf16;
+    for (const StageModel& model : BenchmarkStages()) {
+      for (const LinearLayer& l : model.layers) {
+        const std::string what = model.name + "." + l.name + (bf16 ? " bf16" : " fp32");
+        SCOPED_TRACE(what);
+        RankDevice dev(precision, false);
+        LayerTensors t(dev, l.head ? 2048 : 8192, l);
+        const LayerGemms g = MakeLayerGemms(dev, l, t);
+        for (const GemmArgs* args : {&g.f, &g.i, &g.w}) dev.Gemm(*args);
+        EXPECT_EQ(dev.num_gemm_plans(), 3);
+        EXPECT_EQ(dev.num_operand_roundings(), 0);
+        const HostMatrix none{}, x{kSeedX, l.in}, w{kSeedW, l.in}, dy{kSeedDy, t.out_cols};
+        ExpectSampledEntries(g.f, x, w, l.residual ? HostMatrix{kSeedResidual, l.out} : none,
+                             l.bias ? HostMatrix{kSeedBias, l.out} : none, dev.Download(t.y), bf16,
+                             what + " F");
+        ExpectSampledEntries(g.i, dy, w, none, none, dev.Download(t.dx), bf16, what + " I");
+        ExpectSampledEntries(g.w, dy, x, HostMatrix{kSeedDw, l.in}, none, dev.Download(t.dw), bf16,
+                             what + " W");
+      }
+    }
+  }
+}
+
+// Operands whose rows are not 16-byte aligned (an odd leading dimension: a view into a wider
+// buffer, D likewise): fp32 and bf16 (whose scratch keeps the odd stride, rows 2-byte aligned)
+// must still find an algorithm and compute the product.
+TEST_F(GemmGpu, AnOddLeadingDimensionStillComputesTheProduct) {
+  const int rows = 1000, in = 2048, out = 768, lda = in + 1, ldd = out + 3;
+  for (const GemmPrecision precision : {GemmPrecision::kFp32, GemmPrecision::kBf16}) {
+    const bool bf16 = precision == GemmPrecision::kBf16;
+    SCOPED_TRACE(bf16 ? "bf16" : "fp32");
+    RankDevice dev(precision, false);
+    DeviceTensor x = HashTensor(dev, rows, lda, 11), w = HashTensor(dev, out, in, 12);
+    DeviceTensor y = dev.Tensor(rows, ldd);
+    GemmArgs f = LinearForwardArgs(rows, in, out, {x.data(), nullptr}, dev.WeightOperand(w),
+                                   nullptr, nullptr, y.data());
+    f.lda = lda;
+    f.ldc = f.ldd = ldd;
+    dev.Gemm(f);
+    ExpectSampledEntries(f, HostMatrix{11, lda}, HostMatrix{12, in}, HostMatrix{}, HostMatrix{},
+                         dev.Download(y), bf16, "odd lda and ldd");
   }
 }
 

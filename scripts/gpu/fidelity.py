@@ -8,7 +8,9 @@ engine recording into DB (`pipette train ... --format json`: the run id), predic
 (docs/fidelity.md): the mean of the traced steps k >= 1 (all of them when only one ran), measured
 (`measured_step_time_s` of the prediction, the run's `step_time_s`) against simulated
 (`step_time_s` of the prediction). A schedule PASSes when |simulated - measured| / measured <= the
-tolerance (default 3 %); the check passes when every schedule ran and passed.
+tolerance (default 3 %); the check passes when every schedule ran and passed. The --json summary
+is rewritten after each schedule ("complete": false until the last), so a run cut short by a time
+limit keeps the schedules it measured.
 
   fidelity.py --pipette build/pipette --db F.db --json fidelity.json [--engine cpu|cuda]
               [--launcher "mpirun -np 4 --oversubscribe"] [--virtual-ranks] [--schedules a,b]
@@ -18,6 +20,7 @@ Exit status: 0 when every schedule passed, 1 when one failed or did not run, 2 f
 """
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -137,6 +140,19 @@ def main(argv):
         listing = subprocess.run([args.pipette, "schedule", "--list"], stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True)
         schedules = parse_schedule_list(listing.stdout)
+
+    def summary_of(records):
+        summary = summarize(records, args.tolerance)
+        summary.update({"engine": args.engine, "model": args.model, "p": args.p, "m": args.m,
+                        "steps": args.steps, "virtual_ranks": args.virtual_ranks,
+                        "planned": len(schedules), "complete": len(records) == len(schedules)})
+        if args.json:  # after every schedule, whole or not at all, so a run cut short keeps them
+            with open(args.json + ".part", "w") as f:
+                json.dump(summary, f, indent=2)
+                f.write("\n")
+            os.replace(args.json + ".part", args.json)
+        return summary
+
     records = []
     for schedule in schedules:
         record = check_schedule(args, schedule)
@@ -145,15 +161,11 @@ def main(argv):
         print("%-28s %-6s %s" % (schedule, record["status"],
                                  "%+.2f%%" % (100 * error) if error is not None
                                  else record.get("error", "")), flush=True)
-    summary = summarize(records, args.tolerance)
-    summary.update({"engine": args.engine, "model": args.model, "p": args.p, "m": args.m,
-                    "steps": args.steps, "virtual_ranks": args.virtual_ranks})
+        summary = summary_of(records)
+    if not schedules:
+        summary = summary_of(records)
     print("fidelity: %s (%d of %d schedules within %.1f%%)" %
           (summary["status"], summary["passed"], summary["schedules"], 100 * args.tolerance))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=2)
-            f.write("\n")
     return 0 if summary["status"] == "PASS" else 1
 
 

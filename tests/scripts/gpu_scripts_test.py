@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Unit tests of scripts/gpu/ (label unit): the results writer fed with sample outputs, the
-fidelity check's arithmetic on sample command outputs, the attention reference's FLOPs and its
-graceful answer without torch. Run: python3 tests/scripts/gpu_scripts_test.py"""
+"""Unit tests of scripts/gpu/ (label unit): the results writer fed with sample outputs (one folder,
+and archives of several scripts/gpu-run.sh calls merged), the fidelity check's arithmetic on
+sample command outputs, the attention reference's FLOPs and its graceful answer without torch.
+Run: python3 tests/scripts/gpu_scripts_test.py"""
 import contextlib
 import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "scripts", "gpu"))
 
 import attention_reference  # noqa: E402
@@ -54,8 +57,8 @@ def read(path):
 
 
 def run_results(argv):
-    """results.main without its printout."""
-    with contextlib.redirect_stdout(io.StringIO()):
+    """results.main without its printout and messages."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return results.main(argv)
 
 
@@ -186,6 +189,157 @@ class ResultsTest(unittest.TestCase):
             self.assertEqual(results.gtest_counts(os.path.join(d, "t.xml")), (3, 1, 2))
             write(d, "bad.xml", "<testsuites")
             self.assertIsNone(results.gtest_counts(os.path.join(d, "bad.xml")))
+
+
+PARTS_HEADER = "part\tstatus\texit\tseconds\tbudget\treason\n"
+
+
+def call_folder(root, selection, env, parts, files):
+    """A folder as scripts/gpu-run.sh packs it: gpu-run-SELECTION/ with env.json, parts.tsv and
+    files ({name: text or JSON}); returns the archive's path."""
+    folder = os.path.join(root, "gpu-run-" + selection)
+    os.makedirs(folder)
+    write(folder, "env.json", dict(env, selection=selection))
+    write(folder, "parts.tsv", PARTS_HEADER + "".join("\t".join(row) + "\n" for row in parts))
+    for name, text in files.items():
+        write(folder, name, text)
+    archive = os.path.join(root, "gpu-run-%s.tar.gz" % selection)
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="gpu-run-" + selection)
+    return archive
+
+
+ENV = {"gpu": "NVIDIA H200", "driver": "580.95", "cuda": "13.0", "commit": "abc123",
+       "date": "2026-11-28T10:00:00Z"}
+SANITIZER_TSV = "tool\texit\tseconds\tbudget\nracecheck\t0\t40.1\t66\nmemcheck\t1\t20.0\t51\n"
+
+
+class ResultsArchivesTest(unittest.TestCase):
+    """results.py over the archives of two calls (first, then second)."""
+
+    def make_calls(self, d):
+        first = call_folder(d, "first", ENV, [
+            ["env", "ok", "0", "2.0", "20", ""],
+            ["kernels", "ok", "0", "30.0", "60", ""],
+            ["sanitizer", "failed", "1", "60.1", "120", ""],
+            ["gemm-tests", "failed", "139", "3.0", "40", ""],
+            ["engine", "timeout", "124", "220.0", "220", "killed after 220 s"],
+            ["bench-quick", "ok", "0", "20.0", "60", ""]], {
+            "kernels.xml": GTEST_XML.format(failures=0, body="", result="completed", skip=""),
+            "sanitizer.tsv": SANITIZER_TSV,
+            "sanitizer-racecheck.xml": GTEST_XML.format(failures=0, body="", result="completed",
+                                                        skip=""),
+            "sanitizer-racecheck.log": "========= ERROR SUMMARY: 0 errors\n",
+            "sanitizer-memcheck.xml": GTEST_XML.format(failures=0, body="", result="completed",
+                                                       skip=""),
+            "sanitizer-memcheck.log": "========= Invalid __global__ read\n"
+                                      "========= ERROR SUMMARY: 2 errors\n",
+            "benchmark-quick.json": {"device": "NVIDIA H200", "stages": [
+                stage("gpt3-1.3b", 2.0, 2.0, 2.0, 3.9, 0.40), stage("llama3.2-1b", 2.0, 2.0, 2.0,
+                                                                    3.9, 0.46)]}})
+        second = call_folder(d, "second", dict(ENV, date="2026-11-28T10:20:00Z"), [
+            ["env", "ok", "0", "2.0", "20", ""],
+            ["benchmark", "ok", "0", "100.0", "150", ""],
+            ["gemm", "ok", "0", "30.0", "60", ""],
+            ["attention", "ok", "0", "20.0", "40", ""],
+            ["fidelity", "timeout", "124", "250.0", "250", "killed after 250 s"]], {
+            "benchmark.json": {"device": "NVIDIA H200", "peak": {"bf16_tflops": 989.4,
+                                                                 "source": "datasheet"},
+                               "stages": [stage("gpt3-1.3b", 2.0, 2.0, 2.0, 3.9, 0.47)],
+                               "errors": [{"part": "llama3.2-1b stage",
+                                           "error": "CUDA error: out of memory"}]},
+            "gemm.json": {"gemms": [
+                {"name": "gpt3-1.3b.qkv.F", "m": 8192, "n": 6144, "k": 2048, "trans": "TN",
+                 "engine_s": 1.05e-3, "best_s": 1.0e-3, "convert_s": 1.2e-5, "tflops": 600.0}],
+                "errors": [{"part": "llama3.2-1b.fc2.W", "error": "no cuBLASLt algorithm"}]},
+            "fidelity.json": dict(fidelity.summarize([
+                {"schedule": "1f1b", "status": "PASS", "error_rel": 0.01,
+                 "measured_step_s": 0.1, "simulated_step_s": 0.101}]), complete=False,
+                planned=15)})
+        return first, second
+
+    def test_two_archives_make_one_file_with_each_calls_parts(self):
+        with tempfile.TemporaryDirectory() as d:
+            first, second = self.make_calls(d)
+            out = os.path.join(d, "out", "r.md")
+            self.assertEqual(run_results([first, second, "--out", out]), 0)
+            text = read(out)
+            doc = json.loads(read(os.path.join(d, "out", "r.json")))
+            self.assertIn("- gpu: NVIDIA H200", text)
+            self.assertIn("- date: 2026-11-28T10:00:00Z", text)  # the first call's
+            self.assertIn("### first", text)
+            self.assertIn("### second", text)
+            self.assertIn("| engine | timeout | 124 | 220.0 | 220 | killed after 220 s |", text)
+            self.assertIn("| fidelity | timeout | 124 | 250.0 | 250 | killed after 250 s |", text)
+            self.assertEqual([c["selection"] for c in doc["calls"]], ["first", "second"])
+            t = {x["target"]: x for x in doc["targets"]}
+            self.assertEqual(t["gpu tests: kernels"]["status"], "PASS")
+            self.assertEqual(t["gpu tests: engine"]["status"], "UNMEASURED")
+            self.assertIn("part engine: timeout, killed after 220 s",
+                          t["gpu tests: engine"]["detail"])
+            self.assertEqual(t["gpu tests: GEMM path"]["status"], "FAIL")  # crashed, no results
+            self.assertIn("exit 139", t["gpu tests: GEMM path"]["measured"])
+            # gpt3 from the full benchmark; llama only in the quick one, and its full run failed.
+            self.assertEqual(t["gpt3-1.3b stage F+I+W MFU"]["status"], "PASS")
+            llama = t["llama3.2-1b stage F+I+W MFU"]
+            self.assertEqual(llama["status"], "PASS")
+            self.assertIn("from the quick benchmark", llama["detail"])
+            self.assertIn("llama3.2-1b stage failed (benchmark.json): CUDA error: out of memory",
+                          llama["detail"])
+            gemm = t["every GEMM vs cuBLASLt's best"]
+            self.assertEqual(gemm["status"], "FAIL")
+            self.assertIn("1 GEMMs not measured", gemm["detail"])
+            fid = t["fidelity: step time vs simulate --costs-from"]
+            self.assertEqual(fid["status"], "UNMEASURED")
+            self.assertIn("1 of 15 schedules ran", fid["measured"])
+            self.assertEqual([s["status"] for s in doc["sanitizer"]], ["PASS", "FAIL"])
+            self.assertIn("2 errors reported", doc["sanitizer"][1]["measured"])
+            self.assertEqual(len(doc["errors"]), 2)
+            self.assertIn("| gemm.json | llama3.2-1b.fc2.W | no cuBLASLt algorithm |", text)
+            self.assertIn("## Stages, quick (cuda_engine_benchmark --quick --no-bubbles)", text)
+            self.assertIn("| gpt3-1.3b.qkv.F | 8192 | 6144 | 2048 | TN | 1050.0 | 1000.0 | 1.050 "
+                          "| 12.0 | 600.0 |", text)
+
+    def test_unpacked_folders_and_archives_read_alike(self):
+        with tempfile.TemporaryDirectory() as d:
+            first, second = self.make_calls(d)
+            a, b = os.path.join(d, "a.md"), os.path.join(d, "b.md")
+            self.assertEqual(run_results([first, second, "--out", a]), 0)
+            self.assertEqual(run_results([os.path.join(d, "gpu-run-first"),
+                                          os.path.join(d, "gpu-run-second"), "--out", b]), 0)
+            self.assertEqual(read(a), read(b))
+
+    def test_default_path_from_the_first_calls_date_and_gpu(self):
+        self.assertTrue(results.default_path(ENV).endswith(
+            os.path.join("backends", "cuda", "results", "2026-11-28-h200.md")))
+        self.assertTrue(results.default_path({"date": None, "gpu": None}).endswith(
+            "UNKNOWN-DATE-UNKNOWN-GPU.md"))
+        self.assertEqual(results.gpu_slug("none"), "nogpu")
+        self.assertEqual(results.gpu_slug(""), "nogpu")
+        self.assertEqual(results.gpu_slug("NVIDIA H100 80GB HBM3"), "h100-80gb-hbm3")
+
+    def test_an_argument_neither_archive_nor_folder_exits_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "notes.txt", "not an archive")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(results.main([os.path.join(d, "notes.txt")]), 2)
+                self.assertEqual(results.main([os.path.join(d, "missing.tar.gz")]), 2)
+            self.assertIn("not an archive", err.getvalue())
+            self.assertIn("no such archive or folder", err.getvalue())
+            self.assertEqual(os.listdir(d), ["notes.txt"])
+
+    def test_nothing_measured_is_unmeasured_everywhere(self):
+        with tempfile.TemporaryDirectory() as d:
+            archive = call_folder(d, "first", dict(ENV, gpu=""), [
+                ["env", "ok", "0", "1.0", "20", ""],
+                ["sanitizer", "skipped", "-", "0", "120", "no GPU (nvidia-smi lists none)"]], {})
+            out = os.path.join(d, "r.md")
+            self.assertEqual(run_results([archive, "--out", out]), 0)
+            doc = json.loads(read(os.path.join(d, "r.json")))
+            self.assertEqual({t["status"] for t in doc["targets"] + doc["sanitizer"]},
+                             {"UNMEASURED"})
+            self.assertIn("no GPU", doc["sanitizer"][0]["detail"])
+            self.assertEqual(results.gpu_slug(doc["env"]["gpu"]), "nogpu")
 
 
 class AttentionReferenceTest(unittest.TestCase):

@@ -64,6 +64,18 @@ TrainOptions OptionsOf(const Case& c) {
   return o;
 }
 
+// Gradients after step 1 and parameters after the last step within 1e-4 of the CPU engine's
+// unpipelined reference, and the losses too.
+void ExpectTheCpuEnginesReference(const TrainPlan& plan, const TrainOptions& options,
+                                  const CudaTrainResult& run) {
+  Result<Verification> v = cpu::VerifyAgainstReference(plan, options, run.first_grads,
+                                                       run.final_params, run.report.losses);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_LT(v->gradients.max_relative_error, 1e-4) << v->gradients.worst;
+  EXPECT_LT(v->parameters.global_relative_error, 1e-4) << v->parameters.worst;
+  EXPECT_LT(v->max_loss_difference, 1e-4);
+}
+
 class VirtualRanksEquivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
@@ -73,12 +85,7 @@ TEST_P(VirtualRanksEquivalence, MatchesTheCpuEnginesUnpipelinedReference) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
-  Result<Verification> v = cpu::VerifyAgainstReference(*plan, options, run->first_grads,
-                                                       run->final_params, run->report.losses);
-  ASSERT_TRUE(v.ok()) << v.status().message();
-  EXPECT_LT(v->gradients.max_relative_error, 1e-4) << v->gradients.worst;
-  EXPECT_LT(v->parameters.global_relative_error, 1e-4) << v->parameters.worst;
-  EXPECT_LT(v->max_loss_difference, 1e-4);
+  ExpectTheCpuEnginesReference(*plan, options, *run);
   // One trace event per instruction of every rank and traced step.
   EXPECT_EQ(run->report.trace.size(),
             static_cast<std::size_t>(plan->program.num_instructions() * options.steps));
@@ -122,28 +129,45 @@ std::vector<Case> AllCases() {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, VirtualRanksEquivalence, ::testing::ValuesIn(AllCases()), Name);
 
+// The same plan trained in fp32 and in bf16 (bf16 GEMM operands, flash attention where the head
+// size allows; fp32 accumulation and master weights) from the same initial weights on the same
+// data, and the largest difference of a step's loss between them.
+struct Bf16AgainstFp32 {
+  std::vector<double> fp32, bf16;
+  double worst = 0;
+};
+Bf16AgainstFp32 TrainBothPrecisions(TrainOptions options) {
+  Bf16AgainstFp32 out;
+  Result<TrainPlan> plan = PlanTraining(options);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return out;
+  for (const char* dtype : {"fp32", "bf16"}) {
+    options.dtype = dtype;
+    Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
+    EXPECT_TRUE(run.ok()) << dtype << ": " << run.status().message();
+    if (!run.ok()) return out;
+    (options.dtype == "fp32" ? out.fp32 : out.bf16) = run->report.losses;
+  }
+  EXPECT_EQ(out.bf16.size(), static_cast<std::size_t>(options.steps));
+  EXPECT_EQ(out.fp32.size(), out.bf16.size());
+  for (std::size_t s = 0; s < out.bf16.size() && s < out.fp32.size(); ++s) {
+    out.worst = std::max(out.worst, std::abs(out.bf16[s] - out.fp32[s]));
+  }
+  return out;
+}
+
 // bf16 GEMM operands with fp32 accumulation and master weights follow the fp32 curve.
 TEST(Bf16, TracksTheFp32LossCurve) {
   SKIP_WITHOUT_GPU();
   TrainOptions options = OptionsOf({"1f1b", "tiny", 2, 0, 4});
   options.verify = false;
   options.steps = 40;
-  Result<TrainPlan> plan = PlanTraining(options);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  Result<CudaTrainResult> fp32 = TrainVirtualRanks(*plan, options);
-  ASSERT_TRUE(fp32.ok()) << fp32.status().message();
-  options.dtype = "bf16";
-  Result<CudaTrainResult> bf16 = TrainVirtualRanks(*plan, options);
-  ASSERT_TRUE(bf16.ok()) << bf16.status().message();
-  ASSERT_EQ(bf16->report.losses.size(), 40u);
-  double worst = 0;
-  for (std::size_t s = 0; s < 40; ++s) {
-    worst = std::max(worst, std::abs(bf16->report.losses[s] - fp32->report.losses[s]));
-  }
-  EXPECT_LT(worst, 0.05);
-  EXPECT_LT(fp32->report.losses.back(), fp32->report.losses.front() - 0.5);  // it learns
+  const Bf16AgainstFp32 runs = TrainBothPrecisions(options);
+  ASSERT_EQ(runs.bf16.size(), 40u);
+  EXPECT_LT(runs.worst, 0.05);
+  EXPECT_LT(runs.fp32.back(), runs.fp32.front() - 0.5);  // it learns
   std::printf("bf16 vs fp32 over 40 steps: max |loss difference| %.4f nats; final %.4f vs %.4f\n",
-              worst, bf16->report.losses.back(), fp32->report.losses.back());
+              runs.worst, runs.bf16.back(), runs.fp32.back());
 }
 
 // A decoder written out as a model file (the engines train model files), in the temporary
@@ -188,10 +212,9 @@ std::string Write(const ModelFile& m) {
 // The tensor-core attention inside the model (the engine tests' tiny models have head size 16,
 // which takes the exact kernels): a GPT-style model with heads of 64 and a Llama-style one with
 // heads of 128 (GQA 4/2), both with an odd vocabulary (1001: padded logits), sequence 256, train
-// 8 steps in bf16 (flash attention, bf16 GEMM operands) and in fp32 (exact kernels) from the same
-// initial weights on the same data. The bar: every step's loss within 0.05 nats of fp32's (the
-// fp32 run starts near ln 1001 = 6.9 nats; bf16 roundings move a step's loss by ~1e-3), and both
-// learn.
+// 8 steps in bf16 (flash attention, bf16 GEMM operands) and in fp32 (exact kernels). The bar:
+// every step's loss within 0.05 nats of fp32's (the runs start near ln 1001 = 6.9 nats; bf16
+// roundings move a step's loss by ~1e-3), and both learn.
 TEST(Bf16, FlashAttentionModelsTrackTheirFp32Runs) {
   SKIP_WITHOUT_GPU();
   for (const ModelFile& m : {ModelFile{"gpt-d64", false, 2, 256, 4, 0, 1001, 256},
@@ -202,23 +225,13 @@ TEST(Bf16, FlashAttentionModelsTrackTheirFp32Runs) {
     options.steps = 8;
     options.micro_batch_size = 2;
     options.seq_len = 256;
-    Result<TrainPlan> plan = PlanTraining(options);
-    ASSERT_TRUE(plan.ok()) << plan.status().message();
-    Result<CudaTrainResult> fp32 = TrainVirtualRanks(*plan, options);
-    ASSERT_TRUE(fp32.ok()) << fp32.status().message();
-    options.dtype = "bf16";
-    Result<CudaTrainResult> bf16 = TrainVirtualRanks(*plan, options);
-    ASSERT_TRUE(bf16.ok()) << bf16.status().message();
-    ASSERT_EQ(bf16->report.losses.size(), 8u);
-    double worst = 0;
-    for (std::size_t s = 0; s < 8; ++s) {
-      worst = std::max(worst, std::abs(bf16->report.losses[s] - fp32->report.losses[s]));
-    }
-    EXPECT_LT(worst, 0.05);
-    EXPECT_LT(fp32->report.losses.back(), fp32->report.losses.front() - 0.1);
-    EXPECT_LT(bf16->report.losses.back(), bf16->report.losses.front() - 0.1);
+    const Bf16AgainstFp32 runs = TrainBothPrecisions(options);
+    ASSERT_EQ(runs.bf16.size(), 8u);
+    EXPECT_LT(runs.worst, 0.05);
+    EXPECT_LT(runs.fp32.back(), runs.fp32.front() - 0.1);
+    EXPECT_LT(runs.bf16.back(), runs.bf16.front() - 0.1);
     std::printf("%s bf16 vs fp32 over 8 steps: max |loss difference| %.4f nats; %.4f -> %.4f\n",
-                m.name.c_str(), worst, bf16->report.losses.front(), bf16->report.losses.back());
+                m.name.c_str(), runs.worst, runs.bf16.front(), runs.bf16.back());
   }
 }
 
@@ -238,12 +251,7 @@ TEST(OddVocabulary, MatchesTheCpuEnginesUnpipelinedReference) {
   EXPECT_TRUE(head_alone) << "no stage ends with the head: the logits never cross ranks";
   Result<CudaTrainResult> run = TrainVirtualRanks(*plan, options);
   ASSERT_TRUE(run.ok()) << run.status().message();
-  Result<Verification> v = cpu::VerifyAgainstReference(*plan, options, run->first_grads,
-                                                       run->final_params, run->report.losses);
-  ASSERT_TRUE(v.ok()) << v.status().message();
-  EXPECT_LT(v->gradients.max_relative_error, 1e-4) << v->gradients.worst;
-  EXPECT_LT(v->parameters.global_relative_error, 1e-4) << v->parameters.worst;
-  EXPECT_LT(v->max_loss_difference, 1e-4);
+  ExpectTheCpuEnginesReference(*plan, options, *run);
 }
 
 // A rank that stops making progress ends the run within the peer timeout (plus the margin the

@@ -66,17 +66,21 @@ class DeviceArray {
 
 // Within `rel` of the host value, relative to it plus the vector's mean magnitude (the device
 // contracts a*b+c into FMAs and its expf differs from glibc's in the last bits).
-void ExpectClose(const Floats& device, const Floats& host, const char* what, double rel = 1e-5) {
+// `absolute` (when not empty) adds a bound of its own to each element's tolerance.
+void ExpectClose(const Floats& device, const Floats& host, const char* what, double rel = 1e-5,
+                 const Floats& absolute = {}) {
   ASSERT_EQ(device.size(), host.size()) << what;
+  ASSERT_TRUE(absolute.empty() || absolute.size() == host.size()) << what;
   double mean = 0;
   for (float h : host) mean += std::abs(h);
   mean /= std::max<std::size_t>(host.size(), 1);
   int failures = 0;
   for (std::size_t i = 0; i < host.size() && failures < 5; ++i) {
-    const double tol = rel * (std::abs(host[i]) + mean);
+    const double tol = rel * (std::abs(host[i]) + mean) + (absolute.empty() ? 0 : absolute[i]);
     if (!(std::abs(device[i] - host[i]) <= tol)) {
       ++failures;
-      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << ", host " << host[i];
+      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << ", host " << host[i]
+                    << ", tolerance " << tol;
     }
   }
 }
@@ -310,11 +314,51 @@ double MaxRelError(const Floats& a, const Floats& b) {
   return err / mx;
 }
 
+// Per output row of (b, head j, query q): the bound of what probability roundings the host does not
+// share can move it. The device sums the tile products in another order and contracts FMAs, and
+// its expf may differ in the last bit, so a probability exp(scale s - max) can round to the
+// neighbouring bf16 value: one term off by 2^-8 of itself (at most 2^-8, as p <= 1 against the
+// row's final max), times |v| <= vmax, over the row's sum of probabilities, sum = exp(lse - max)
+// >= 1. An early row sees a few keys, so its sum is small and one flip moves it by up to 2^-8
+// vmax: the H200's first run (2026-11-28) showed such a row off by 1.5e-3 at d = 128. `flips`
+// terms per row are allowed.
+Floats FlipBoundPerOutput(const Floats& qkv, const Floats& lse, const math::AttnDims& s,
+                          int flips) {
+  const int d = s.head_dim, ld = s.qkv_cols(), oc = s.out_cols();
+  float vmax = 0;
+  for (std::int64_t r = 0; r < std::int64_t{s.batch} * s.seq; ++r) {
+    for (int c = (s.heads + s.kv_heads) * d; c < ld; ++c)
+      vmax = std::max(vmax, std::abs(qkv[r * ld + c]));
+  }
+  Floats bound(static_cast<std::size_t>(s.batch) * s.seq * oc);
+  for (int b = 0; b < s.batch; ++b) {
+    for (int j = 0; j < s.heads; ++j) {
+      const int kv = j / s.group();
+      for (int q = 0; q < s.seq; ++q) {
+        const float* qrow = &qkv[(std::int64_t{b} * s.seq + q) * ld + j * d];
+        float mx = -INFINITY;
+        for (int k = 0; k <= q; ++k) {
+          const float* krow = &qkv[(std::int64_t{b} * s.seq + k) * ld + (s.heads + kv) * d];
+          float dot = 0;
+          for (int e = 0; e < d; ++e)
+            dot += flash::RoundToBf16(qrow[e]) * flash::RoundToBf16(krow[e]);
+          mx = std::max(mx, s.scale() * dot);
+        }
+        const float sum = std::exp(lse[(std::int64_t{b} * s.heads + j) * s.seq + q] - mx);
+        const float at_most = flips * vmax / 256.0f / std::max(sum, 1.0f);
+        for (int e = 0; e < d; ++e) bound[(std::int64_t{b} * s.seq + q) * oc + j * d + e] = at_most;
+      }
+    }
+  }
+  return bound;
+}
+
 // The device kernels against the same tiled algorithm on the host (flash_attention_math.h, which
-// flash_attention_test checks against the CPU engine). Both round the same operands to bf16; the
-// device sums the tile products in another order and its expf may differ in the last bit, so a
-// probability can round to the neighbouring bf16 value: one term off by 2^-8 of itself. Hence
-// 4e-3 relative to each element plus the tensor's mean magnitude.
+// flash_attention_test checks against the CPU engine). Both round the same operands to bf16, so
+// they differ by the products' summation order and by probabilities rounded to the neighbouring
+// bf16 value: out within 1e-3 relative to each element plus the tensor's mean magnitude, plus
+// FlipBoundPerOutput of two flips per row; lse within 1e-4; dqkv within 4e-3 (its dS terms round
+// the same way, each touching many rows' sums).
 TEST_F(KernelsGpu, FlashAttentionMatchesTheHostTileAlgorithm) {
   const AttentionShape shapes[] = {
       {2, 150, 4, 1, 64}, {1, 200, 8, 2, 128}, {3, 65, 2, 2, 128}, {1, 40, 4, 4, 64}};
@@ -338,7 +382,7 @@ TEST_F(KernelsGpu, FlashAttentionMatchesTheHostTileAlgorithm) {
       flash::InputGradOnHost<128>(dout.data(), qkv.data(), out.data(), lse.data(), s, true,
                                   dqkv.data(), delta.data());
     }
-    ExpectClose(device.out, out, "out", 4e-3);
+    ExpectClose(device.out, out, "out", 1e-3, FlipBoundPerOutput(qkv, lse, s, 2));
     ExpectClose(device.lse, lse, "lse", 1e-4);
     ExpectClose(device.dqkv, dqkv, "dqkv", 4e-3);
   }

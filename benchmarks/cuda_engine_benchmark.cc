@@ -15,7 +15,10 @@
 // causal discount), TFLOP/s of F + I + W and MFU against the device's dense bf16 peak (unknown
 // device: MFU unknown), and (I + W) / B. The attention module (norm, QKV, attention core,
 // projection, residual) of block 0 is timed alone as well (for the comparison with cuDNN's
-// attention, scripts/gpu/attention_reference.py).
+// attention, scripts/gpu/attention_reference.py). Memory per stage: what the rank's meter holds
+// before F (weights, gradients, bf16 shadows), after F and after I, and at its peak through W, with
+// the device pool's high-water mark, next to the model layer's amounts for the same layers
+// (activations F keeps, the weight-GEMM inputs I keeps for W, weights + gradients + optimizer).
 // Part 2, bubbles: every built-in schedule at p = 4, m = 8 on an 8-block GPT (h 512, s 512, a model
 // file written to $TMPDIR), 3 steps in virtual-ranks mode; the last step's measured bubble
 // 1 - busy / (p * makespan) from the trace, and evaluate()'s bubble for the run's own median stage
@@ -28,6 +31,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -42,6 +46,7 @@
 #include "cuda/device.h"
 #include "cuda/model.h"
 #include "cuda/trainer.h"
+#include "pipette/cost/memory_model.h"
 #include "pipette/engine/flops.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/model/decoder.h"
@@ -75,6 +80,17 @@ struct PassTimes {
   double fiw() const { return f + i + w; }
 };
 
+// What the rank's meter (every DeviceTensor: weights, gradients, bf16 shadows, activations) held
+// around one microbatch's F, I and W, and the device memory pool's high-water mark over the stage
+// (the meter's tensors plus what cuBLASLt and the allocator keep).
+struct MemoryUse {
+  std::int64_t held = 0;     // before F: the chain's weights, gradients and shadows
+  std::int64_t after_f = 0;  // after F, less `held`: what F keeps for the backward (and its output)
+  std::int64_t after_i = 0;  // after I, less `held`: what I keeps for W (and its input gradient)
+  std::int64_t peak = 0;     // the peak from F to the end of W, less `held`
+  std::int64_t pool_high = 0;
+};
+
 double MedianMs(std::vector<float> ms) {
   std::sort(ms.begin(), ms.end());
   return ms.empty() ? 0 : ms[ms.size() / 2];
@@ -95,7 +111,8 @@ DeviceChain MakeChain(const DecoderSpec& spec, int blocks, const std::vector<con
 
 // Times `chain` on a microbatch of `shape`: each iteration runs F, I, W with events between them,
 // then F again and B (I and W back to back) under one event pair. 2 warm-ups, then `iters`.
-PassTimes TimeChain(DeviceChain& chain, RankDevice& dev, const StageShape& shape, int iters) {
+PassTimes TimeChain(DeviceChain& chain, RankDevice& dev, const StageShape& shape, int iters,
+                    MemoryUse* memory = nullptr) {
   Batch host;
   host.sequences = shape.micro_batch;
   host.seq = shape.seq;
@@ -111,15 +128,22 @@ PassTimes TimeChain(DeviceChain& chain, RankDevice& dev, const StageShape& shape
   std::vector<float> f, i, w, b;
   for (int it = 0; it < iters + 2; ++it) {
     std::vector<DeviceCache> split, fused;
-    // Inputs are copied before the first event: the events time the passes alone.
+    // Inputs are copied before the first event: the events time the passes alone. The meter
+    // counts at allocation (host order), so reading it needs no synchronisation.
+    DeviceMeter& meter = dev.meter();
+    const std::int64_t held = meter.live;
     DeviceTensor in = dev.Clone(x), grad = dev.Clone(x);
+    meter.ResetPeak();
     cudaEventRecord(ev[0], dev.stream());
     DeviceTensor y = chain.Forward(batch, std::move(in), split);
+    const std::int64_t after_f = meter.live - held;
     cudaEventRecord(ev[1], dev.stream());
     DeviceTensor dx = chain.InputGrad(batch, std::move(grad), split);
+    const std::int64_t after_i = meter.live - held;
     cudaEventRecord(ev[2], dev.stream());
     chain.WeightGrad(batch, split);
     cudaEventRecord(ev[3], dev.stream());
+    if (memory != nullptr) *memory = {held, after_f, after_i, meter.peak - held, 0};
     split.clear();
     DeviceTensor y2 = chain.Forward(batch, dev.Clone(x), fused);
     DeviceTensor dy = dev.Clone(x);
@@ -143,6 +167,66 @@ PassTimes TimeChain(DeviceChain& chain, RankDevice& dev, const StageShape& shape
 
 nlohmann::ordered_json TimesJson(const PassTimes& t) {
   return {{"f_ms", t.f}, {"i_ms", t.i}, {"w_ms", t.w}, {"b_ms", t.b}, {"fiw_ms", t.fiw()}};
+}
+
+// The device memory pool's high-water mark of used bytes since the last reset (the engine
+// allocates in stream order from the device's default pool).
+std::int64_t PoolUsedHigh(bool reset) {
+  int device = 0;
+  cudaMemPool_t pool;
+  cudaGetDevice(&device);
+  if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) return -1;
+  std::uint64_t bytes = 0;  // the attribute is a 64-bit unsigned value
+  if (reset) {
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &bytes);
+    return 0;
+  }
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &bytes);
+  return static_cast<std::int64_t>(bytes);
+}
+
+// The model layer's amounts for the stage's layers (block{i}.attn and .mlp, i < blocks) at the
+// stage's micro-batch and sequence: parameters, and per microbatch the activations F keeps for the
+// backward (Korthikanti et al., as `pipette simulate` counts them) and the weight-GEMM inputs I
+// keeps for W, in the training dtype (bf16) and at fp32 (the engine keeps fp32 tensors).
+nlohmann::ordered_json ModelMemoryJson(const StageShape& shape, int blocks) {
+  nlohmann::ordered_json j;
+  for (const DType dtype : {DType::kBF16, DType::kFP32}) {
+    Result<ModelGraph> model =
+        BuildDecoder(*shape.spec, Workload{shape.micro_batch, shape.seq, dtype});
+    if (!model.ok()) throw std::runtime_error(model.status().message());
+    std::int64_t params = 0, activations = 0, wgrad_inputs = 0;
+    for (std::size_t id = 0; id < model->num_layers(); ++id) {
+      const Layer& layer = model->layer(id);
+      bool in_stage = false;
+      for (int b = 0; b < blocks; ++b) {
+        in_stage |= layer.name == fmt::format("block{}.attn", b) ||
+                    layer.name == fmt::format("block{}.mlp", b);
+      }
+      if (!in_stage) continue;
+      params += layer.params;
+      activations += layer.activation_bytes;
+      wgrad_inputs += layer.wgrad_input_bytes;
+    }
+    ParallelConfig config;
+    config.dtype = dtype;
+    const MemoryBreakdown fixed = MemoryModel(config).Static(params);
+    j["params"] = params;
+    j[std::string(DTypeName(dtype))] = {{"activation_bytes", activations},
+                                        {"wgrad_input_bytes", wgrad_inputs},
+                                        {"weights_gradients_optimizer_bytes", fixed.total()}};
+  }
+  return j;
+}
+
+nlohmann::ordered_json MemoryJson(const StageShape& shape, int blocks, const MemoryUse& m) {
+  return {{"measured",
+           {{"held_bytes", m.held},
+            {"after_f_bytes", m.after_f},
+            {"after_i_bytes", m.after_i},
+            {"peak_bytes", m.peak},
+            {"pool_used_high_bytes", m.pool_high}}},
+          {"model", ModelMemoryJson(shape, blocks)}};
 }
 
 // One stage's record: times, model FLOPs, rate, MFU (null for an unknown device), (I + W) / B.
@@ -186,7 +270,10 @@ void Stages(const Options& o, const std::optional<DevicePeak>& peak, ResultsFile
     results.Run("stage " + shape.name, [&] {
       RankDevice dev(GemmPrecision::kBf16);
       DeviceChain stage = MakeChain(*shape.spec, o.blocks, {"attn", "mlp"}, dev);
-      const PassTimes t = TimeChain(stage, dev, shape, o.iters);
+      MemoryUse memory;
+      PoolUsedHigh(/*reset=*/true);
+      const PassTimes t = TimeChain(stage, dev, shape, o.iters, &memory);
+      memory.pool_high = PoolUsedHigh(/*reset=*/false);
       DeviceChain attn_chain = MakeChain(*shape.spec, 1, {"attn"}, dev);
       const PassTimes attn = TimeChain(attn_chain, dev, shape, o.iters);
       nlohmann::ordered_json j = StageJson(shape, o.blocks, t, attn, peak);
@@ -195,6 +282,15 @@ void Stages(const Options& o, const std::optional<DevicePeak>& peak, ResultsFile
       fmt::print("{:<12} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>7} {:>8.3f}\n",
                  shape.name, t.f, t.i, t.w, t.b, t.fiw(), j["tflops"].get<double>(), mfu,
                  j["iw_over_b"].get<double>());
+      j["memory"] = MemoryJson(shape, o.blocks, memory);
+      const nlohmann::ordered_json& bf16 = j["memory"]["model"]["bf16"];
+      fmt::print(
+          "{:<12} memory MiB: held {:.0f}, after F {:.0f} (model: activations {:.0f} bf16), after "
+          "I {:.0f} (model: W's inputs {:.0f} bf16), peak {:.0f}, pool high-water {:.0f}\n",
+          "", memory.held / 1048576.0, memory.after_f / 1048576.0,
+          bf16["activation_bytes"].get<double>() / 1048576.0, memory.after_i / 1048576.0,
+          bf16["wgrad_input_bytes"].get<double>() / 1048576.0, memory.peak / 1048576.0,
+          memory.pool_high / 1048576.0);
       results.json()["stages"].push_back(std::move(j));
     });
   }

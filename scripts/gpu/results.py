@@ -449,6 +449,32 @@ def stage_table(bench):
     return lines
 
 
+def memory_table(bench):
+    """Each stage's measured memory (the rank's meter around one microbatch) next to the model
+    layer's amounts for the same layers; empty when the benchmark recorded none."""
+    mib = lambda v: "-" if v is None else "%.0f" % (v / 1048576.0)  # noqa: E731
+    lines = ["| stage | held MiB | after F MiB | model activations MiB (bf16 / fp32) | "
+             "after I MiB | model W inputs MiB (bf16 / fp32) | peak MiB | pool high-water MiB | "
+             "model weights+grads+Adam MiB (bf16) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = 0
+    for s in (bench or {}).get("stages", []) or []:
+        mem = s.get("memory")
+        if not isinstance(mem, dict):
+            continue
+        got, model = mem.get("measured") or {}, mem.get("model") or {}
+        bf16, fp32 = model.get("bf16") or {}, model.get("fp32") or {}
+        lines.append("| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s | %s |" % (
+            s.get("stage"), mib(got.get("held_bytes")), mib(got.get("after_f_bytes")),
+            mib(bf16.get("activation_bytes")), mib(fp32.get("activation_bytes")),
+            mib(got.get("after_i_bytes")), mib(bf16.get("wgrad_input_bytes")),
+            mib(fp32.get("wgrad_input_bytes")), mib(got.get("peak_bytes")),
+            mib(got.get("pool_used_high_bytes")),
+            mib(bf16.get("weights_gradients_optimizer_bytes"))))
+        rows += 1
+    return lines if rows else []
+
+
 def gemm_table(gemm):
     """Every GEMM: the engine's call, cuBLASLt's best, and the fp32 -> bf16 conversion of its
     activation operands timed apart (convert_s; "-" when the record has none)."""
@@ -546,6 +572,11 @@ def render(results, env):
                                            (peak["bf16_tflops"], peak.get("source"))
                                            if peak else "unknown"), ""]
         lines += stage_table(bench) + [""]
+        memory = memory_table(bench)
+        if memory:
+            lines += ["Memory per stage, one microbatch (the rank's meter: every device tensor; "
+                      "after F, after I and peak less what was held before F):", ""]
+            lines += memory + [""]
     if gemm_rows(results.get("gemm")):
         lines += ["## GEMMs (cuda_gemm_benchmark)", ""] + gemm_table(results["gemm"]) + [""]
     if results.get("fidelity"):

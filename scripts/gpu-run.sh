@@ -2,11 +2,14 @@
 # The CUDA engine's checks on a borrowed GPU machine (the CUDA 13 image: no Debian packages, no MPI
 # launcher, no network), run from the repository root with gpu-bundle/ (scripts/gpu-bundle.sh)
 # carried. A device call lasts at most 600 s and brings back only a few files from $OUT, which is
-# emptied before every call, so the checks are split into two selections of at most 540 s each:
+# emptied before every call, so the checks come as two selections of at most 540 s each, or all
+# in one call where the GPU is fast enough (the deadline skips what finds no time left):
 #
 #   bash scripts/gpu-run.sh first    env, kernels, sanitizer, gemm-tests, engine, bench-quick
 #   bash scripts/gpu-run.sh second   env, benchmark, gemm, attention, fidelity
-#   bash scripts/gpu-run.sh --plan first|second
+#   bash scripts/gpu-run.sh all      every part in one call (the H200 ran them all in about
+#                                    330 s): first's, then gemm, attention, fidelity, benchmark
+#   bash scripts/gpu-run.sh --plan first|second|all
 #                                    prints each part's budget in seconds and the sum; runs nothing
 #
 # Parts (each writes <part>.log, its stdout and stderr, also shown here):
@@ -51,40 +54,36 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 self="$PWD/scripts/gpu-run.sh"
 
-# Budgets in seconds. Estimates, not measurements: no GPU has run these parts yet; revise them from
-# the seconds column of parts.tsv after the first real run. `first` sums to 520 s, the 540 s a call
-# may take less the reserve:
-#   engine (220) is the biggest: every built-in schedule for GPT and Llama at p = 2 and 4, each
-#   against the CPU engine's unpipelined reference computed on the host, bf16 over 40 steps, a
-#   hung rank waited out; sanitizer (120): racecheck slows kernels 10-100x (55 % of the part),
-#   memcheck less, on a few kernel tests only; kernels (60): 14 tests, the long-sequence attention
-#   checked against host math; bench-quick (60) and gemm-tests (40): a few timed iterations after
-#   cuBLASLt's plan searches; env (20): nvidia-smi, ldd and one torch import.
-# `second` sums to 520 s as well: fidelity (250) trains every built-in schedule (about 15) for 6
-#   steps and simulates each; benchmark (150): both stages at 10 iterations, then every schedule's
-#   bubble over 3 steps; gemm (60): about 40 GEMMs, each against up to 32 algorithms;
-#   attention (40): torch's import and cuDNN on two shapes.
+# Budgets in seconds, from the H200's first runs (2026-11-28, backends/cuda/results/
+# 2026-11-28-h200.md: each part's seconds in parts.tsv) with a margin of 2-3x for a slower GPU or
+# a bigger test suite: env 9-11 s, kernels 4, sanitizer 20 (racecheck 16, memcheck 4), gemm-tests
+# 17, engine 24, bench-quick 8; benchmark 130 (the bubbles of 15 schedules take most), gemm 17,
+# attention 15, fidelity 60 (15 schedules). Each selection's budgets sum to at most 520 s, the
+# 540 s a call may take less the reserve; `all` (every part, one call) sums to more and relies on
+# the deadline: the parts run in priority order, correctness first, and what finds no time left
+# is recorded as skipped.
 budget_env=${PIPETTE_GPU_RUN_BUDGET_ENV:-20}
-budget_kernels=${PIPETTE_GPU_RUN_BUDGET_KERNELS:-60}
-budget_sanitizer=${PIPETTE_GPU_RUN_BUDGET_SANITIZER:-120}
-budget_gemm_tests=${PIPETTE_GPU_RUN_BUDGET_GEMM_TESTS:-40}
-budget_engine=${PIPETTE_GPU_RUN_BUDGET_ENGINE:-220}
-budget_bench_quick=${PIPETTE_GPU_RUN_BUDGET_BENCH_QUICK:-60}
-budget_benchmark=${PIPETTE_GPU_RUN_BUDGET_BENCHMARK:-150}
-budget_gemm=${PIPETTE_GPU_RUN_BUDGET_GEMM:-60}
+budget_kernels=${PIPETTE_GPU_RUN_BUDGET_KERNELS:-30}
+budget_sanitizer=${PIPETTE_GPU_RUN_BUDGET_SANITIZER:-60}
+budget_gemm_tests=${PIPETTE_GPU_RUN_BUDGET_GEMM_TESTS:-45}
+budget_engine=${PIPETTE_GPU_RUN_BUDGET_ENGINE:-80}
+budget_bench_quick=${PIPETTE_GPU_RUN_BUDGET_BENCH_QUICK:-30}
+budget_benchmark=${PIPETTE_GPU_RUN_BUDGET_BENCHMARK:-240}
+budget_gemm=${PIPETTE_GPU_RUN_BUDGET_GEMM:-45}
 budget_attention=${PIPETTE_GPU_RUN_BUDGET_ATTENTION:-40}
-budget_fidelity=${PIPETTE_GPU_RUN_BUDGET_FIDELITY:-250}
+budget_fidelity=${PIPETTE_GPU_RUN_BUDGET_FIDELITY:-150}
 total=${PIPETTE_GPU_RUN_TOTAL:-540}
 reserve=${PIPETTE_GPU_RUN_RESERVE:-20}
 kill_grace=10
 
 parts_first=(env kernels sanitizer gemm-tests engine bench-quick)
 parts_second=(env benchmark gemm attention fidelity)
+parts_all=(env kernels sanitizer gemm-tests engine bench-quick gemm attention fidelity benchmark)
 # The sanitizer's tests: the kernels with shared-memory tiles and reductions, short sequences only.
 sanitizer_filter='KernelsGpu.FlashAttention*:KernelsGpu.LayerNorm*:KernelsGpu.RmsNorm*:'
 sanitizer_filter+='KernelsGpu.CrossEntropy*-*LongSequence*'
 
-usage() { echo "usage: bash scripts/gpu-run.sh [--plan] [first|second]"; }
+usage() { echo "usage: bash scripts/gpu-run.sh [--plan] [first|second|all]"; }
 budget_of() {
   local name="budget_${1//-/_}"
   echo "${!name}"
@@ -367,7 +366,7 @@ main() {
   for arg in "$@"; do
     case $arg in
       --plan) plan=1 ;;
-      first | second) selection=$arg ;;
+      first | second | all) selection=$arg ;;
       -h | --help)
         usage
         return 0
@@ -381,6 +380,7 @@ main() {
   selection=${selection:-first}
   parts=("${parts_first[@]}")
   [ "$selection" = second ] && parts=("${parts_second[@]}")
+  [ "$selection" = all ] && parts=("${parts_all[@]}")
   if [ "$plan" -eq 1 ]; then
     for part in "${parts[@]}"; do
       printf '%s\t%s\n' "$part" "$(budget_of "$part")"

@@ -363,7 +363,10 @@ def sanitizer_results(files, parts):
         counts = gtest_counts(files("sanitizer-%s.xml" % tool))
         try:
             with open(files("sanitizer-%s.log" % tool), errors="replace") as f:
-                summary = re.findall(r"ERROR SUMMARY: (\d+) error", f.read())
+                # memcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards
+                # displayed (0 errors, 0 warnings)".
+                summary = re.findall(r"(?:ERROR SUMMARY: |RACECHECK SUMMARY: \d+ hazards? "
+                                     r"displayed \()(\d+) error", f.read())
         except OSError:
             summary = []
         errors = int(summary[-1]) if summary else None
@@ -538,7 +541,8 @@ def target_rows(rows):
 
 def render(results, env):
     """The results file's text."""
-    lines = ["# Issue 15 results: CUDA engine speed and simulator fidelity", ""]
+    lines = ["# The CUDA engine on a GPU: tests, speed, memory and simulator fidelity "
+             "(scripts/gpu-run.sh, scripts/gpu/results.py)", ""]
     for key in ENV_KEYS:
         lines.append("- %s: %s" % (key, env.get(key) or "unknown"))
     lines.append("")

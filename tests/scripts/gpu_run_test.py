@@ -26,7 +26,9 @@ GPU_RUN = os.path.join(ROOT, "scripts", "gpu-run.sh")
 RESULTS = os.path.join(ROOT, "scripts", "gpu", "results.py")
 TRAVEL_SIZE = os.path.join(ROOT, "scripts", "gpu", "travel_size.py")
 PARTS = {"first": ["env", "kernels", "sanitizer", "gemm-tests", "engine", "bench-quick"],
-         "second": ["env", "benchmark", "gemm", "attention", "fidelity"]}
+         "second": ["env", "benchmark", "gemm", "attention", "fidelity"],
+         "all": ["env", "kernels", "sanitizer", "gemm-tests", "engine", "bench-quick", "gemm",
+                 "attention", "fidelity", "benchmark"]}
 BINARIES = []  # --binaries: the build's gpu binaries, for the dry run's bundle
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -96,6 +98,12 @@ class GpuRunBudgetTest(unittest.TestCase):
             self.assertLessEqual(budgets["sum"], 520, selection)
             self.assertEqual(budgets["total"], 540)
             self.assertLessEqual(budgets["sum"] + budgets["reserve"], budgets["total"])
+        # `all`: every part of both, env once, correctness first; its sum may pass the deadline.
+        rows = self.plan("all")
+        parts = [name for name, _ in rows if name not in ("sum", "total", "reserve")]
+        self.assertEqual(parts, PARTS["all"])
+        self.assertEqual(sorted(parts), sorted(set(PARTS["first"] + PARTS["second"])))
+        self.assertEqual(parts[:len(PARTS["first"])], PARTS["first"])
         engine = dict(self.plan("first"))
         self.assertEqual(max(engine, key=lambda k: int(engine[k]) if k in PARTS["first"] else 0),
                          "engine")  # the engine tests get the most

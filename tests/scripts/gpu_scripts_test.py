@@ -36,6 +36,17 @@ def stage(preset, f, i, w, b, mfu, tflops=400.0):
             "iw_over_b": (i + w) / b, "attention_module": {"fiw_ms": 3.0}}
 
 
+MIB = 1048576
+MEMORY = {"measured": {"held_bytes": 576 * MIB, "after_f_bytes": 1377 * MIB,
+                       "after_i_bytes": 1920 * MIB, "peak_bytes": 2049 * MIB,
+                       "pool_used_high_bytes": 2753 * MIB},
+          "model": {"params": 50331648,
+                    "bf16": {"activation_bytes": 1824 * MIB, "wgrad_input_bytes": 224 * MIB,
+                             "weights_gradients_optimizer_bytes": 768 * MIB},
+                    "fp32": {"activation_bytes": 3360 * MIB, "wgrad_input_bytes": 448 * MIB,
+                             "weights_gradients_optimizer_bytes": 640 * MIB}}}
+
+
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="3" failures="{failures}" name="AllTests">
   <testsuite name="S" tests="3">
@@ -229,14 +240,15 @@ class ResultsArchivesTest(unittest.TestCase):
             "sanitizer.tsv": SANITIZER_TSV,
             "sanitizer-racecheck.xml": GTEST_XML.format(failures=0, body="", result="completed",
                                                         skip=""),
-            "sanitizer-racecheck.log": "========= ERROR SUMMARY: 0 errors\n",
+            "sanitizer-racecheck.log": "========= RACECHECK SUMMARY: 0 hazards displayed "
+                                       "(0 errors, 0 warnings)\n",
             "sanitizer-memcheck.xml": GTEST_XML.format(failures=0, body="", result="completed",
                                                        skip=""),
             "sanitizer-memcheck.log": "========= Invalid __global__ read\n"
                                       "========= ERROR SUMMARY: 2 errors\n",
             "benchmark-quick.json": {"device": "NVIDIA H200", "stages": [
-                stage("gpt3-1.3b", 2.0, 2.0, 2.0, 3.9, 0.40), stage("llama3.2-1b", 2.0, 2.0, 2.0,
-                                                                    3.9, 0.46)]}})
+                dict(stage("gpt3-1.3b", 2.0, 2.0, 2.0, 3.9, 0.40), memory=MEMORY),
+                stage("llama3.2-1b", 2.0, 2.0, 2.0, 3.9, 0.46)]}})
         second = call_folder(d, "second", dict(ENV, date="2026-11-28T10:20:00Z"), [
             ["env", "ok", "0", "2.0", "20", ""],
             ["benchmark", "ok", "0", "100.0", "150", ""],
@@ -293,7 +305,13 @@ class ResultsArchivesTest(unittest.TestCase):
             self.assertEqual(fid["status"], "UNMEASURED")
             self.assertIn("1 of 15 schedules ran", fid["measured"])
             self.assertEqual([s["status"] for s in doc["sanitizer"]], ["PASS", "FAIL"])
+            self.assertIn("0 errors reported", doc["sanitizer"][0]["measured"])
             self.assertIn("2 errors reported", doc["sanitizer"][1]["measured"])
+            # Memory in MiB: measured next to the model's bf16 / fp32 amounts; only the stage
+            # that recorded memory has a row.
+            self.assertIn("| gpt3-1.3b | 576 | 1377 | 1824 / 3360 | 1920 | 224 / 448 | 2049 | 2753 "
+                          "| 768 |", text)
+            self.assertNotIn("| llama3.2-1b | 576 |", text)
             self.assertEqual(len(doc["errors"]), 2)
             self.assertIn("| gemm.json | llama3.2-1b.fc2.W | no cuBLASLt algorithm |", text)
             self.assertIn("## Stages, quick (cuda_engine_benchmark --quick --no-bubbles)", text)

@@ -4,6 +4,7 @@
 // `pipette schedule` predicts for the measured costs.
 //
 //   cuda_engine_benchmark [--quick] [--json FILE] [--blocks N] [--iters N] [--no-bubbles]
+//                         [--concurrent RANKS]
 //
 // Part 1, stages: a GPT-3-1.3B-shaped stage (preset gpt3-1.3b: h 2048, 16 heads, ffn 8192) and a
 // Llama-3.2-1B-shaped one (llama3.2-1b: h 2048, 32 heads, 8 KV heads, SwiGLU 8192), s 2048,
@@ -19,6 +20,9 @@
 // before F (weights, gradients, bf16 shadows), after F and after I, and at its peak through W, with
 // the device pool's high-water mark, next to the model layer's amounts for the same layers
 // (activations F keeps, the weight-GEMM inputs I keeps for W, weights + gradients + optimizer).
+// `--concurrent RANKS` times each stage again in that many ranks at once on the one GPU (threads
+// with their own devices and chains, as --virtual-ranks runs them): each pass's slowdown against
+// the stage alone, what the simulator must know to predict virtual ranks.
 // Part 2, bubbles: every built-in schedule at p = 4, m = 8 on an 8-block GPT (h 512, s 512, a model
 // file written to $TMPDIR), 3 steps in virtual-ranks mode; the last step's measured bubble
 // 1 - busy / (p * makespan) from the trace, and evaluate()'s bubble for the run's own median stage
@@ -31,6 +35,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +46,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/device.h"
@@ -64,6 +70,7 @@ struct Options {
   bool bubbles = true;
   int blocks = 1;
   int iters = 10;
+  int concurrent = 0;  // > 1: the stage also timed in that many ranks at once (virtual ranks)
   std::string json_path;
 };
 
@@ -252,6 +259,56 @@ nlohmann::ordered_json StageJson(const StageShape& shape, int blocks, const Pass
   return j;
 }
 
+// The stage timed in `ranks` ranks at once on this GPU, as virtual ranks run: each rank a thread
+// with its own RankDevice (stream, plans, shadows) and chain, all starting their iterations
+// together (a barrier). Returns each rank's medians.
+std::vector<PassTimes> TimeConcurrently(const StageShape& shape, int blocks, int ranks, int iters) {
+  std::vector<PassTimes> times(static_cast<std::size_t>(ranks));
+  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  std::barrier start(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      bool arrived = false;
+      try {
+        RankDevice dev(GemmPrecision::kBf16);
+        DeviceChain chain = MakeChain(*shape.spec, blocks, {"attn", "mlp"}, dev);
+        dev.Synchronize();
+        start.arrive_and_wait();
+        arrived = true;
+        times[static_cast<std::size_t>(r)] = TimeChain(chain, dev, shape, iters);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        if (!arrived) start.arrive_and_drop();  // the others do not wait for this rank
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors) {
+    if (!e.empty()) throw std::runtime_error("a concurrent rank: " + e);
+  }
+  return times;
+}
+
+// The mean of the ranks' medians, and each pass's ratio to the stage timed alone.
+nlohmann::ordered_json ConcurrentJson(const std::vector<PassTimes>& ranks, const PassTimes& alone) {
+  PassTimes mean;
+  for (const PassTimes& t : ranks) {
+    mean.f += t.f / static_cast<double>(ranks.size());
+    mean.i += t.i / static_cast<double>(ranks.size());
+    mean.w += t.w / static_cast<double>(ranks.size());
+    mean.b += t.b / static_cast<double>(ranks.size());
+  }
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  nlohmann::ordered_json j = {{"ranks", ranks.size()}};
+  j.update(TimesJson(mean));
+  j["over_alone"] = {{"f", ratio(mean.f, alone.f)},
+                     {"i", ratio(mean.i, alone.i)},
+                     {"w", ratio(mean.w, alone.w)},
+                     {"b", ratio(mean.b, alone.b)}};
+  return j;
+}
+
 // Each stage's record into results["stages"] (the file rewritten after each; a stage that throws
 // is named under "errors" and the next one still runs).
 void Stages(const Options& o, const std::optional<DevicePeak>& peak, ResultsFile& results) {
@@ -283,6 +340,14 @@ void Stages(const Options& o, const std::optional<DevicePeak>& peak, ResultsFile
                  shape.name, t.f, t.i, t.w, t.b, t.fiw(), j["tflops"].get<double>(), mfu,
                  j["iw_over_b"].get<double>());
       j["memory"] = MemoryJson(shape, o.blocks, memory);
+      if (o.concurrent > 1) {
+        j["concurrent"] =
+            ConcurrentJson(TimeConcurrently(shape, o.blocks, o.concurrent, o.iters), t);
+        const nlohmann::ordered_json& c = j["concurrent"]["over_alone"];
+        fmt::print("{:<12} {} ranks at once: F {:.2f}x, I {:.2f}x, W {:.2f}x, B {:.2f}x alone\n",
+                   "", o.concurrent, c["f"].get<double>(), c["i"].get<double>(),
+                   c["w"].get<double>(), c["b"].get<double>());
+      }
       const nlohmann::ordered_json& bf16 = j["memory"]["model"]["bf16"];
       fmt::print(
           "{:<12} memory MiB: held {:.0f}, after F {:.0f} (model: activations {:.0f} bf16), after "
@@ -397,6 +462,8 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (arg == "--quick") {
       o.quick = true;
+    } else if (arg == "--concurrent" && has_value) {
+      o.concurrent = std::atoi(argv[++i]);
     } else if (arg == "--no-bubbles") {
       o.bubbles = false;
     } else if (arg == "--json" && has_value) {
@@ -409,13 +476,15 @@ int main(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "usage: cuda_engine_benchmark [--quick] [--json FILE] [--blocks N] [--iters N] "
-                 "[--no-bubbles]\n");
+                 "[--no-bubbles] [--concurrent RANKS]\n");
       return 2;
     }
   }
   if (o.quick && !iters_given) o.iters = 3;
-  if (o.blocks < 1 || o.iters < 1) {
-    fmt::print(stderr, "cuda_engine_benchmark: --blocks and --iters must be >= 1\n");
+  if (o.blocks < 1 || o.iters < 1 || o.concurrent < 0 || o.concurrent > 64) {
+    fmt::print(stderr,
+               "cuda_engine_benchmark: --blocks and --iters must be >= 1, --concurrent in "
+               "[0, 64]\n");
     return 2;
   }
   const std::string device = DeviceDescription();

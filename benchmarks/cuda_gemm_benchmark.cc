@@ -7,12 +7,14 @@
 // (cuda_gemm_cases.h); the fp32 -> bf16 rounding of the GEMM's activation operands is timed apart
 // (convert_s: what a separate rounding pass costs where no kernel writes the bf16 copy).
 //
-//   cuda_gemm_benchmark [--quick] [--json FILE]
+//   cuda_gemm_benchmark [--quick] [--autotune] [--json FILE]
 //
 // Columns: engine_s (the engine's call), plan_s (the plan's algorithm alone), first_s (the
 // heuristic's first), best_s (the fastest algorithm), ratio = engine_s / best_s, convert_s, and the
 // TFLOP/s of the engine's call and of the best (2 m n k FLOPs). A best more than 5% faster than
-// the heuristic's first is what PIPETTE_GEMM_AUTOTUNE=1 picks up. --quick: 2048 tokens, fewer
+// the heuristic's first is what PIPETTE_GEMM_AUTOTUNE=1 picks up; --autotune measures the engine
+// with it (chosen_index: the algorithm its plan runs, in the heuristic's order, which tells whether
+// two runs choose alike). --quick: 2048 tokens, fewer
 // reps. The JSON is rewritten after every layer (results_file.h): a layer that throws is named
 // under "errors" and the others still run; the exit status is 1 then. Without a GPU it says so and
 // exits 0 (nothing to measure).
@@ -95,6 +97,7 @@ nlohmann::ordered_json Measure(RankDevice& dev, const std::string& name, const G
           {"tflops", flops / engine_s * 1e-12},
           {"best_tflops", flops / best_s * 1e-12},
           {"algos", algos.size()},
+          {"chosen_index", chosen},
           {"best_index", best - algos.begin()},
           {"best_beats_first_by_5pct", best_s < first_s / 1.05}};
 }
@@ -114,11 +117,12 @@ void PrintHeader(int tokens, const Reps& reps) {
 }
 
 // Every layer's F, I and W into results["gemms"], the file rewritten after each layer.
-void Run(bool quick, ResultsFile& results) {
+void Run(bool quick, bool autotune, ResultsFile& results) {
   const int tokens = quick ? 2048 : 8192;
   const Reps reps = quick ? Reps{1, 3} : Reps{3, 10};
   results.json()["tokens"] = tokens;
   results.json()["precision"] = "bf16";
+  results.json()["autotune"] = autotune;
   results.json()["gemms"] = nlohmann::ordered_json::array();
   PrintHeader(tokens, reps);
   for (const StageModel& model : BenchmarkStages()) {
@@ -126,7 +130,7 @@ void Run(bool quick, ResultsFile& results) {
       const std::string prefix = model.name + "." + layer.name;
       results.Run(prefix, [&] {
         // One rank per layer: its tensors, plans and shadows go with it.
-        RankDevice dev(GemmPrecision::kBf16, /*autotune=*/false);
+        RankDevice dev(GemmPrecision::kBf16, autotune);
         LayerTensors t(dev, tokens, layer);
         const LayerGemms g = MakeLayerGemms(dev, layer, t);
         nlohmann::ordered_json& gemms = results.json()["gemms"];
@@ -144,15 +148,17 @@ void Run(bool quick, ResultsFile& results) {
 int main(int argc, char** argv) {
   using namespace pipette;
   using namespace pipette::cuda;
-  bool quick = false;
+  bool quick = false, autotune = false;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--autotune") == 0) {
+      autotune = true;
     } else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
     } else {
-      fmt::print(stderr, "usage: cuda_gemm_benchmark [--quick] [--json FILE]\n");
+      fmt::print(stderr, "usage: cuda_gemm_benchmark [--quick] [--autotune] [--json FILE]\n");
       return 2;
     }
   }
@@ -163,6 +169,6 @@ int main(int argc, char** argv) {
   ResultsFile results(json_path);
   results.json()["device"] = DeviceDescription();
   fmt::print("# cuda_gemm_benchmark on {}\n", DeviceDescription());
-  Run(quick, results);
+  Run(quick, autotune, results);
   return results.failed() ? 1 : 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The fidelity check of issue 15: does `pipette simulate --costs-from` predict a measured run?
+"""The fidelity check: does `pipette simulate --costs-from` predict a measured run?
 
 For every schedule (default: every built-in one, `pipette schedule --list`): train with the given
 engine recording into DB (`pipette train ... --format json`: the run id), predict that run
@@ -15,6 +15,10 @@ limit keeps the schedules it measured.
   fidelity.py --pipette build/pipette --db F.db --json fidelity.json [--engine cpu|cuda]
               [--launcher "mpirun -np 4 --oversubscribe"] [--virtual-ranks] [--schedules a,b]
               [-p 4] [-m 8] [--steps 6] [--model tiny] [--train-arg=--dtype=bf16 ...]
+              [--simulate-arg=--cores=1 --simulate-arg=--alone-costs ...]
+
+Virtual ranks share one GPU: scripts/gpu-run.sh predicts them with --cores=1 --alone-costs (each
+compute costed alone, the ranks sharing one simulated core; docs/fidelity.md).
 
 Exit status: 0 when every schedule passed, 1 when one failed or did not run, 2 for bad usage.
 """
@@ -101,13 +105,19 @@ def train_argv(args, schedule):
     return argv + list(args.train_arg or [])
 
 
+def simulate_argv(args, run):
+    """The prediction of run: `pipette simulate --costs-from RUN` with the --simulate-arg options
+    (e.g. --cores=1 --alone-costs for virtual ranks sharing one GPU)."""
+    return [args.pipette, "simulate", "--costs-from", str(run), "--db", args.db,
+            "--format", "json"] + list(args.simulate_arg or [])
+
+
 def check_schedule(args, schedule):
     train, why = run_json(train_argv(args, schedule))
     if train is None:
         return {"schedule": schedule, "status": "error", "error": "train: " + why}
     run = str(train.get("run_id"))
-    simulated, why = run_json([args.pipette, "simulate", "--costs-from", run, "--db", args.db,
-                               "--format", "json"])
+    simulated, why = run_json(simulate_argv(args, run))
     if simulated is None:
         return {"schedule": schedule, "run": train.get("run_id"), "status": "error",
                 "error": "simulate: " + why}
@@ -134,6 +144,8 @@ def main(argv):
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--tolerance", type=float, default=TOLERANCE)
     parser.add_argument("--train-arg", action="append", help="extra train option (repeatable)")
+    parser.add_argument("--simulate-arg", action="append",
+                        help="extra simulate option (repeatable), e.g. --simulate-arg=--cores=1")
     args = parser.parse_args(argv)
     schedules = [s for s in args.schedules.split(",") if s]
     if not schedules:
@@ -145,6 +157,7 @@ def main(argv):
         summary = summarize(records, args.tolerance)
         summary.update({"engine": args.engine, "model": args.model, "p": args.p, "m": args.m,
                         "steps": args.steps, "virtual_ranks": args.virtual_ranks,
+                        "simulate_args": list(args.simulate_arg or []),
                         "planned": len(schedules), "complete": len(records) == len(schedules)})
         if args.json:  # after every schedule, whole or not at all, so a run cut short keeps them
             with open(args.json + ".part", "w") as f:

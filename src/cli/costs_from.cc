@@ -55,7 +55,8 @@ std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory) {
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
                                     const PredictionSettings& settings) {
   CostsFromPlan plan;
-  PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option, settings.statistic));
+  PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option, settings.statistic,
+                                                     settings.alone ? settings.cores : 0));
   plan.measured_config = nlohmann::ordered_json::parse(run.run.config);
   plan.settings = settings;
   const RecordedWork& w = plan.work;
@@ -126,6 +127,7 @@ nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {
       {"instruction_overhead_from", s.overhead_source},
       {"allreduce_alpha_s", s.allreduce_alpha},
       {"allreduce_beta_s_per_byte", s.allreduce_beta}};
+  if (s.alone) config["prediction"]["costs"] = "alone";  // the cores' sharing taken out
   return config;
 }
 
@@ -175,8 +177,9 @@ std::string TextOf(const CostsFromReport& report) {
       "# {} for {} ranks;  messages {:.3g} us + {:.3g} ns/KiB ({}); {:.3g} us per "
       "instruction ({}); calibration {}\n",
       w.run_id, w.engine, Printable(w.schedule), w.p, w.v, w.m, w.dp, w.traced_steps,
-      s.cores > 0 ? fmt::format("{} shared cores", s.cores) : "a core each", w.p * w.dp,
-      s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.message_source,
+      s.cores > 0 ? fmt::format("{} shared cores{}", s.cores, s.alone ? ", costs alone" : "")
+                  : "a core each",
+      w.p * w.dp, s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.message_source,
       s.instruction_overhead * 1e6, s.overhead_source,
       s.calibration_id > 0 ? fmt::format("{}", s.calibration_id) : "none");
   out += "#  step  predicted [ms]  measured [ms]   error\n";

@@ -28,7 +28,8 @@ namespace pipette::cli {
 
 // What the simulation adds to the run's measured compute.
 struct PredictionSettings {
-  int cores = 0;                                     // cores the ranks share; 0: each rank its own
+  int cores = 0;       // cores the ranks share; 0: each rank its own
+  bool alone = false;  // the run's computes costed alone (its sharing of `cores` taken out)
   CostStatistic statistic = CostStatistic::kMedian;  // how the run's durations become costs
   double latency = 0;                                // seconds per message (alpha)
   double seconds_per_byte = 0;                       // beta

@@ -98,6 +98,7 @@ struct SimulateOptions {
   int cores = -1;           // -1: the calibration's cores, else this machine's usable cores
   std::string calibration;  // an id or "latest"; empty: none
   std::string cost_statistic = "median";
+  bool alone_costs = false;  // cost the run's computes alone (its cores' sharing taken out)
   CLI::Option* costs_from_option = nullptr;
   CLI::Option* cores_option = nullptr;
   CLI::Option* calibration_option = nullptr;
@@ -279,6 +280,10 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
           "--cores = {}: applies only with --costs-from (the cores a CPU run's ranks share)",
           o.cores));
     }
+    if (o.alone_costs) {
+      return Status::InvalidArgument(
+          "--alone-costs: applies only with --costs-from (a recorded run's durations)");
+    }
     if (o.calibration_option->count() > 0) {
       return Status::InvalidArgument(
           fmt::format("--calibration = {}: applies only with --costs-from (pipette calibrate "
@@ -288,24 +293,40 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
     return Status::Ok();
   }
   // Everything but where the run is and how the prediction is recorded comes from the run.
-  const std::vector<std::string> allowed = {
-      "--costs-from",     "--calibration",    "--cores",
-      "--cost-statistic", "--format",         "--db",
-      "--no-db",          "--trace",          "--experiment",
-      "--point-key",      "--rank-speed",     "--microbatch-seqlens",
-      "--link-slowdown",  "--attention-share"};
+  const std::vector<std::string> allowed = {"--costs-from",
+                                            "--calibration",
+                                            "--cores",
+                                            "--alone-costs",
+                                            "--cost-statistic",
+                                            "--format",
+                                            "--db",
+                                            "--no-db",
+                                            "--trace",
+                                            "--experiment",
+                                            "--point-key",
+                                            "--rank-speed",
+                                            "--microbatch-seqlens",
+                                            "--link-slowdown",
+                                            "--attention-share"};
   for (const CLI::Option* given : o.command->get_options()) {
     if (given->count() == 0 || given->get_lnames().empty()) continue;
     const std::string name = "--" + given->get_lnames().front();
     if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
     return Status::InvalidArgument(fmt::format(
         "{} with --costs-from = {}: the program, its model, costs and sizes are the recorded "
-        "run's (only --calibration, --cores, uneven work and where to record apply)",
+        "run's (only --calibration, --cores, --alone-costs, uneven work and where to record "
+        "apply)",
         name, o.costs_from));
   }
   if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
     return Status::InvalidArgument(
         fmt::format("--cores = {}: must be in [0, 1024] (0: every rank its own core)", o.cores));
+  }
+  if (o.alone_costs && o.cores <= 0) {
+    return Status::InvalidArgument(fmt::format(
+        "--alone-costs with --cores = {}: takes out the sharing of the cores the simulation "
+        "shares again, so it needs --cores N >= 1 (1 for a --virtual-ranks run on one GPU)",
+        o.cores_option->count() > 0 ? std::to_string(o.cores) : std::string("unset")));
   }
   return Status::Ok();
 }
@@ -354,6 +375,7 @@ Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& 
     settings.allreduce_beta = c.allreduce.beta;
   }
   if (o.cores >= 0) settings.cores = o.cores;
+  settings.alone = o.alone_costs;
   settings.statistic = o.cost_statistic == "mean" ? CostStatistic::kMean : CostStatistic::kMedian;
   return settings;
 }
@@ -627,6 +649,10 @@ void RegisterSimulateCommand(CLI::App& app, int& exit_code) {
       "--cores", o->cores,
       "With --costs-from: share N cores among the ranks' compute (default 0: a core each; the "
       "measured durations already include the run's own sharing)");
+  cmd->add_flag("--alone-costs", o->alone_costs,
+                "With --costs-from and --cores N: cost each compute as it ran alone, the run's "
+                "sharing of N cores taken out (processor sharing), so the simulation's sharing "
+                "is not counted twice; --cores 1 for a --virtual-ranks run on one GPU");
   cmd->add_option("--cost-statistic", o->cost_statistic,
                   "With --costs-from: median (default) or mean of the run's durations")
       ->capture_default_str()

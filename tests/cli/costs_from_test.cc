@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -181,6 +182,63 @@ INSTANTIATE_TEST_SUITE_P(Schedules, CostsFromRoundTrip,
                            return n;
                          });
 
+// Ranks that shared one core (a --virtual-ranks run on one GPU): the synthetic engine's run is
+// simulated on one shared core, which stretches each compute by the others running beside it
+// (unevenly: a stage's instructions no longer take one time), and that simulation is recorded as
+// a measured run. --cores 1 --alone-costs takes the sharing out again (processor sharing's
+// inverse) and predicts the run exactly, event by event; the measured medians replayed on a core
+// each do not, nor do they on the shared core (the sharing counted twice).
+class CostsFromSharedCore : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CostsFromSharedCore, AloneCostsPredictARunOnASharedCoreExactly) {
+  const std::string name = GetParam();
+  const std::string db = ScratchDir() + "/shared-" + name + ".db";
+  const std::int64_t alone = RecordSyntheticRun(db, name, 4, 8, 3);
+  auto run = Pipette("simulate --costs-from " + std::to_string(alone) + " --cores 1 --db " + db +
+                     " --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::int64_t shared = 0;
+  {
+    auto store = ExperimentDb::Open(db);
+    ASSERT_TRUE(store.ok());
+    RunData data = *store->LoadRun(nlohmann::json::parse(run.out)["run_id"].get<std::int64_t>());
+    nlohmann::json config = nlohmann::json::parse(data.run.config);
+    config["engine"] = "cuda";  // recorded as a real engine's run
+    RunRecord record;
+    record.engine = "cuda";
+    record.config = config.dump();
+    shared = *store->BeginRun(record);
+    ASSERT_TRUE(store->FinishRun(shared, data, kRunOk).ok());
+  }
+  auto predict = [&](const std::string& options) {
+    const auto p = Pipette("simulate --costs-from " + std::to_string(shared) + " " + options +
+                           " --db " + db + " --format json");
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return nlohmann::json::parse(p.out)["run_id"].get<std::int64_t>();
+  };
+  const std::int64_t exact = predict("--cores 1 --alone-costs");
+  const std::int64_t replayed = predict("--cores 0");
+  const std::int64_t twice = predict("--cores 1");
+  auto store = ExperimentDb::OpenReadOnly(db);
+  ASSERT_TRUE(store.ok());
+  const RunData want = *store->LoadRun(shared);
+  const RunData got = *store->LoadRun(exact);
+  EXPECT_EQ(nlohmann::json::parse(got.run.config)["prediction"]["costs"], "alone");
+  ExpectSameEvents(got, want);
+  const double measured = want.SteadyStepTime();
+  EXPECT_NEAR(got.SteadyStepTime(), measured, 1e-9 * measured);
+  EXPECT_GT(std::abs(store->LoadRun(replayed)->SteadyStepTime() - measured), 1e-3 * measured);
+  EXPECT_GT(store->LoadRun(twice)->SteadyStepTime(), 1.2 * measured);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, CostsFromSharedCore,
+                         ::testing::Values("1f1b", "zb-h1", "interleaved-1f1b", "dualpipe-v"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
 // A calibration's message time applies to every message: the synthetic engine's messages take
 // 0.4 ms, and a calibration that measured alpha = 0.4 ms (beta 0, no overhead) predicts it exactly.
 TEST(CostsFrom, ACalibrationsMessageTimeReproducesTheEnginesLatency) {
@@ -300,6 +358,17 @@ TEST(CostsFrom, RefusesSimulatedUnknownAndContradictedRuns) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--cores = 2: applies only with --costs-from"), std::string::npos)
       << run.err;
+  run = Pipette("simulate --alone-costs --db refuse.db");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--alone-costs: applies only with --costs-from"), std::string::npos)
+      << run.err;
+  for (const char* cores : {"", "--cores 0"}) {
+    run =
+        Pipette(std::string("simulate --costs-from 1 --alone-costs ") + cores + " --db refuse.db");
+    EXPECT_EQ(run.exit_code, 2) << cores;
+    EXPECT_NE(run.err.find("--alone-costs with --cores = "), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("needs --cores N >= 1"), std::string::npos) << run.err;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ sample command outputs, the attention reference's FLOPs and its graceful answer 
 Run: python3 tests/scripts/gpu_scripts_test.py"""
 import contextlib
 import io
+import argparse
 import json
 import os
 import subprocess
@@ -124,6 +125,15 @@ class FidelityTest(unittest.TestCase):
                 "  zb-h1      v = 1; m >= p zero bubble H1\n"
                 "             continued description\n")
         self.assertEqual(fidelity.parse_schedule_list(text), ["gpipe", "zb-h1"])
+
+    def test_the_prediction_takes_the_simulate_args(self):
+        args = argparse.Namespace(pipette="bin/pipette", db="f.db",
+                                  simulate_arg=["--cores=1", "--alone-costs"])
+        self.assertEqual(fidelity.simulate_argv(args, 7), [
+            "bin/pipette", "simulate", "--costs-from", "7", "--db", "f.db", "--format", "json",
+            "--cores=1", "--alone-costs"])
+        args.simulate_arg = None
+        self.assertEqual(fidelity.simulate_argv(args, 7)[-2:], ["--format", "json"])
 
 
 class ResultsTest(unittest.TestCase):

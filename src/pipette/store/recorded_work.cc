@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 #include "pipette/schedule/message.h"
@@ -197,6 +198,11 @@ void ReadMemory(const RunData& run, RecordedWork& work) {
   }
 }
 
+bool SharesCores(EventKind kind) {
+  return kind == EventKind::kF || kind == EventKind::kI || kind == EventKind::kW ||
+         kind == EventKind::kB || kind == EventKind::kOptimizer;
+}
+
 Status CheckRun(const RunData& run, const std::string& option) {
   if (run.run.engine == "sim") {
     return Status::InvalidArgument(fmt::format(
@@ -212,9 +218,55 @@ Status CheckRun(const RunData& run, const std::string& option) {
 
 }  // namespace
 
+std::vector<EventRow> ShareOutContention(const std::vector<EventRow>& events, int cores,
+                                         int replicas) {
+  // The computes that occupy a core: one per instruction (the two rows of an overlapped (F;B)
+  // cell share their instruction and its interval), every update.
+  std::vector<const EventRow*> computes;
+  std::set<std::tuple<int, int, int>> instructions;  // (rank, step, instr_id)
+  for (const EventRow& e : events) {
+    if (!SharesCores(e.kind) || !(e.end_s > e.start_s)) continue;
+    if (e.instr_id >= 0 && !instructions.insert({e.rank, e.step, e.instr_id}).second) continue;
+    computes.push_back(&e);
+  }
+  // The moments where the count of running computes changes, and the count after each.
+  std::vector<double> times;
+  for (const EventRow* e : computes) {
+    times.push_back(e->start_s);
+    times.push_back(e->end_s);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  auto at = [&](double t) {
+    return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) -
+                                    times.begin());
+  };
+  std::vector<int> change(times.size() + 1, 0);
+  for (const EventRow* e : computes) {
+    ++change[at(e->start_s)];
+    --change[at(e->end_s)];
+  }
+  // work[k]: a core's worth of work one compute does alone from times[0] to times[k].
+  std::vector<double> work(times.size(), 0.0);
+  int running = 0;
+  for (std::size_t k = 0; k + 1 < times.size(); ++k) {
+    running += change[k];
+    const int sharing = running * replicas;
+    const double share = sharing > cores ? static_cast<double>(cores) / sharing : 1.0;
+    work[k + 1] = work[k] + share * (times[k + 1] - times[k]);
+  }
+  std::vector<EventRow> alone = events;
+  for (EventRow& e : alone) {
+    if (SharesCores(e.kind) && e.end_s > e.start_s) {
+      e.end_s = e.start_s + (work[at(e.end_s)] - work[at(e.start_s)]);
+    }
+  }
+  return alone;
+}
+
 // NOLINTNEXTLINE(readability-function-size): reads the run's parts in order, each with its check
 Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option,
-                                    CostStatistic statistic) {
+                                    CostStatistic statistic, int alone_on_cores) {
   PIPETTE_RETURN_IF_ERROR(CheckRun(run, option));
   RecordedWork work;
   work.run_id = run.run.id;
@@ -231,8 +283,13 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
     work.traced_steps = std::max(work.traced_steps, e.step + 1);
     stages = std::max(stages, e.action.stage + 1);
   }
-  work.stages = MeasureStageCosts(trace, stages, statistic);
-  CostBackwardsOfCells(run.events, work.traced_steps > 1, statistic, work.stages);
+  // What the computes cost: as measured, or alone (the cores' sharing taken out).
+  std::vector<EventRow> alone;
+  if (alone_on_cores > 0) alone = ShareOutContention(run.events, alone_on_cores, work.dp);
+  const std::vector<EventRow>& costed = alone_on_cores > 0 ? alone : run.events;
+  work.stages =
+      MeasureStageCosts(alone_on_cores > 0 ? PlainInstructions(costed) : trace, stages, statistic);
+  CostBackwardsOfCells(costed, work.traced_steps > 1, statistic, work.stages);
   for (int s = 0; s < stages; ++s) {
     const MeasuredStageCost& c = work.stages[s];
     if (!c.f || !(c.b || (c.i && c.w))) {
@@ -249,7 +306,7 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
   }
   const bool skip_first = work.traced_steps > 1;
   work.allreduce = CostPerRank(run.events, EventKind::kAllReduce, work.p, skip_first, statistic);
-  work.optimizer = CostPerRank(run.events, EventKind::kOptimizer, work.p, skip_first, statistic);
+  work.optimizer = CostPerRank(costed, EventKind::kOptimizer, work.p, skip_first, statistic);
   if (!work.allreduce.empty()) {
     work.allreduce_bytes.assign(work.p, 0);
     for (const EventRow& e : run.events) {

@@ -42,13 +42,28 @@ struct RecordedWork {
   double message_latency = -1;
 };
 
+// The rows of `events` with the sharing of `cores` cores taken out of every compute (F, I, W, B
+// and OPTIMIZER rows; an overlapped (F;B) cell's two rows are one compute; the rest unchanged).
+// While n computes run at once, processor sharing gives each min(1, cores / n) of a core, so a
+// row that ran from a to b did the work of integral_a^b min(1, cores / n(t)) dt alone: its end
+// becomes its start plus that. The traces hold one data-parallel replica: each of `replicas`
+// replicas is taken to compute as it does, at the same moments (n(t) = replicas x its count).
+// The cost of an instruction alone, from a run whose ranks shared cores (a CPU engine's
+// oversubscribed machine, or the CUDA engine's --virtual-ranks on one GPU: cores = 1), for a
+// simulation that shares the cores again instead of replaying the sharing twice.
+// REQUIRES: cores >= 1, replicas >= 1.
+std::vector<EventRow> ShareOutContention(const std::vector<EventRow>& events, int cores,
+                                         int replicas = 1);
+
 // Reads `run`. InvalidArgument naming `option` (e.g. "--costs-from = 7") and the rule when the run
 // is not a finished real-engine run with a traced program: the simulator's own runs, runs not
 // `ok`, runs without instruction events, configs without schedule/p/v/m, a stage with no timed
 // forward or no timed backward.
 // `statistic` summarises the costs (stages, cells, updates, all-reduces); the instruction gap and
-// message latency are medians.
+// message latency are medians. `alone_on_cores` > 0 costs the computes and updates from
+// ShareOutContention(run.events, alone_on_cores) (the gap and latency keep the measured times).
 Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option,
-                                    CostStatistic statistic = CostStatistic::kMedian);
+                                    CostStatistic statistic = CostStatistic::kMedian,
+                                    int alone_on_cores = 0);
 
 }  // namespace pipette

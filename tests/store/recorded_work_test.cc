@@ -1,0 +1,78 @@
+// ShareOutContention (store/recorded_work.h): the work each compute of a run did alone when the
+// run's ranks shared `cores` cores, against closed forms of processor sharing.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "pipette/store/recorded_work.h"
+
+namespace pipette {
+namespace {
+
+EventRow Row(int rank, int instr, EventKind kind, double start, double end) {
+  EventRow e;
+  e.rank = rank;
+  e.step = 0;
+  e.instr_id = instr;
+  e.kind = kind;
+  e.start_s = start;
+  e.end_s = end;
+  return e;
+}
+
+std::vector<double> Durations(const std::vector<EventRow>& rows) {
+  std::vector<double> d;
+  for (const EventRow& e : rows) d.push_back(e.end_s - e.start_s);
+  return d;
+}
+
+TEST(ShareOutContention, TwoOverlappingComputesOnOneCoreShareTheOverlap) {
+  // [0, 2) and [1, 3): alone on [0, 1) and [2, 3), half a core each on [1, 2): 1.5 each.
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2), Row(1, 0, EventKind::kF, 1, 3)};
+  const std::vector<EventRow> alone = ShareOutContention(run, 1);
+  EXPECT_DOUBLE_EQ(alone[0].end_s - alone[0].start_s, 1.5);
+  EXPECT_DOUBLE_EQ(alone[1].end_s - alone[1].start_s, 1.5);
+  EXPECT_DOUBLE_EQ(alone[1].start_s, 1);  // starts stay
+  // Two cores: nobody shared.
+  EXPECT_EQ(Durations(ShareOutContention(run, 2)), Durations(run));
+}
+
+TEST(ShareOutContention, ThreeComputesOnTwoCoresGetTwoThirdsOfACoreEach) {
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kI, 0, 3),
+                                     Row(1, 0, EventKind::kW, 0, 3),
+                                     Row(2, 0, EventKind::kB, 0, 3)};
+  for (double d : Durations(ShareOutContention(run, 2))) EXPECT_DOUBLE_EQ(d, 2);
+  for (double d : Durations(ShareOutContention(run, 1))) EXPECT_DOUBLE_EQ(d, 1);
+}
+
+TEST(ShareOutContention, UnrecordedReplicasComputeAsTheRecordedOne) {
+  // Replica 0's two ranks overlap on [1, 2), and so do replica 1's (not recorded): on [0, 1) and
+  // [2, 3) two computes in all, a core each; on [1, 2) four on the two cores, half a core each.
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2), Row(1, 0, EventKind::kF, 1, 3)};
+  for (double d : Durations(ShareOutContention(run, 2, 2))) EXPECT_DOUBLE_EQ(d, 1.5);
+  for (double d : Durations(ShareOutContention(run, 2, 1))) EXPECT_DOUBLE_EQ(d, 2);
+}
+
+TEST(ShareOutContention, ACellOccupiesOneCoreAndUpdatesShareButMessagesDoNot) {
+  // Rank 0's overlapped (F;B) cell is two rows of one instruction over [0, 4); rank 1's update
+  // runs over [0, 2) and its message over [0, 4). Two computes on one core while both run: the
+  // cell did 2 * 0.5 + 2 = 3 alone (not 2 * 1/3 + 2: its rows are one compute), the update 1.
+  const std::vector<EventRow> run = {
+      Row(0, 5, EventKind::kF, 0, 4), Row(0, 5, EventKind::kB, 0, 4),
+      Row(1, -1, EventKind::kOptimizer, 0, 2), Row(1, 3, EventKind::kRecvF, 0, 4)};
+  const std::vector<double> alone = Durations(ShareOutContention(run, 1));
+  EXPECT_DOUBLE_EQ(alone[0], 3);
+  EXPECT_DOUBLE_EQ(alone[1], 3);
+  EXPECT_DOUBLE_EQ(alone[2], 1);
+  EXPECT_DOUBLE_EQ(alone[3], 4);  // a message waits; it computes nothing
+}
+
+TEST(ShareOutContention, AComputeAloneAndAnEmptyOneKeepTheirTimes) {
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 1), Row(1, 0, EventKind::kF, 2, 2),
+                                     Row(1, 1, EventKind::kF, 2, 5)};
+  EXPECT_EQ(Durations(ShareOutContention(run, 1)), Durations(run));
+  EXPECT_TRUE(ShareOutContention({}, 1).empty());
+}
+
+}  // namespace
+}  // namespace pipette

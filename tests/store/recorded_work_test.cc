@@ -1,10 +1,10 @@
 // ShareOutContention (store/recorded_work.h): the work each compute of a run did alone when the
 // run's ranks shared `cores` cores, against closed forms of processor sharing.
+#include "pipette/store/recorded_work.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "pipette/store/recorded_work.h"
 
 namespace pipette {
 namespace {
@@ -28,7 +28,8 @@ std::vector<double> Durations(const std::vector<EventRow>& rows) {
 
 TEST(ShareOutContention, TwoOverlappingComputesOnOneCoreShareTheOverlap) {
   // [0, 2) and [1, 3): alone on [0, 1) and [2, 3), half a core each on [1, 2): 1.5 each.
-  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2), Row(1, 0, EventKind::kF, 1, 3)};
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2),
+                                     Row(1, 0, EventKind::kF, 1, 3)};
   const std::vector<EventRow> alone = ShareOutContention(run, 1);
   EXPECT_DOUBLE_EQ(alone[0].end_s - alone[0].start_s, 1.5);
   EXPECT_DOUBLE_EQ(alone[1].end_s - alone[1].start_s, 1.5);
@@ -38,8 +39,7 @@ TEST(ShareOutContention, TwoOverlappingComputesOnOneCoreShareTheOverlap) {
 }
 
 TEST(ShareOutContention, ThreeComputesOnTwoCoresGetTwoThirdsOfACoreEach) {
-  const std::vector<EventRow> run = {Row(0, 0, EventKind::kI, 0, 3),
-                                     Row(1, 0, EventKind::kW, 0, 3),
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kI, 0, 3), Row(1, 0, EventKind::kW, 0, 3),
                                      Row(2, 0, EventKind::kB, 0, 3)};
   for (double d : Durations(ShareOutContention(run, 2))) EXPECT_DOUBLE_EQ(d, 2);
   for (double d : Durations(ShareOutContention(run, 1))) EXPECT_DOUBLE_EQ(d, 1);
@@ -48,7 +48,8 @@ TEST(ShareOutContention, ThreeComputesOnTwoCoresGetTwoThirdsOfACoreEach) {
 TEST(ShareOutContention, UnrecordedReplicasComputeAsTheRecordedOne) {
   // Replica 0's two ranks overlap on [1, 2), and so do replica 1's (not recorded): on [0, 1) and
   // [2, 3) two computes in all, a core each; on [1, 2) four on the two cores, half a core each.
-  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2), Row(1, 0, EventKind::kF, 1, 3)};
+  const std::vector<EventRow> run = {Row(0, 0, EventKind::kF, 0, 2),
+                                     Row(1, 0, EventKind::kF, 1, 3)};
   for (double d : Durations(ShareOutContention(run, 2, 2))) EXPECT_DOUBLE_EQ(d, 1.5);
   for (double d : Durations(ShareOutContention(run, 2, 1))) EXPECT_DOUBLE_EQ(d, 2);
 }
@@ -57,9 +58,9 @@ TEST(ShareOutContention, ACellOccupiesOneCoreAndUpdatesShareButMessagesDoNot) {
   // Rank 0's overlapped (F;B) cell is two rows of one instruction over [0, 4); rank 1's update
   // runs over [0, 2) and its message over [0, 4). Two computes on one core while both run: the
   // cell did 2 * 0.5 + 2 = 3 alone (not 2 * 1/3 + 2: its rows are one compute), the update 1.
-  const std::vector<EventRow> run = {
-      Row(0, 5, EventKind::kF, 0, 4), Row(0, 5, EventKind::kB, 0, 4),
-      Row(1, -1, EventKind::kOptimizer, 0, 2), Row(1, 3, EventKind::kRecvF, 0, 4)};
+  const std::vector<EventRow> run = {Row(0, 5, EventKind::kF, 0, 4), Row(0, 5, EventKind::kB, 0, 4),
+                                     Row(1, -1, EventKind::kOptimizer, 0, 2),
+                                     Row(1, 3, EventKind::kRecvF, 0, 4)};
   const std::vector<double> alone = Durations(ShareOutContention(run, 1));
   EXPECT_DOUBLE_EQ(alone[0], 3);
   EXPECT_DOUBLE_EQ(alone[1], 3);

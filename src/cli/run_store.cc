@@ -2,8 +2,8 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <iostream>
+#include <utility>
 
 #include "cli/exit_code.h"
 #include "pipette/common/build_info.h"
@@ -53,66 +53,17 @@ nlohmann::ordered_json LibraryVersions() {
   return json;
 }
 
-Result<RunRecorder> RunRecorder::Begin(const RecordOptions& o, std::string_view engine,
-                                       const nlohmann::ordered_json& config) {
-  RunRecorder recorder;
-  if (o.no_db) return recorder;
-  recorder.level_ = o.trace == "none"      ? TraceLevel::kNone
-                    : o.trace == "summary" ? TraceLevel::kSummary
-                                           : TraceLevel::kFull;
-  PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open(o.db));
-  recorder.db_ = std::make_unique<ExperimentDb>(std::move(db));
-  recorder.path_ = o.db;
+Result<RunRecorder> BeginRecording(const RecordOptions& o, std::string_view engine,
+                                   const nlohmann::ordered_json& config) {
+  if (o.no_db) return RunRecorder();
   RunRecord run;
-  if (!o.experiment.empty()) {
-    PIPETTE_ASSIGN_OR_RETURN(run.experiment_id,
-                             recorder.db_->EnsureExperiment(o.experiment, "", ""));
-  }
   run.engine = std::string(engine);
   run.config = config.dump();
   run.version = Version();
   run.git_rev = GitRevision();
   run.libraries = LibraryVersions().dump();
-  if (o.point_key.empty()) {
-    PIPETTE_ASSIGN_OR_RETURN(recorder.run_id_, recorder.db_->BeginRun(run));
-    return recorder;
-  }
-  PIPETTE_ASSIGN_OR_RETURN(PointClaim claim, recorder.db_->ClaimPoint(run, o.point_key));
-  if (claim.claimed) {
-    recorder.run_id_ = claim.run_id;
-  } else {
-    recorder.db_.reset();
-    recorder.held_ = claim;
-  }
-  return recorder;
-}
-
-RunRecorder::RunRecorder(RunRecorder&& other) noexcept
-    : db_(std::move(other.db_)),
-      run_id_(other.run_id_),
-      path_(std::move(other.path_)),
-      level_(other.level_),
-      finished_(other.finished_),
-      held_(std::move(other.held_)) {}
-
-RunRecorder& RunRecorder::operator=(RunRecorder&& other) noexcept {
-  if (this != &other) {
-    FailUnfinished();
-    db_ = std::move(other.db_);
-    run_id_ = other.run_id_;
-    path_ = std::move(other.path_);
-    level_ = other.level_;
-    finished_ = other.finished_;
-    held_ = std::move(other.held_);
-  }
-  return *this;
-}
-
-RunRecorder::~RunRecorder() { FailUnfinished(); }
-
-void RunRecorder::FailUnfinished() {
-  if (!enabled() || finished_) return;
-  (void)Fail("pipette ended before finishing the run (an error or exception after it began)");
+  return RunRecorder::Begin({o.db, TraceLevelOf(o.trace), o.experiment, o.point_key},
+                            std::move(run));
 }
 
 int ReportPointHeld(std::string_view command, const RecordOptions& o, const RunRecorder& r,
@@ -131,30 +82,6 @@ int ReportPointHeld(std::string_view command, const RecordOptions& o, const RunR
   fmt::print(stderr, "pipette {}: --point-key = '{}': held by run {} ({}); not run again\n",
              command, o.point_key, held.run_id, held.holder);
   return kExitOk;
-}
-
-Status RunRecorder::Finish(RunData data, std::string_view status) {
-  if (!enabled()) return Status::Ok();
-  if (level_ == TraceLevel::kNone) {
-    data.events.clear();
-    data.memory.clear();
-  } else if (level_ == TraceLevel::kSummary) {
-    std::erase_if(data.events, [](const EventRow& e) {
-      return e.kind != EventKind::kAllReduce && e.kind != EventKind::kOptimizer;
-    });
-  }
-  Status written = db_->FinishRun(run_id_, data, status);
-  finished_ = true;
-  if (!written.ok()) {
-    (void)db_->FailRun(run_id_, fmt::format("recording the run failed: {}", written.message()));
-  }
-  return written;
-}
-
-Status RunRecorder::Fail(std::string_view error) {
-  if (!enabled()) return Status::Ok();
-  finished_ = true;
-  return db_->FailRun(run_id_, error);
 }
 
 }  // namespace pipette::cli

@@ -174,7 +174,7 @@ ScheduleParams ParamsOf(const SimulateOptions& o) {
 template <typename Report>
 int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& config,
                    const std::function<Result<Report>()>& simulate) {
-  Result<RunRecorder> recorder = RunRecorder::Begin(o.record, "sim", config);
+  Result<RunRecorder> recorder = BeginRecording(o.record, "sim", config);
   if (!recorder.ok()) return Fail(recorder.status());
   if (recorder->held()) return ReportPointHeld("simulate", o.record, *recorder, o.format == "json");
   Result<Report> report = simulate();

@@ -402,7 +402,7 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   Status begun;
   bool held = false;
   if (rank == 0) {
-    Result<RunRecorder> r = RunRecorder::Begin(o.record, o.engine, ConfigJson(o, plan));
+    Result<RunRecorder> r = BeginRecording(o.record, o.engine, ConfigJson(o, plan));
     begun = r.status();
     if (r.ok()) {
       held = r->held().has_value();

@@ -1,6 +1,7 @@
-// RunRecorder (cli/run_store.h): a run that is never finished (an error path or an exception after
-// it began) ends `failed`, not `running`; moving a recorder hands the run over without ending it;
-// a sweep point held by another run makes the recorder report the holder and record nothing.
+// RunRecorder (store/run_recorder.h) begun by the CLI (cli/run_store.h): a run that is never
+// finished (an error path or an exception after it began) ends `failed`, not `running`; moving a
+// recorder hands the run over without ending it; a sweep point held by another run makes the
+// recorder report the holder and record nothing.
 #include "cli/run_store.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +34,7 @@ TEST(RunRecorder, ARunLeftUnfinishedByAnExceptionEndsFailed) {
   options.db = FreshDb("unfinished");
   std::int64_t id = 0;
   try {
-    Result<RunRecorder> recorder = RunRecorder::Begin(options, "sim", {{"m", 2}});
+    Result<RunRecorder> recorder = BeginRecording(options, "sim", {{"m", 2}});
     ASSERT_TRUE(recorder.ok()) << recorder.status().message();
     id = recorder->run_id();
     EXPECT_EQ(Load(options.db, id).status, kRunRunning);
@@ -51,7 +52,7 @@ TEST(RunRecorder, MovingHandsTheRunOverAndFinishingKeepsItsStatus) {
   options.db = FreshDb("moved");
   std::int64_t id = 0;
   {
-    Result<RunRecorder> recorder = RunRecorder::Begin(options, "sim", {{"m", 2}});
+    Result<RunRecorder> recorder = BeginRecording(options, "sim", {{"m", 2}});
     ASSERT_TRUE(recorder.ok());
     RunRecorder moved = std::move(*recorder);
     id = moved.run_id();
@@ -66,9 +67,9 @@ TEST(RunRecorder, AHeldPointRecordsNothingAndNamesTheHolder) {
   options.db = FreshDb("held");
   options.experiment = "study";
   options.point_key = "m=2";
-  Result<RunRecorder> first = RunRecorder::Begin(options, "sim", {{"m", 2}});
+  Result<RunRecorder> first = BeginRecording(options, "sim", {{"m", 2}});
   ASSERT_TRUE(first.ok());
-  Result<RunRecorder> second = RunRecorder::Begin(options, "sim", {{"m", 2}});
+  Result<RunRecorder> second = BeginRecording(options, "sim", {{"m", 2}});
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_FALSE(second->enabled());
   ASSERT_TRUE(second->held().has_value());

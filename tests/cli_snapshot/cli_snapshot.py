@@ -151,8 +151,9 @@ def normalise(text, scratch):
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "<TIME>", text)
     text = re.sub(r'"pid":\s*\d+', '"pid":<pid>', text)
     text = re.sub(r'"git_rev":\s*"[^"]*"', '"git_rev":<git_rev>', text)
-    # A sweep's wall-clock seconds per point.
+    # A sweep's wall-clock seconds, per point and in all.
     text = re.sub(r"(\] \w+\s+run \d+\s+)\d+\.\d+ s", r"\1<seconds> s", text)
+    text = re.sub(r"(wall_time\s+)\d+(\.\d+)? s", r"\1<seconds> s", text)
     return text
 
 

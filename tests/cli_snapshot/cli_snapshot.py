@@ -92,6 +92,8 @@ COMMANDS = [
     ("calibrations", ["calibrations", "--db", "d.db"], []),
     ("calibrate-bad", ["calibrate", "--cores", "0", "--db", "d.db"], []),
     ("papers-zero-bubble", ["papers", "zero-bubble", "--data", "{root}/experiments/papers"], []),
+    ("papers-megatron", ["papers", "megatron", "--data", "{root}/experiments/papers", "--check"],
+     []),
     ("papers-dualpipe-csv", ["papers", "dualpipe", "--data", "{root}/experiments/papers",
                              "--format", "csv"], []),
     ("sweep", ["sweep", "study.toml", "--db", "d.db"], []),

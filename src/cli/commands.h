@@ -25,7 +25,7 @@ void RegisterSweepCommand(CLI::App& app, int& exit_code);
 // `db merge OUT IN...`: joins experiment databases, e.g. the shards of a sharded sweep
 // (db_command.cc, store/db_merge.h).
 void RegisterDbCommands(CLI::App& app, int& exit_code);
-// `papers`: a published table reproduced, cell by cell (cli/paper_tables.h).
+// `papers`: a published table reproduced, cell by cell (pipette/papers/comparison.h).
 void RegisterPapersCommand(CLI::App& app, int& exit_code);
 // `calibrations`: lists the calibrations `pipette calibrate` stored (calibration_commands.cc); also
 // lists `calibrate` for --help.

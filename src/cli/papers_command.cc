@@ -1,5 +1,6 @@
 // `pipette papers NAME [--data DIR] [--format markdown|csv] [--check]`: one published table
-// reproduced (cli/paper_tables.h), the published value next to pipette's, on standard output.
+// reproduced (the papers layer: pipette/papers/comparison.h), the published value next to
+// pipette's, on standard output.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -9,7 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_checks.h"
-#include "cli/paper_tables.h"
+#include "pipette/papers/comparison.h"
 
 namespace pipette::cli {
 namespace {

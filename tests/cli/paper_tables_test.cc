@@ -1,9 +1,8 @@
-// Published results reproduced (cli/paper_tables.h): every cell of the Zero Bubble paper's Table 5
-// that pipette has a schedule for, at the printed precision; Megatron's interleaved bubble over a
-// grid; the DualPipe README's closed forms against the evaluated schedules. The published values
-// come from the data files in experiments/papers/ (PIPETTE_PAPERS_DIR).
-#include "cli/paper_tables.h"
-
+// Published results reproduced (the papers layer, src/pipette/papers/): every cell of the Zero
+// Bubble paper's Table 5 that pipette has a schedule for, at the printed precision; Megatron's
+// interleaved bubble over a grid; the DualPipe README's closed forms against the evaluated
+// schedules. The published values come from the data files in experiments/papers/
+// (PIPETTE_PAPERS_DIR).
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "pipette/papers/comparison.h"
+#include "pipette/papers/dualpipe.h"
+#include "pipette/papers/zero_bubble.h"
+#include "pipette/schedule/registry.h"
 #include "pipette_runner.h"
 
 namespace pipette::cli {
@@ -108,7 +111,10 @@ TEST(ZeroBubblePaper, HandcraftedH2NeedsThePerRankSpanNotTheMakespan) {
   int differ = 0;
   for (const ZeroBubbleSetting& s : Settings()) {
     const double f = s.cost.f, b = s.cost.i, w = s.cost.w, c = s.comm;
-    Result<Evaluation> e = EvaluateBuiltIn("zb-h2", ScheduleParams{s.p, 1, s.m, 0}, s.cost, c);
+    EvaluateOptions latency;
+    latency.p2p_latency = c;
+    Result<Evaluation> e =
+        EvaluateNamedSchedule("zb-h2", ScheduleParams{s.p, 1, s.m, 0}, s.cost, latency);
     ASSERT_TRUE(e.ok());
     const double ideal = s.m * (f + b + w);
     EXPECT_NEAR(e->makespan, ideal + (s.p - 1) * std::max(f + c, f + b + 2 * c - 2 * w), 1e-9)

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "pipette/common/printable.h"
+#include "pipette/schedule/lower.h"
 #include "pipette/schedule/schedule_csv.h"
 #include "pipette/schedule/schedules/generators.h"
 #include "pipette/schedule/validate.h"
@@ -111,6 +112,13 @@ Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& reque
   // Not validated here: generators are valid by construction (schedule_grid_test checks every one
   // over a grid), and Lower(), which every execution goes through, validates whatever it lowers.
   return generator->Generate(params);
+}
+
+Result<Evaluation> EvaluateNamedSchedule(std::string_view name, const ScheduleParams& params,
+                                         StageCost cost, const EvaluateOptions& options) {
+  PIPETTE_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(name, params));
+  PIPETTE_ASSIGN_OR_RETURN(Program program, Lower(schedule));
+  return Evaluate(program, Costs::Uniform(schedule.num_stages(), cost), options);
 }
 
 }  // namespace pipette

@@ -6,6 +6,8 @@
 #include <string_view>
 
 #include "pipette/common/status.h"
+#include "pipette/schedule/costs.h"
+#include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/schedule.h"
 #include "pipette/schedule/schedule_generator.h"
 
@@ -26,5 +28,10 @@ const ScheduleGenerator* FindScheduleGenerator(std::string_view name);
 // rule for a bad parameter or a violated constraint; FailedPrecondition for an invalid custom
 // schedule (missing action, deadlock, ...).
 Result<Schedule> MakeSchedule(std::string_view name, const ScheduleParams& params);
+
+// Builds, lowers and evaluates the schedule `name` for `params` with the same per-chunk `cost`
+// on every stage: MakeSchedule, Lower, then Evaluate with `options`. Errors: theirs.
+Result<Evaluation> EvaluateNamedSchedule(std::string_view name, const ScheduleParams& params,
+                                         StageCost cost, const EvaluateOptions& options = {});
 
 }  // namespace pipette

@@ -33,7 +33,7 @@ TraceLevel TraceLevelOf(std::string_view name);
 
 // Where and how a run is recorded.
 struct RecordTarget {
-  std::string db;          // the database file
+  std::string db;  // the database file
   TraceLevel trace = TraceLevel::kFull;
   std::string experiment;  // sweeps: the experiment the run belongs to ("" none)
   std::string point_key;   // sweeps: the run's point in it ("" none)

@@ -1,4 +1,5 @@
-// Published results reproduced (`pipette papers`, experiments/papers/): three published tables,
+// Published results reproduced (`pipette papers`, experiments/papers/; the papers layer, one file per table:
+// zero_bubble.h, megatron.h, dualpipe.h): three published tables,
 // each as the published value next to pipette's, computed from pipette's evaluated schedules.
 //
 //   zero-bubble  Qi et al. (ICLR 2024), arXiv:2401.10241v1 Table 5: bubble rates of 1F1B, 1F1B-I,
@@ -24,11 +25,8 @@
 #include <vector>
 
 #include "pipette/common/status.h"
-#include "pipette/schedule/costs.h"
-#include "pipette/schedule/evaluate.h"
-#include "pipette/schedule/schedule.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // One row of a comparison: its cells as printed (one per header column).
 struct ComparisonRow {
@@ -63,60 +61,4 @@ Result<ComparisonTable> BuildComparison(std::string_view name, const std::string
 std::string FormatMarkdown(const ComparisonTable& table);
 std::string FormatCsv(const ComparisonTable& table);
 
-// --- Zero Bubble (Table 5 at Table 9's times) ---
-
-// The published columns of Table 5, in the paper's order.
-const std::vector<std::string>& ZeroBubbleColumns();
-
-struct ZeroBubbleSetting {
-  std::string model;  // "1.5B", ...
-  int p = 0;
-  int m = 0;
-  int interleaved_v = 0;  // chunks per rank of 1F1B-I (the authors' script: layer slots / p)
-  StageCost cost;         // f = T_F, i = T_B (the paper's B is pipette's I), w = T_W; ms
-  double comm = 0.0;      // T_comm, ms
-  std::vector<std::string> published;  // per ZeroBubbleColumns(), as printed ("0.2431")
-};
-
-// Reads zero_bubble_profiled_times.csv and zero_bubble_bubble_rates.csv from `dir` and joins them
-// on (model, p, m); both must list the same settings in the same order.
-Result<std::vector<ZeroBubbleSetting>> LoadZeroBubbleSettings(const std::string& dir);
-
-// The paper's cost of one Table 5 column at `s`: the schedule evaluated at s.cost with latency
-// s.comm, measured as the authors' efficiency.py measures it. 1F1B, 1F1B-I (interleaved-1f1b at
-// v = s.interleaved_v, per-chunk costs divided by v) and ZB-H1: the makespan from the common
-// start. ZB-H2: the largest per-rank span, from a rank's first compute start to its last end.
-// NotFound for ZB-1p and ZB-2p (no pipette counterpart) and unknown columns.
-Result<double> ZeroBubbleCost(const ZeroBubbleSetting& s, std::string_view column);
-
-// (cost - m(T_F + T_B + T_W)) / cost, the paper's bubble rate (Section 5.3).
-double ZeroBubbleRate(const ZeroBubbleSetting& s, double cost);
-
-// --- DualPipe README closed forms ---
-
-// Pipette's side of one README row at one (p, m, costs): `bubble` is DeepSeek's absolute bubble,
-// makespan minus a device's compute time (the same on every device of these schedules);
-// `parameters` the stages a device holds, in units of one of the PP stages a microbatch passes
-// (1F1B holds 1); `activations` the largest in-flight count over devices, in the same units;
-// `devices` p; `pp` the stages a microbatch passes.
-struct DualPipeMeasure {
-  double bubble = 0.0;
-  int parameters = 0;
-  int activations = 0;
-  int devices = 0;
-  int pp = 0;
-};
-Result<DualPipeMeasure> MeasureDualPipeRow(std::string_view schedule, int p, int m, StageCost cost);
-
-// The README's closed forms with F&B = F + B (pipette's cost of an overlapped cell):
-// 1F1B (PP-1)(F+B); ZB1P (PP-1)(F+B-2W); DualPipe and DualPipeV (PP/2-1)(F&B+B-3W).
-// REQUIRES: method is one of 1F1B, ZB1P, DualPipe, DualPipeV.
-double DualPipeReadmeBubble(std::string_view method, int pp, StageCost cost);
-
-// --- shared ---
-
-// Builds, lowers and evaluates a built-in schedule with uniform per-chunk `cost`.
-Result<Evaluation> EvaluateBuiltIn(std::string_view name, const ScheduleParams& params,
-                                   StageCost cost, double latency, bool record_timeline = false);
-
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -1,6 +1,7 @@
-// Published results reproduced (`pipette papers`, experiments/papers/; the papers layer, one file per table:
-// zero_bubble.h, megatron.h, dualpipe.h): three published tables,
-// each as the published value next to pipette's, computed from pipette's evaluated schedules.
+// Published results reproduced (`pipette papers`, experiments/papers/): three published tables,
+// each as the published value next to pipette's, computed from pipette's evaluated schedules. This
+// header holds the table they share; each paper has its file (zero_bubble.h, megatron.h,
+// dualpipe.h).
 //
 //   zero-bubble  Qi et al. (ICLR 2024), arXiv:2401.10241v1 Table 5: bubble rates of 1F1B, 1F1B-I,
 //                ZB-H1 and ZB-H2 at the profiled T_F, T_B, T_W, T_comm of Table 9, with the paper's

@@ -1,6 +1,7 @@
 // The deepseek-ai/DualPipe README (DeepSeek-V3 report Table 2): bubble, parameters and
 // activations per device of 1F1B, ZB1P, DualPipe and DualPipeV as closed forms, against 1f1b,
-// zb-h1, dualpipe and dualpipe-v over a grid of p and m (experiments/papers/dualpipe_comparison.csv).
+// zb-h1, dualpipe and dualpipe-v over a grid of p and m
+// (experiments/papers/dualpipe_comparison.csv).
 #pragma once
 
 #include <string>

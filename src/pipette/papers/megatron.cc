@@ -50,9 +50,9 @@ Result<ComparisonTable> MegatronComparison(const std::string& dir) {
     for (int v : {1, 2, 4}) {
       for (int k : {1, 2, 4, 8}) {
         const int m = k * p;
-        PIPETTE_ASSIGN_OR_RETURN(Evaluation e,
-                                 EvaluateNamedSchedule("interleaved-1f1b",
-                                                       ScheduleParams{p, v, m, 0}, StageCost{1, 1, 1}));
+        PIPETTE_ASSIGN_OR_RETURN(
+            Evaluation e, EvaluateNamedSchedule("interleaved-1f1b", ScheduleParams{p, v, m, 0},
+                                                StageCost{1, 1, 1}));
         const double ideal = std::accumulate(e.busy.begin(), e.busy.end(), 0.0) / p;
         const double measured = (e.makespan - ideal) / ideal;
         const double formula = static_cast<double>(p - 1) / (v * m);

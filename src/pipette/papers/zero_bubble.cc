@@ -121,20 +121,22 @@ Result<std::vector<ZeroBubbleSetting>> LoadZeroBubbleSettings(const std::string&
 Result<double> ZeroBubbleCost(const ZeroBubbleSetting& s, std::string_view column) {
   const ScheduleParams flat{s.p, 1, s.m, 0};
   if (column == "1F1B") {
-    PIPETTE_ASSIGN_OR_RETURN(Evaluation e, EvaluateNamedSchedule("1f1b", flat, s.cost, Latency(s.comm)));
+    PIPETTE_ASSIGN_OR_RETURN(Evaluation e,
+                             EvaluateNamedSchedule("1f1b", flat, s.cost, Latency(s.comm)));
     return e.makespan;
   }
   if (column == "1F1B-I") {
     const double v = s.interleaved_v;
     const StageCost chunk{s.cost.f / v, s.cost.i / v, s.cost.w / v};
     PIPETTE_ASSIGN_OR_RETURN(
-        Evaluation e, EvaluateNamedSchedule("interleaved-1f1b",
-                                            ScheduleParams{s.p, s.interleaved_v, s.m, 0}, chunk,
-                                            Latency(s.comm)));
+        Evaluation e,
+        EvaluateNamedSchedule("interleaved-1f1b", ScheduleParams{s.p, s.interleaved_v, s.m, 0},
+                              chunk, Latency(s.comm)));
     return e.makespan;
   }
   if (column == "ZB-H1") {
-    PIPETTE_ASSIGN_OR_RETURN(Evaluation e, EvaluateNamedSchedule("zb-h1", flat, s.cost, Latency(s.comm)));
+    PIPETTE_ASSIGN_OR_RETURN(Evaluation e,
+                             EvaluateNamedSchedule("zb-h1", flat, s.cost, Latency(s.comm)));
     return e.makespan;
   }
   if (column == "ZB-H2") return LargestRankSpan("zb-h2", flat, s.cost, s.comm);

@@ -29,6 +29,7 @@
 #include "cpu/calibrate.h"
 #include "cpu/mpi_launch.h"
 #include "pipette/common/build_info.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
 #include "pipette/store/experiment_db.h"
 

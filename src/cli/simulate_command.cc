@@ -39,6 +39,7 @@
 #include "cli/uneven_options.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/common/duration_limit.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"

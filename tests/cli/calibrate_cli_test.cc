@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pipette/cluster/cluster_toml.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette_runner.h"
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "../engine/fake_runtime.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/engine/step_loop.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "pipette/common/host_machine.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/store/experiment_db.h"
 

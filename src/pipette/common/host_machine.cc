@@ -1,8 +1,12 @@
 #include "pipette/common/host_machine.h"
 
+#include <fmt/core.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <string>
 
@@ -23,6 +27,24 @@ std::int64_t MemTotalBytes() {
     if (key == "MemTotal:") return kib * 1024;
   }
   return 0;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string UtcNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", text, static_cast<int>(ms));
 }
 
 }  // namespace pipette

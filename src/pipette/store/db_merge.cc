@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "pipette/common/host_machine.h"
 #include "pipette/store/experiment_db.h"
 
 namespace pipette {

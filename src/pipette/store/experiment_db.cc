@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "pipette/common/build_info.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/store/process_owner.h"
 
 namespace pipette {
@@ -399,24 +400,6 @@ Status CheckDatabasePath(std::string_view path) {
 
 void SetLockWaitObserverForTesting(LockWaitObserver observer) {
   lock_wait_observer.store(observer);
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
-std::string UtcNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", text, static_cast<int>(ms));
 }
 
 Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_version) {

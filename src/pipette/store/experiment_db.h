@@ -151,9 +151,4 @@ class ExperimentDb {
   sqlite3* db_ = nullptr;
 };
 
-// This machine's host name.
-std::string HostName();
-// The current UTC time as ISO 8601 with milliseconds ("2026-11-21T10:04:05.123Z").
-std::string UtcNow();
-
 }  // namespace pipette

@@ -37,13 +37,6 @@ void AddRecordOptions(CLI::App* cmd, RecordOptions& o) {
   cmd->add_option("--point-key", o.point_key, "The run's point in its experiment (sweeps)");
 }
 
-void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
-                const std::vector<double>& values, const std::string& unit) {
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    metrics.push_back({fmt::format("{}[{}]", name, k), values[k], unit});
-  }
-}
-
 nlohmann::ordered_json LibraryVersions() {
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
   for (const auto& [name, version] : CoreLibraryVersions()) json[name] = version;

@@ -31,10 +31,6 @@ void AddRecordOptions(CLI::App* cmd, RecordOptions& options);
 // while the command line is parsed, before any work).
 CLI::Validator DatabasePathValidator();
 
-// Appends one metric row "name[k]" per value (per rank, per step).
-void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
-                const std::vector<double>& values, const std::string& unit);
-
 // The library versions of this build, as a JSON object.
 nlohmann::ordered_json LibraryVersions();
 

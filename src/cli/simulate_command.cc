@@ -9,7 +9,7 @@
 // analytic ring after every replica's rank has finished): SimulateModel, sim/model_simulation.h.
 // With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is bypassed and the step
 // equals `pipette schedule`'s makespan. With --costs-from RUN [--cores N] it predicts a recorded
-// real run instead: its program with its measured costs (cli/costs_from.h). What is recorded and
+// real run instead: its program with its measured costs (study/prediction.h). What is recorded and
 // printed: cli/simulate_report.h. Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown;
 // schedule/uneven_work.h) applies in every mode: with --times the costs are for --seq-len and
 // --attention-share of each grows with s^2; the model prices every distinct length itself
@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/costs_from.h"
 #include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
@@ -47,6 +46,7 @@
 #include "pipette/schedule/schedule.h"
 #include "pipette/store/calibration.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/study/prediction.h"
 #include "sim/model_simulation.h"
 #include "sim/simulation_size.h"
 #include "sim/simulator.h"
@@ -423,7 +423,7 @@ Result<UnevenWork> UnevenOfRun(const SimulateOptions& o, const CostsFromPlan& pl
   return ParseUnevenWorkOptions(o.uneven, plan.program.p, plan.program.m, reference);
 }
 
-// --costs-from RUN: the recorded real run's program with its measured costs (cli/costs_from.h).
+// --costs-from RUN: the recorded real run's program with its measured costs (study/prediction.h).
 int RunCostsFrom(const SimulateOptions& o) {
   const std::string option = fmt::format("--costs-from = {}", o.costs_from);
   PredictionSettings settings;

@@ -5,6 +5,7 @@
 #include "cli/run_store.h"
 #include "cli/schedule_report.h"
 #include "pipette/common/build_info.h"
+#include "pipette/common/printable.h"
 #include "pipette/store/trace_rows.h"
 
 namespace pipette::cli {
@@ -223,6 +224,54 @@ std::string TextOf(const TimesReport& report) {
                        (r.pipeline_makespan - r.busy[k]) * 1e3);
   }
   return out;
+}
+
+nlohmann::ordered_json JsonOf(const CostsFromReport& report) {
+  const RecordedWork& w = report.plan.work;
+  nlohmann::ordered_json json;
+  json["engine"] = "sim";
+  json["costs_from"] = w.run_id;
+  json["schedule"] = w.schedule;
+  json["p"] = w.p;
+  json["v"] = w.v;
+  json["m"] = w.m;
+  json["dp"] = w.dp;
+  json["steps"] = w.traced_steps;
+  json["step_time_s"] = StepTimes(report.result);
+  json["measured_step_time_s"] = w.step_times;
+  json["bubble_ratio"] = report.result.bubble_ratio;
+  if (!report.memory.empty()) json["peak_memory_bytes"] = PeakMemory(report.memory);
+  json["prediction"] = ConfigOf(report.plan)["prediction"];
+  return json;
+}
+
+std::string TextOf(const CostsFromReport& report) {
+  const RecordedWork& w = report.plan.work;
+  const PredictionSettings& s = report.plan.settings;
+  std::string out = fmt::format(
+      "# pipette simulate --costs-from {}: {} run of {} p={} v={} m={} dp={}, {} traced steps\n"
+      "# {} for {} ranks;  messages {:.3g} us + {:.3g} ns/KiB ({}); {:.3g} us per "
+      "instruction ({}); calibration {}\n",
+      w.run_id, w.engine, Printable(w.schedule), w.p, w.v, w.m, w.dp, w.traced_steps,
+      s.cores > 0 ? fmt::format("{} shared cores{}", s.cores, s.alone ? ", costs alone" : "")
+                  : "a core each",
+      w.p * w.dp, s.latency * 1e6, s.seconds_per_byte * 1024 * 1e9, s.message_source,
+      s.instruction_overhead * 1e6, s.overhead_source,
+      s.calibration_id > 0 ? fmt::format("{}", s.calibration_id) : "none");
+  out += "#  step  predicted [ms]  measured [ms]   error\n";
+  const std::vector<double> steps = StepTimes(report.result);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const double measured = k < w.step_times.size() ? w.step_times[k] : 0;
+    out += fmt::format("{:7d} {:15.3f} {:14.3f} {:+7.1f}%\n", k + 1, steps[k] * 1e3, measured * 1e3,
+                       measured > 0 ? (steps[k] - measured) / measured * 100 : 0.0);
+  }
+  out += fmt::format("# bubble ratio {:.4f}", report.result.bubble_ratio);
+  if (!report.memory.empty()) {
+    out += "; peak memory per rank:";
+    for (const double b : PeakMemory(report.memory))
+      out += fmt::format(" {:.2f} MiB", b / (1 << 20));
+  }
+  return out + "\n";
 }
 
 }  // namespace pipette::cli

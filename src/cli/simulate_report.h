@@ -5,6 +5,8 @@
 //   ModelReport  a partitioned model (partition/model_plan.h) simulated by SimulateModel
 //                (sim/model_simulation.h) on its cluster or the ideal network;
 //   TimesReport  a schedule with fixed per-chunk times on the ideal network (--times).
+// A prediction of a recorded run (--costs-from, study/prediction.h) has its configuration, rows and
+// status from the study library; its JSON and text are here.
 //
 // The JSON and the text leave out where the run was recorded: the command adds that.
 #pragma once
@@ -18,6 +20,7 @@
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
 #include "pipette/store/run_data.h"
+#include "pipette/study/prediction.h"
 #include "sim/model_simulation.h"
 #include "sim/simulator.h"
 
@@ -63,5 +66,8 @@ nlohmann::ordered_json JsonOf(const ModelReport& report);
 nlohmann::ordered_json JsonOf(const TimesReport& report);
 std::string TextOf(const ModelReport& report);
 std::string TextOf(const TimesReport& report);
+// A prediction of a recorded run (study/prediction.h).
+nlohmann::ordered_json JsonOf(const CostsFromReport& report);
+std::string TextOf(const CostsFromReport& report);
 
 }  // namespace pipette::cli

@@ -8,7 +8,7 @@
 // process (a sweep whose parent was killed, a concurrent sweep of the same spec) is reported as
 // held and not run again. A point whose child rejects its input (exit 2) is invalid, not a failure.
 // At the end each [[figures]] entry is drawn by a `pipette plot` child. With --shard K/N only the
-// points i with i mod N = K run, into their own database (cli/sweep_shard.h), and no figure is
+// points i with i mod N = K run, into their own database (study/sweep_shard.h), and no figure is
 // drawn (`pipette db merge` the shards, then `--figures-only` draws them from the merged database).
 // Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
 // simulation per process.
@@ -32,11 +32,11 @@
 #include "cli/mpi_launcher.h"
 #include "cli/run_store.h"
 #include "cli/store_options.h"
-#include "cli/sweep_shard.h"
-#include "cli/sweep_spec.h"
 #include "pipette/common/printable.h"
 #include "pipette/common/subprocess.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/study/sweep_shard.h"
+#include "pipette/study/sweep_spec.h"
 
 namespace pipette::cli {
 namespace {
@@ -48,7 +48,7 @@ struct SweepOptions {
   std::string db = "pipette.db";
   int jobs = 1;
   bool dry_run = false;
-  std::string shard;          // "K/N" or "auto"; empty: every point (cli/sweep_shard.h)
+  std::string shard;          // "K/N" or "auto"; empty: every point (study/sweep_shard.h)
   bool figures_only = false;  // run no point; draw the figures from the database
 };
 

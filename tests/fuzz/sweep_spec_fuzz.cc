@@ -9,15 +9,15 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/sweep_spec.h"
 #include "pipette/common/printable.h"
+#include "pipette/study/sweep_spec.h"
 
 namespace {
 
 // A subset of `pipette simulate`'s options (sweep_command.cc reads them from CLI11): enough for
 // every key of the committed corpus and for the rules that depend on flags and short names.
-std::vector<pipette::cli::SweepOption> SimulateOptions() {
-  std::vector<pipette::cli::SweepOption> options;
+std::vector<pipette::SweepOption> SimulateOptions() {
+  std::vector<pipette::SweepOption> options;
   for (auto names : std::vector<std::vector<std::string>>{{"schedule", "s"},
                                                           {"pp", "p"},
                                                           {"microbatches", "m"},
@@ -46,22 +46,22 @@ std::vector<pipette::cli::SweepOption> SimulateOptions() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  pipette::Result<pipette::cli::SweepSpec> spec = pipette::cli::ParseSweepSpec(text, "fuzz.toml");
+  pipette::Result<pipette::SweepSpec> spec = pipette::ParseSweepSpec(text, "fuzz.toml");
   if (!spec.ok()) return 0;
-  static const std::vector<pipette::cli::SweepOption> options = SimulateOptions();
-  (void)pipette::cli::CheckSweepOptions(*spec, options);
-  for (const pipette::cli::SweepPoint& point : pipette::cli::ExpandPoints(*spec)) {
-    if (point.key != pipette::cli::PointKey(point.settings)) std::abort();
+  static const std::vector<pipette::SweepOption> options = SimulateOptions();
+  (void)pipette::CheckSweepOptions(*spec, options);
+  for (const pipette::SweepPoint& point : pipette::ExpandPoints(*spec)) {
+    if (point.key != pipette::PointKey(point.settings)) std::abort();
     // No control byte reaches a child's argument or a point key (a NUL would cut both short).
     const auto has_control = [](std::string_view s) {
       return std::any_of(s.begin(), s.end(), pipette::IsControlByte);
     };
     if (has_control(point.key)) std::abort();
-    for (const std::string& argument : pipette::cli::PointArguments(point)) {
+    for (const std::string& argument : pipette::PointArguments(point)) {
       if (has_control(argument)) std::abort();
     }
-    for (const pipette::cli::SweepFigure& figure : spec->figures) {
-      (void)pipette::cli::FigureSelects(figure, point);
+    for (const pipette::SweepFigure& figure : spec->figures) {
+      (void)pipette::FigureSelects(figure, point);
     }
   }
   return 0;

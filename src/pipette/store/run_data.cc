@@ -56,4 +56,11 @@ int RunData::NumRanks() const {
   return ranks;
 }
 
+void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
+                const std::vector<double>& values, const std::string& unit) {
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    metrics.push_back({fmt::format("{}[{}]", name, k), values[k], unit});
+  }
+}
+
 }  // namespace pipette

@@ -56,6 +56,10 @@ struct MetricRow {
   std::string unit;
 };
 
+// Appends one metric row "name[k]" per value (per rank, per step).
+void AddPerRank(std::vector<MetricRow>& metrics, const std::string& name,
+                const std::vector<double>& values, const std::string& unit);
+
 inline constexpr std::string_view kRunRunning = "running";
 inline constexpr std::string_view kRunOk = "ok";
 inline constexpr std::string_view kRunOom = "oom";

@@ -1,4 +1,4 @@
-#include "cli/sweep_spec.h"
+#include "pipette/study/sweep_spec.h"
 
 #include <fmt/core.h>
 
@@ -14,7 +14,7 @@
 #include "pipette/common/printable.h"
 #include "pipette/common/toml_reader.h"
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 // More points than this is a mistake in the spec, not a study.
@@ -526,4 +526,4 @@ bool FigureSelects(const SweepFigure& figure, const SweepPoint& point) {
   return true;
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

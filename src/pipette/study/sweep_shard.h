@@ -20,7 +20,7 @@
 
 #include "pipette/common/status.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 struct SweepShard {
   int index = 0;  // K, in [0, count)
@@ -62,4 +62,4 @@ Result<SweepShard> ParseShardOption(std::string_view text, const Environment& en
 // ("results.db" -> "results.shard-2-of-4.db", "runs" -> "runs.shard-2-of-4"; directories kept).
 std::string ShardDatabasePath(const std::string& db, const SweepShard& shard);
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -17,7 +17,7 @@
 
 #include "pipette/common/status.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // One TOML scalar of a spec, as the command line writes it.
 struct SweepValue {
@@ -130,4 +130,4 @@ std::vector<std::string> PointArguments(const SweepPoint& point);
 // Whether `figure`'s `where` selects `point` (every `where` key has one of its values).
 bool FigureSelects(const SweepFigure& figure, const SweepPoint& point);
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -1,7 +1,7 @@
-// SweepShard (cli/sweep_shard.h): every point in exactly one shard, the assignment i mod N; --shard
+// SweepShard (study/sweep_shard.h): every point in exactly one shard, the assignment i mod N; --shard
 // K/N parsing; K and N from Slurm job arrays, Open MPI, PMI and PMIx variables; the shard's
 // database name.
-#include "cli/sweep_shard.h"
+#include "pipette/study/sweep_shard.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 // An environment holding exactly `vars`.
@@ -177,4 +177,4 @@ TEST(SweepShard, NamesEachShardsDatabase) {
 }
 
 }  // namespace
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -24,7 +24,7 @@
 #include "pipette/store/run_data.h"
 #include "sim/simulator.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // What the simulation adds to the run's measured compute.
 struct PredictionSettings {
@@ -71,7 +71,9 @@ SimulationCase CaseOf(const CostsFromPlan& plan);
 nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan);
 RunData RunDataOf(const CostsFromReport& report);
 std::string_view RunStatusOf(const CostsFromReport& report);  // kRunOk
-nlohmann::ordered_json JsonOf(const CostsFromReport& report);
-std::string TextOf(const CostsFromReport& report);
 
-}  // namespace pipette::cli
+// The simulated steps' durations (each step's span), and each rank's peak of `memory`.
+std::vector<double> StepTimes(const SimulationResult& result);
+std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory);
+
+}  // namespace pipette

@@ -1,4 +1,4 @@
-#include "cli/sweep_shard.h"
+#include "pipette/study/sweep_shard.h"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 
 #include "pipette/common/printable.h"
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 Status AutoError(std::string_view rule) {
@@ -155,4 +155,4 @@ std::string ShardDatabasePath(const std::string& db, const SweepShard& shard) {
   return out.string();
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

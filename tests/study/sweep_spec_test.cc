@@ -1,13 +1,13 @@
 // Sweep specs: parsing, validation messages, the cartesian product's order, point keys and the
 // command line of a point.
-#include "cli/sweep_spec.h"
+#include "pipette/study/sweep_spec.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 constexpr const char* kExample = R"(
@@ -327,4 +327,4 @@ TEST(SweepSpec, TrainProcessesArePipelineRanksTimesReplicas) {
 }
 
 }  // namespace
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -7,6 +7,8 @@
 #include <unordered_map>
 
 #include "gpt.h"
+#include "pipette/common/build_info.h"
+#include "pipette/common/host_machine.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/rank_interpreter.h"
 #include "pipette/engine/train_plan.h"
@@ -250,6 +252,38 @@ double MeasureCopyBandwidth(int repeats, MPI_Comm comm) {
   }
   SleepyBarrier(comm);
   return rate;
+}
+
+namespace {
+
+void AddPoints(Calibration& c, std::string_view what, int ranks,
+               const std::vector<TimedSize>& timed) {
+  for (const TimedSize& t : timed)
+    c.points.push_back({std::string(what), ranks, t.bytes, t.seconds});
+}
+
+}  // namespace
+
+Calibration MeasureCalibration(const CalibrationRequest& request, MPI_Comm comm) {
+  int world = 0;
+  MPI_Comm_size(comm, &world);
+  const std::vector<std::int64_t> sizes = CalibrationSizes(request.max_bytes);
+  Calibration c;
+  c.engine = "cpu";
+  c.ranks = world;
+  c.cores = request.cores > 0 ? request.cores : UsableCores();
+  c.version = Version();
+  AddPoints(c, kCalibrationP2p, 2, MeasureP2p(sizes, request.repeats, comm));
+  const std::vector<std::int64_t> reduced(sizes.begin() + 1, sizes.end());
+  AddPoints(c, kCalibrationAllReduce, world, MeasureAllReduce(reduced, request.repeats, comm));
+  c.instruction_overhead_s = MeasureInstructionOverhead(request.repeats, comm);
+  c.gemm_flops_alone = MeasureGemmFlops(false, request.gemm_seconds, comm);
+  c.gemm_flops = MeasureGemmFlops(true, request.gemm_seconds, comm);
+  c.memory_bandwidth = MeasureCopyBandwidth(request.repeats, comm);
+  c.memory_bytes = MemTotalBytes();
+  c.p2p = FitAlphaBeta(PointsOf(c, kCalibrationP2p));
+  c.allreduce = FitAlphaBeta(PointsOf(c, kCalibrationAllReduce));
+  return c;
 }
 
 }  // namespace pipette::cpu

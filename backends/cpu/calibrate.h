@@ -17,6 +17,8 @@
 //                         engine's default model (tiny, micro-batch 4: each linear layer's F, I and
 //                         W products), on rank 0 alone or on every rank at once.
 //   MeasureCopyBandwidth  one rank's memcpy rate of a 64 MiB buffer (bytes read + written).
+//   MeasureCalibration    all of the above, fitted (engine/calibration.h): the Calibration
+//                         `pipette calibrate` records.
 //
 // Every function is a collective over `comm` (all its ranks call it) and returns its answer on
 // rank 0 (other ranks get zeros or empty vectors). Ranks that wait for others sleep in a
@@ -28,6 +30,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "pipette/engine/calibration.h"
 
 namespace pipette::cpu {
 
@@ -52,5 +56,21 @@ double MeasureInstructionOverhead(int repeats, MPI_Comm comm);
 double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm);
 // Bytes per second rank 0 copies (read + write), the median of `repeats` copies.
 double MeasureCopyBandwidth(int repeats, MPI_Comm comm);
+
+// What MeasureCalibration measures, and how long.
+struct CalibrationRequest {
+  int repeats = 20;                                 // of every measurement; the median is kept
+  std::int64_t max_bytes = std::int64_t{64} << 20;  // the largest message and all-reduce
+  int cores = 0;              // the machine's usable cores to record; 0: UsableCores()
+  double gemm_seconds = 0.5;  // per GEMM measurement and rank
+};
+
+// Every measurement above over `comm`: p2p points at CalibrationSizes(max_bytes), all-reduce points
+// from 4 bytes (a 0-byte all-reduce returns without communicating, and no engine reduces one), the
+// instruction overhead, the GEMM rate alone and contended, the copy bandwidth and the machine's
+// RAM, with the alpha-beta fits of both kinds of points. Rank 0's answer is the calibration of
+// engine "cpu" with `ranks` the size of `comm` and this build's version; its id, host and time
+// are the recorder's to set.
+Calibration MeasureCalibration(const CalibrationRequest& request, MPI_Comm comm);
 
 }  // namespace pipette::cpu

@@ -6,7 +6,7 @@
 // beyond compute on this machine (backends/cpu/calibrate.h: p2p message time against size, the
 // all-reduce over N ranks, the engine's overhead per instruction, one core's sgemm rate alone and
 // contended, the copy bandwidth), fits seconds = alpha + beta * bytes to the p2p and all-reduce
-// points, records the calibration in the database (store/calibration.h) and prints it with its id.
+// points, records the calibration in the database (engine/calibration.h) and prints it with its id.
 // Started outside mpirun it checks its options, opens the database and replaces itself with
 // `mpirun -np N pipette-calibrate ...` (N: --ranks, default the usable cores, at least 2), so one
 // command from a shell does it all. Rank 0 measures, prints and records; the others take part.
@@ -28,7 +28,6 @@
 #include "cli/store_options.h"
 #include "cpu/calibrate.h"
 #include "cpu/mpi_launch.h"
-#include "pipette/common/build_info.h"
 #include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
 #include "pipette/store/experiment_db.h"
@@ -38,7 +37,6 @@ namespace {
 
 constexpr std::int64_t kDefaultMaxBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kLargestMaxBytes = std::int64_t{1} << 30;
-constexpr double kGemmSeconds = 0.5;
 constexpr int kMaxRanks = 4096;
 
 struct CalibrateOptions {
@@ -131,35 +129,6 @@ int Launch(const CalibrateOptions& o, int argc, char** argv) {
       MpirunArguments(np, cores, geteuid() == 0, SiblingBinary("pipette-calibrate"), args));
 }
 
-void AddPoints(Calibration& c, std::string_view what, int ranks,
-               const std::vector<cpu::TimedSize>& timed) {
-  for (const cpu::TimedSize& t : timed)
-    c.points.push_back({std::string(what), ranks, t.bytes, t.seconds});
-}
-
-// Every rank measures; rank 0's Calibration holds the answers (not yet recorded).
-Calibration Measure(const CalibrateOptions& o, int world) {
-  const std::vector<std::int64_t> sizes = cpu::CalibrationSizes(o.max_bytes);
-  Calibration c;
-  c.engine = o.engine;
-  c.ranks = world;
-  c.cores = o.cores > 0 ? o.cores : UsableCores();
-  c.version = Version();
-  AddPoints(c, kCalibrationP2p, 2, cpu::MeasureP2p(sizes, o.repeats, MPI_COMM_WORLD));
-  // From 4 bytes: a 0-byte all-reduce returns without communicating, and no engine reduces one.
-  const std::vector<std::int64_t> reduced(sizes.begin() + 1, sizes.end());
-  AddPoints(c, kCalibrationAllReduce, world,
-            cpu::MeasureAllReduce(reduced, o.repeats, MPI_COMM_WORLD));
-  c.instruction_overhead_s = cpu::MeasureInstructionOverhead(o.repeats, MPI_COMM_WORLD);
-  c.gemm_flops_alone = cpu::MeasureGemmFlops(false, kGemmSeconds, MPI_COMM_WORLD);
-  c.gemm_flops = cpu::MeasureGemmFlops(true, kGemmSeconds, MPI_COMM_WORLD);
-  c.memory_bandwidth = cpu::MeasureCopyBandwidth(o.repeats, MPI_COMM_WORLD);
-  c.memory_bytes = MemTotalBytes();
-  c.p2p = FitAlphaBeta(PointsOf(c, kCalibrationP2p));
-  c.allreduce = FitAlphaBeta(PointsOf(c, kCalibrationAllReduce));
-  return c;
-}
-
 // Rank 0: records, writes the cluster file, prints. Returns the exit code.
 int Finish(const CalibrateOptions& o, Calibration& c) {
   c.host = HostName();
@@ -210,7 +179,8 @@ int RunUnderMpi(const CalibrateOptions& o) {
         world, o.ranks > 0 ? o.ranks : 2));
     return finish(rank == 0 ? Fail(wrong) : kExitBadInput);
   }
-  Calibration c = Measure(o, world);
+  Calibration c = cpu::MeasureCalibration(
+      {.repeats = o.repeats, .max_bytes = o.max_bytes, .cores = o.cores}, MPI_COMM_WORLD);
   return finish(rank == 0 ? Finish(o, c) : kExitOk);
 }
 

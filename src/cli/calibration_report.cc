@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipette/cluster/host_cluster_toml.h"
 #include "pipette/common/printable.h"
 
 namespace pipette::cli {
@@ -25,16 +26,6 @@ double Residual(double measured, double fit) {
 // Bytes per second of the fit's slope ("inf" for none).
 std::string Bandwidth(const AlphaBeta& fit) {
   return fit.beta > 0 ? fmt::format("{:.3f} GB/s", 1e-9 / fit.beta) : "unbounded";
-}
-
-// The p2p bandwidth a cluster file can hold: 1/beta, or the largest point's rate when beta is 0.
-double LinkBandwidth(const Calibration& c) {
-  if (c.p2p.beta > 0) return 1 / c.p2p.beta;
-  double best = 0;
-  for (const CalibrationPoint& p : PointsOf(c, kCalibrationP2p)) {
-    if (p.seconds > 0) best = std::max(best, static_cast<double>(p.bytes) / p.seconds);
-  }
-  return best > 0 ? best : 1e9;
 }
 
 }  // namespace
@@ -110,34 +101,11 @@ void PrintCalibrationList(const std::vector<Calibration>& calibrations) {
 }
 
 std::string HostClusterToml(const Calibration& c) {
-  const double bandwidth_gb = LinkBandwidth(c) * 1e-9;
-  const double latency_us = std::clamp(c.p2p.alpha * 1e6, 0.0, 1e6);
-  std::string toml = fmt::format(
-      "# This machine as pipette calibrate measured it (calibration {}, {}): one node whose\n"
-      "# \"GPUs\" are its cores. docs/clusters.md describes every key.\n"
-      "name = \"host-calibration-{}\"\n"
-      "source = \"pipette calibrate --engine {} on {} at {} (calibration {}, {} ranks)\"\n"
-      "nodes = 1\n"
-      "gpus_per_node = {}\n"
-      "nics_per_node = 1\n"
-      "topology = \"single-switch\"\n\n",
-      c.id, c.created_at, c.id, c.engine, Printable(c.host), c.created_at, c.id, c.ranks, c.cores);
-  toml += fmt::format(
-      "[gpu]\n"
-      "name = \"cpu-core\"\n"
-      "memory_gb = {:.9g}          # RAM / cores\n"
-      "hbm_tb_per_s = {:.9g}       # one rank's memcpy rate\n"
-      "tflops = {{ fp32 = {:.9g} }}  # one core's sgemm rate with every rank running\n\n",
-      c.memory_bytes / std::max(c.cores, 1) * 1e-9, std::max(c.memory_bandwidth * 1e-12, 1e-6),
-      std::max(c.gemm_flops * 1e-12, 0.001));
-  for (const char* link : {"intra_node", "inter_node"}) {
-    toml += fmt::format(
-        "[{}]               # the p2p fit: 1/beta, alpha\n"
-        "bandwidth_gb_per_s = {:.9g}\n"
-        "latency_us = {:.9g}\n\n",
-        link, std::max(bandwidth_gb, 0.001), latency_us);
-  }
-  return toml;
+  return FormatHostClusterToml(
+      HostClusterSpec(c),
+      fmt::format("This machine as pipette calibrate measured it (calibration {}, {}): one node "
+                  "whose\n\"GPUs\" are its cores. docs/clusters.md describes every key.",
+                  c.id, c.created_at));
 }
 
 }  // namespace pipette::cli

@@ -1,5 +1,5 @@
 // What `pipette calibrate` and `pipette calibrations` print and write about a Calibration
-// (store/calibration.h): the text report for people (the fits, each point with the fit's value and
+// (engine/calibration.h): the text report for people (the fits, each point with the fit's value and
 // its residual), the JSON object for tools, the one-line-per-calibration list, and the cluster file
 // (docs/clusters.md) that describes the calibrated machine to `pipette simulate --cluster FILE`.
 // Pure functions of their arguments (the printers write to standard output).
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipette/store/calibration.h"
+#include "pipette/engine/calibration.h"
 
 namespace pipette::cli {
 

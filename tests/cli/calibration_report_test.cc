@@ -54,6 +54,15 @@ TEST(HostClusterToml, AFlatFitTakesTheLargestPointsBandwidth) {
   EXPECT_NEAR(cluster->intra_node.bandwidth, (1 << 20) / 1e-4, 1e2);  // 10.49 GB/s, 9 digits
 }
 
+// A host name is written as a TOML string, not as the terminal sees it (\x01 is no TOML escape).
+TEST(HostClusterToml, AHostNameWithAControlByteParsesBack) {
+  Calibration c = Synthetic();
+  c.host = "odd\x01host";
+  Result<ClusterSpec> cluster = ParseClusterToml(HostClusterToml(c), "host.toml");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  EXPECT_NE(cluster->source.find("on odd\x01host at"), std::string::npos) << cluster->source;
+}
+
 TEST(CalibrationJson, HoldsEveryPointWithItsFitAndResidual) {
   const nlohmann::ordered_json json = CalibrationJson(Synthetic());
   EXPECT_EQ(json["calibration_id"], 7);

@@ -13,11 +13,11 @@
 
 #include "../engine/fake_runtime.h"
 #include "pipette/common/host_machine.h"
+#include "pipette/engine/calibration.h"
 #include "pipette/engine/step_loop.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/uneven_work.h"
-#include "pipette/store/calibration.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/trace_rows.h"
 #include "pipette_runner.h"

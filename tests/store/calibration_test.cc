@@ -1,7 +1,7 @@
 // Calibrations: the alpha-beta fit on synthetic points (exact on a line, relative weighting, the
 // clamps), the median, and the store: a round trip with points, the list, NotFound naming
 // --calibration, and the migration of a schema-3 database keeping its runs.
-#include "pipette/store/calibration.h"
+#include "pipette/engine/calibration.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -1,5 +1,5 @@
-// SweepShard (study/sweep_shard.h): every point in exactly one shard, the assignment i mod N; --shard
-// K/N parsing; K and N from Slurm job arrays, Open MPI, PMI and PMIx variables; the shard's
+// SweepShard (study/sweep_shard.h): every point in exactly one shard, the assignment i mod N;
+// --shard K/N parsing; K and N from Slurm job arrays, Open MPI, PMI and PMIx variables; the shard's
 // database name.
 #include "pipette/study/sweep_shard.h"
 

@@ -92,7 +92,8 @@ CREATE INDEX runs_by_point ON runs(experiment_id, point_key);
     R"sql(
 ALTER TABLE runs ADD COLUMN owner_start TEXT NOT NULL DEFAULT '';
 )sql",
-    // 4: calibrations of a machine (`pipette calibrate`, store/calibration.h) and their raw points.
+    // 4: calibrations of a machine (`pipette calibrate`, engine/calibration.h) and their raw
+    // points.
     R"sql(
 CREATE TABLE calibrations(
   id INTEGER PRIMARY KEY,

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
-#include "pipette/store/calibration.h"
+#include "pipette/engine/calibration.h"
 #include "pipette/store/process_owner.h"
 #include "pipette/store/run_data.h"
 

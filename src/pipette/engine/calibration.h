@@ -4,7 +4,9 @@
 // the engine's own cost per program instruction, and one core's fp32 GEMM rate, alone and with
 // every rank running at once. The raw points are kept beside the fits. Stored in the experiment
 // database (ExperimentDb::RecordCalibration, tables `calibrations` and `calibration_points`,
-// docs/trace_schema.md). Plain values; FitAlphaBeta is a pure function.
+// docs/trace_schema.md); measured by a real engine (backends/cpu/calibrate.h: MeasureCalibration),
+// so it lives in the engine layer, beside what engines measure. Plain values; FitAlphaBeta and
+// HostClusterSpec are pure functions.
 //
 // Example:
 //   Calibration c;
@@ -17,6 +19,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "pipette/cluster/cluster_spec.h"
 
 namespace pipette {
 
@@ -68,5 +72,12 @@ AlphaBeta FitAlphaBeta(const std::vector<CalibrationPoint>& points);
 
 // The points of `calibration` of kind `what`, in their stored order.
 std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::string_view what);
+
+// The calibrated machine as a cluster (cluster/host_cluster_toml.h writes it): one node named
+// "host-calibration-ID" whose "GPUs" are its cores, an fp32 peak of the contended GEMM rate (at
+// least 1 GFLOP/s), memory RAM / cores, HBM bandwidth the copy rate (at least 1 MB/s), and both
+// links the p2p fit: bandwidth 1/beta (at least 1 MB/s; a fit with beta = 0 takes the largest p2p
+// point's rate, 1 GB/s without one), latency alpha clamped to [0, 1 s].
+ClusterSpec HostClusterSpec(const Calibration& calibration);
 
 }  // namespace pipette

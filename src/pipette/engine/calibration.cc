@@ -1,6 +1,9 @@
-#include "pipette/store/calibration.h"
+#include "pipette/engine/calibration.h"
+
+#include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace pipette {
 namespace {
@@ -50,6 +53,33 @@ std::vector<CalibrationPoint> PointsOf(const Calibration& calibration, std::stri
     if (p.what == what) out.push_back(p);
   }
   return out;
+}
+
+ClusterSpec HostClusterSpec(const Calibration& c) {
+  ClusterSpec spec;
+  spec.name = fmt::format("host-calibration-{}", c.id);
+  spec.source = fmt::format("pipette calibrate --engine {} on {} at {} (calibration {}, {} ranks)",
+                            c.engine, c.host, c.created_at, c.id, c.ranks);
+  spec.nodes = 1;
+  spec.gpus_per_node = c.cores;
+  spec.nics_per_node = 1;
+  spec.topology = Topology::kSingleSwitch;
+  spec.gpu.name = "cpu-core";
+  spec.gpu.memory_bytes = std::llround(c.memory_bytes / std::max(c.cores, 1));
+  spec.gpu.hbm_bandwidth = std::max(c.memory_bandwidth, 1e6);
+  spec.gpu.peak_flops[DType::kFP32] = std::max(c.gemm_flops, 1e9);
+  double bandwidth = 0;  // the p2p fit's 1/beta, or the largest point's rate when beta is 0
+  if (c.p2p.beta > 0) {
+    bandwidth = 1 / c.p2p.beta;
+  } else {
+    for (const CalibrationPoint& p : PointsOf(c, kCalibrationP2p)) {
+      if (p.seconds > 0) bandwidth = std::max(bandwidth, static_cast<double>(p.bytes) / p.seconds);
+    }
+    if (bandwidth <= 0) bandwidth = 1e9;
+  }
+  spec.intra_node = {std::max(bandwidth, 1e6), std::clamp(c.p2p.alpha, 0.0, 1.0)};
+  spec.inter_node = spec.intra_node;
+  return spec;
 }
 
 }  // namespace pipette

@@ -1,6 +1,6 @@
 // `pipette compare A B [--db FILE] [--format text|json] [--worst N]`: a predicted (simulated) and
-// a measured run of the same program joined event by event (store/run_compare.h): the step time of
-// each and its error, per event kind the median and 90th percentile of the start and duration
+// a measured run of the same program joined event by event (fidelity/run_compare.h): the step time
+// of each and its error, per event kind the median and 90th percentile of the start and duration
 // errors, the worst instructions and peak memory per rank. A sim run is always the prediction;
 // two runs of one engine compare A (predicted) against B (measured). Runs of different programs
 // are refused (exit 2).
@@ -16,8 +16,8 @@
 #include "cli/run_store.h"
 #include "cli/store_options.h"
 #include "pipette/common/printable.h"
-#include "pipette/store/fidelity_summary.h"
-#include "pipette/store/run_compare.h"
+#include "pipette/fidelity/fidelity_summary.h"
+#include "pipette/fidelity/run_compare.h"
 
 namespace pipette::cli {
 namespace {
@@ -218,7 +218,7 @@ nlohmann::ordered_json ComparisonJson(const RunComparison& c) {
 }
 
 // --experiment NAME: every prediction of the experiment against its measured run
-// (store/fidelity_summary.h), one line each, and the MAPE of the step time.
+// (fidelity/fidelity_summary.h), one line each, and the MAPE of the step time.
 Status CompareExperiment(const CompareOptions& o) {
   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, OpenExistingDb(o.db));
   PIPETTE_ASSIGN_OR_RETURN(const std::optional<std::int64_t> id, db.FindExperiment(o.experiment));

@@ -2,7 +2,7 @@
 // (its schedule, p, v, m and data-parallel replicas, rebuilt by the schedule layer) runs on the
 // SimGrid engine with every stage's F, I, W and B costs, each rank's parameter update and (without
 // a calibration) all-reduce taken from the run (medians over its traced steps without step 0,
-// store/recorded_work.h), the engine's step barrier, message sizes from its trace, optionally N
+// fidelity/recorded_work.h), the engine's step barrier, message sizes from its trace, optionally N
 // cores shared by the ranks (sim/simulator.h: SimulationCase::cores), and what a calibration
 // measured beyond compute (messages alpha + beta * bytes, the all-reduce fit, the engine's
 // per-instruction overhead). It simulates as many steps as the run traced, so `pipette compare`
@@ -18,9 +18,9 @@
 
 #include "pipette/common/status.h"
 #include "pipette/engine/memory_timeline.h"
+#include "pipette/fidelity/recorded_work.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
-#include "pipette/store/recorded_work.h"
 #include "pipette/store/run_data.h"
 #include "sim/simulator.h"
 

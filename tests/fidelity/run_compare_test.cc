@@ -1,8 +1,8 @@
-// The row-by-row join of a predicted and a measured run (store/run_compare.h) on hand-built runs
+// The row-by-row join of a predicted and a measured run (fidelity/run_compare.h) on hand-built runs
 // whose errors are known exactly: medians and 90th percentiles (linear interpolation), step
 // origins, the worst list, peak memory, and every kind of mismatch refused with the first
 // mismatching key and both runs named.
-#include "pipette/store/run_compare.h"
+#include "pipette/fidelity/run_compare.h"
 
 #include <gtest/gtest.h>
 

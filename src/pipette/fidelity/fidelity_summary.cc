@@ -1,4 +1,4 @@
-#include "pipette/store/fidelity_summary.h"
+#include "pipette/fidelity/fidelity_summary.h"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipette/engine/measured_costs.h"
-#include "pipette/store/run_compare.h"
+#include "pipette/fidelity/run_compare.h"
 
 namespace pipette {
 namespace {

@@ -1,4 +1,4 @@
-#include "pipette/store/recorded_work.h"
+#include "pipette/fidelity/recorded_work.h"
 
 #include <fmt/core.h>
 

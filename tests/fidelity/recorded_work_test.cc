@@ -1,6 +1,6 @@
-// ShareOutContention (store/recorded_work.h): the work each compute of a run did alone when the
+// ShareOutContention (fidelity/recorded_work.h): the work each compute of a run did alone when the
 // run's ranks shared `cores` cores, against closed forms of processor sharing.
-#include "pipette/store/recorded_work.h"
+#include "pipette/fidelity/recorded_work.h"
 
 #include <gtest/gtest.h>
 

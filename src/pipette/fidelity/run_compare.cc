@@ -1,4 +1,4 @@
-#include "pipette/store/run_compare.h"
+#include "pipette/fidelity/run_compare.h"
 
 #include <fmt/core.h>
 

@@ -49,8 +49,9 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/device.h"
+#include "cuda/device_tensor.h"
 #include "cuda/model.h"
+#include "cuda/rank_device.h"
 #include "cuda/trainer.h"
 #include "pipette/cost/memory_model.h"
 #include "pipette/engine/flops.h"

@@ -26,8 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/device.h"
+#include "cuda/gemm_plan.h"
 #include "cuda/kernels.h"
+#include "cuda/rank_device.h"
 #include "cuda/trainer.h"
 #include "cuda_gemm_cases.h"
 #include "results_file.h"

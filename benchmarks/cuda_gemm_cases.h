@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "cuda/check.h"
-#include "cuda/device.h"
+#include "cuda/device_tensor.h"
+#include "cuda/gemm_plan.h"
+#include "cuda/linear.h"
 #include "cuda/model.h"
+#include "cuda/rank_device.h"
 
 namespace pipette::cuda {
 

@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "device.h"
+#include "device_tensor.h"
 #include "fabric.h"
 #include "model.h"
 #include "pipette/engine/fault.h"
@@ -37,6 +37,7 @@
 #include "pipette/engine/stage_io.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
+#include "rank_device.h"
 
 namespace pipette::cuda {
 

@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "check.h"
-#include "device.h"
+#include "device_tensor.h"
+#include "rank_device.h"
 
 namespace pipette::cuda {
 

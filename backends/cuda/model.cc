@@ -7,6 +7,7 @@
 #include "check.h"
 #include "flash_attention.h"
 #include "kernels.h"
+#include "linear.h"
 #include "pipette/engine/decoder_layers.h"
 #include "pipette/engine/param_init.h"
 

@@ -13,11 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "device.h"
+#include "device_tensor.h"
+#include "gemm_plan.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/corpus.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/model/decoder.h"
+#include "rank_device.h"
 
 namespace pipette::cuda {
 

@@ -9,7 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/device.h"
+#include "cuda/device_tensor.h"
+#include "cuda/gemm_plan.h"
 #include "cuda/virtual_fabric.h"
 
 namespace pipette::cuda {

@@ -15,8 +15,11 @@
 
 #include "cpu/tensor.h"
 #include "cpu_compare_util.h"
-#include "cuda/device.h"
+#include "cuda/device_tensor.h"
+#include "cuda/gemm_plan.h"
+#include "cuda/linear.h"
 #include "cuda/model.h"
+#include "cuda/rank_device.h"
 #include "cuda_gemm_cases.h"
 
 namespace pipette::cuda {

@@ -2,6 +2,8 @@
 // apart and what it shares, and the linear layers' GEMMs (epilogue bias, residual as C, the
 // accumulating gradients) run the way cuBLASLt defines them, column-major, against the CPU
 // engine's linear layers on the same inputs.
+#include "cuda/gemm_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,7 @@
 
 #include "cpu/tensor.h"
 #include "cpu_compare_util.h"
-#include "cuda/device.h"
+#include "cuda/linear.h"
 #include "cuda/model.h"
 
 namespace pipette::cuda {

@@ -1,0 +1,48 @@
+// Internal to the plot layer: the gnuplot script of each figure kind, one file each
+// (timeline_figure.cc, bubble_figure.cc, memory_figure.cc, step_time_figure.cc,
+// compare_figure.cc), which FigureScript (figure.h) dispatches to, and the helpers more than one of
+// them uses: gnuplot quoting, colours and the terminal (figure.cc), and a run's configuration and
+// metrics (figure_common.cc).
+//
+// Pure functions on the caller's runs (store/run_data.h): nothing is owned or kept, and every
+// function is thread-safe. Errors are FigureScript's (InvalidArgument naming the run and what it
+// lacks).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipette/common/status.h"
+#include "pipette/plot/figure.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette::internal {
+
+// A string as a gnuplot double-quoted literal.
+std::string Quote(std::string_view text);
+// A colour 0xRRGGBB as a gnuplot string "#RRGGBB".
+std::string Rgb(std::uint32_t rgb);
+// The script's first lines: the terminal for `o.out`'s extension (.png or .svg) at `o.width` x
+// `o.height` (`default_height` when 0), the output file and the encoding. InvalidArgument for a
+// size out of [kMinPlotPixels, kMaxPlotPixels] or another extension.
+Result<std::string> Terminal(const PlotOptions& o, int default_height);
+
+// The run's configuration as a JSON object (an empty one if it does not parse as one).
+nlohmann::json Config(const RunData& run);
+// The value of the run's metric `name`; InvalidArgument naming the run and the metric otherwise.
+Result<double> NeedMetric(const RunData& run, const std::string& name);
+// The value of the run's configuration key `key`; InvalidArgument naming the run and the key
+// otherwise.
+Result<nlohmann::json> NeedConfig(const RunData& run, const std::string& key);
+
+// The scripts of the figure kinds (figure.h describes each); `runs` is not empty.
+Result<std::string> TimelineScript(const std::vector<RunData>& given, const PlotOptions& o);
+Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOptions& o);
+Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOptions& o);
+Result<std::string> StepTimeScript(const std::vector<RunData>& runs, const PlotOptions& o);
+Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOptions& o);
+
+}  // namespace pipette::internal

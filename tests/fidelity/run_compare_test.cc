@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "pipette/fidelity/relative_error.h"
+
 namespace pipette {
 namespace {
 
@@ -64,6 +66,14 @@ const KindErrors& KindOf(const RunComparison& c, EventKind kind) {
   }
   ADD_FAILURE() << "no kind " << EventKindName(kind);
   return c.all;
+}
+
+TEST(RelativeError, IsSignedAndItsMeanMagnitudeIsTheMape) {
+  EXPECT_DOUBLE_EQ(RelativeError(110, 100), 0.1);
+  EXPECT_DOUBLE_EQ(RelativeError(90, 100), -0.1);
+  EXPECT_EQ(RelativeError(5, 0), 0);
+  EXPECT_DOUBLE_EQ(MeanAbsoluteRelativeError({90, 220}, {100, 200}), 0.1);
+  EXPECT_EQ(MeanAbsoluteRelativeError({}, {}), 0);
 }
 
 TEST(Percentile, InterpolatesLinearlyBetweenClosestRanks) {

@@ -188,7 +188,6 @@ TEST(FigureScript, CompareComputesMapeAndDrawsTheBand) {
   EXPECT_NE(script.find("(0.9*$1):(1.1*$1) with filledcurves"), std::string::npos);
   EXPECT_NE(script.find("x with lines"), std::string::npos);
   EXPECT_FALSE(FigureScript(PlotKind::kCompare, {sim1, meas1, sim2}, options).ok());
-  EXPECT_DOUBLE_EQ(MeanAbsolutePercentageError({90, 220}, {100, 200}), 10.0);
 }
 
 // A run with config {"schedule":..,"pp":2,"v":1,"m":m} on `engine` and step time `step_s`.

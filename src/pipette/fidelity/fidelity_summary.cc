@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipette/engine/measured_costs.h"
+#include "pipette/fidelity/relative_error.h"
 #include "pipette/fidelity/run_compare.h"
 
 namespace pipette {
@@ -48,7 +49,7 @@ Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experim
   PIPETTE_ASSIGN_OR_RETURN(const std::vector<RunRecord> runs,
                            db.ListRuns({.experiment_id = experiment_id, .status = "ok"}));
   FidelitySummary summary;
-  std::vector<double> medians;
+  std::vector<double> medians, predicted_steps, measured_steps;
   for (const RunRecord& run : runs) {
     if (run.engine != "sim") continue;
     const nlohmann::json config = nlohmann::json::parse(run.config, nullptr, false);
@@ -56,7 +57,8 @@ Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experim
     PIPETTE_ASSIGN_OR_RETURN(const RunData predicted, db.LoadRun(run.id));
     PIPETTE_ASSIGN_OR_RETURN(FidelityPair pair,
                              PairOf(db, predicted, config["costs_from"].get<std::int64_t>()));
-    summary.step_mape += std::abs(pair.step_error_rel);
+    predicted_steps.push_back(pair.predicted_step_s);
+    measured_steps.push_back(pair.measured_step_s);
     if (std::abs(pair.step_error_rel) > std::abs(summary.step_worst_error_rel)) {
       summary.step_worst_error_rel = pair.step_error_rel;
     }
@@ -68,7 +70,7 @@ Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experim
         fmt::format("experiment {} has no predictions (sim runs recorded by simulate --costs-from)",
                     experiment_id));
   }
-  summary.step_mape /= static_cast<double>(summary.pairs.size());
+  summary.step_mape = MeanAbsoluteRelativeError(predicted_steps, measured_steps);
   summary.instruction_error_median = Median(medians);
   return summary;
 }

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "pipette/fidelity/relative_error.h"
+
 namespace pipette {
 namespace {
 
@@ -179,10 +181,6 @@ KindErrors ErrorsOf(EventKind kind, const std::vector<const EventPair*>& pairs) 
   k.duration_signed_median_rel = Percentile(std::move(dur_rel), 50);
   k.duration_abs_s = StatsOf(std::move(dur_abs_s));
   return k;
-}
-
-double RelativeError(double predicted, double measured) {
-  return measured != 0 ? (predicted - measured) / measured : 0;
 }
 
 std::optional<double> FindMetric(const RunData& run, const std::string& name) {

@@ -7,21 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "pipette/fidelity/relative_error.h"
 #include "pipette/plot/figure.h"
 #include "pipette/plot/figure_scripts.h"
 #include "pipette/plot/palette.h"
 #include "pipette/plot/run_labels.h"
 
 namespace pipette {
-
-double MeanAbsolutePercentageError(const std::vector<double>& predicted,
-                                   const std::vector<double>& measured) {
-  double sum = 0;
-  for (std::size_t k = 0; k < predicted.size(); ++k) {
-    sum += std::abs(measured[k] - predicted[k]) / measured[k];
-  }
-  return predicted.empty() ? 0 : 100 * sum / predicted.size();
-}
 
 namespace internal {
 namespace {
@@ -66,7 +58,7 @@ Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOp
     points += fmt::format(", \\\n  $p{} using 1:2 with points pt {} ps 1.5 lc rgb {} title {}", k,
                           style.point_type, Rgb(style.colour), Quote(labels[k]));
   }
-  const double mape = MeanAbsolutePercentageError(sim, measured);
+  const double mape = 100 * MeanAbsoluteRelativeError(sim, measured);
   PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 800));
   hi *= 1.15;
   const auto [x_label, y_label] = CompareAxes(pairs);

@@ -79,8 +79,4 @@ Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOpt
 // non-empty line.
 std::string GnuplotReason(std::string_view err);
 
-// The mean absolute percentage error of `predicted` against `measured`, in percent.
-double MeanAbsolutePercentageError(const std::vector<double>& predicted,
-                                   const std::vector<double>& measured);
-
 }  // namespace pipette

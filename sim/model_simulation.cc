@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -328,6 +329,24 @@ Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationO
   }
   m.tokens_per_s = microbatches * c.micro_batch_size * c.seq_len * c.dp / m.step_time;
   return m;
+}
+
+Status PriceUnevenWork(const ModelPlan& plan, const std::string& model, const UnevenWork& work,
+                       ModelSimulationOptions& options) {
+  if (work.IsEven()) return Status::Ok();
+  const int m = plan.config.microbatches;
+  std::map<int, double> flops;  // length -> FLOPs of one microbatch
+  const CostsAtSeqlen costs_at = [&](int seq_len) -> Result<Costs> {
+    PIPETTE_ASSIGN_OR_RETURN(StageCostsAtLength at, StageCostsAt(plan, model, seq_len));
+    flops[seq_len] = at.model_flops;
+    return std::move(at.costs);
+  };
+  PIPETTE_ASSIGN_OR_RETURN(options.costs,
+                           ApplyUnevenWork(costs_at, plan.schedule.placement, m, work));
+  options.microbatch_scale = SeqlenRatios(work);
+  options.link_slowdowns = work.link_slowdowns;
+  for (int mb = 0; mb < m; ++mb) options.flops_per_replica_step += flops.at(work.SeqlenOf(mb));
+  return Status::Ok();
 }
 
 }  // namespace pipette

@@ -22,11 +22,13 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pipette/common/status.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/partition/model_plan.h"
+#include "pipette/schedule/uneven_work.h"
 #include "sim/simulator.h"
 
 namespace pipette {
@@ -80,6 +82,13 @@ struct ModelSimulation {
   double mfu = 0;                  // model FLOPs per step / (step_time * GPUs * peak FLOP/s)
   double tokens_per_s = 0;         // tokens of every replica per step / step_time
 };
+
+// Prices `work` for the model path into `options`: every distinct microbatch length's stage costs
+// from `model` (the preset or file `plan` was built from: StageCostsAt, partition/model_plan.h),
+// the rank speeds folded in (ApplyUnevenWork), the messages scaled with the lengths, the slow
+// links, and the FLOPs of one replica's step. Even work leaves `options` as it is.
+Status PriceUnevenWork(const ModelPlan& plan, const std::string& model, const UnevenWork& work,
+                       ModelSimulationOptions& options);
 
 // Checks, before anything runs, what simulating `plan` derives from its cluster: every message's
 // transfer time (latency + bytes / bandwidth of the slowest link the job uses) and every rank's

@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 
+#include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -49,6 +51,42 @@ std::vector<double> PeakMemory(const std::vector<RankMemoryTimeline>& memory) {
   std::vector<double> peaks;
   for (const RankMemoryTimeline& m : memory) peaks.push_back(m.peak_bytes);
   return peaks;
+}
+
+Result<Calibration> FindCalibration(ExperimentDb& db, const std::string& which) {
+  const std::string option = fmt::format("--calibration = {}", Printable(which));
+  if (which == "latest") {
+    PIPETTE_ASSIGN_OR_RETURN(std::vector<Calibration> all, db.ListCalibrations());
+    const std::string host = HostName();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      if (it->host == host) return db.LoadCalibration(it->id);
+    }
+    return Status::InvalidArgument(fmt::format(
+        "{}: the database has no calibration of this host ({}); run pipette calibrate first",
+        option, Printable(host)));
+  }
+  std::int64_t id = 0;
+  const auto [end, error] = std::from_chars(which.data(), which.data() + which.size(), id);
+  if (error != std::errc() || end != which.data() + which.size() || id < 1) {
+    return Status::InvalidArgument(
+        fmt::format("{}: must be a calibration id (pipette calibrations) or 'latest'", option));
+  }
+  Result<Calibration> found = db.LoadCalibration(id);
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+    return Status::InvalidArgument(fmt::format("{}: {}", option, found.status().message()));
+  }
+  return found;
+}
+
+void ApplyCalibration(const Calibration& c, PredictionSettings& settings) {
+  settings.calibration_id = c.id;
+  settings.latency = c.p2p.alpha;
+  settings.seconds_per_byte = c.p2p.beta;
+  settings.instruction_overhead = c.instruction_overhead_s;
+  settings.overhead_source = "calibration";
+  settings.message_source = "calibration";
+  settings.allreduce_alpha = c.allreduce.alpha;
+  settings.allreduce_beta = c.allreduce.beta;
 }
 
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
@@ -106,6 +144,58 @@ SimulationCase CaseOf(const CostsFromPlan& plan) {
     }
   }
   return one;
+}
+
+nlohmann::ordered_json RecordedUnevenWork(const nlohmann::ordered_json& config) {
+  nlohmann::ordered_json recorded;
+  if (config.contains("uneven")) recorded = config["uneven"];
+  for (const char* key : {"rank_speed", "microbatch_seqlens"}) {
+    if (config.contains(key)) recorded[key] = config[key];
+  }
+  return recorded;
+}
+
+int RecordedSeqLen(const CostsFromPlan& plan) {
+  const nlohmann::ordered_json& config = plan.measured_config;
+  if (config.contains("seq_len") && config["seq_len"].is_number_integer()) {
+    return config["seq_len"].get<int>();
+  }
+  return 0;
+}
+
+Status CheckUnevenPrediction(const CostsFromPlan& plan, bool adds_uneven, bool adds_seqlens) {
+  const std::int64_t run = plan.work.run_id;
+  const nlohmann::ordered_json recorded = RecordedUnevenWork(plan.measured_config);
+  if (!recorded.is_null() && adds_uneven) {
+    return Status::InvalidArgument(fmt::format(
+        "--costs-from = {}: the run already ran uneven work ({}); predict uneven work from an "
+        "even run",
+        run, recorded.dump()));
+  }
+  if (recorded.contains("microbatch_seqlens")) {
+    return Status::InvalidArgument(fmt::format(
+        "--costs-from = {}: the run's microbatches have different lengths ({}), so its per-stage "
+        "medians are no one length's costs; predict it from an even-length run with "
+        "--microbatch-seqlens",
+        run, recorded["microbatch_seqlens"].dump()));
+  }
+  if (RecordedSeqLen(plan) <= 0 && adds_seqlens) {
+    return Status::InvalidArgument(fmt::format(
+        "--microbatch-seqlens with --costs-from = {}: the run records no seq_len to scale from",
+        run));
+  }
+  return Status::Ok();
+}
+
+Result<CostsFromReport> PredictRun(const CostsFromPlan& plan, const SimulationCase& one) {
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<SimulationResult> results, Simulate({one}));
+  CostsFromReport report{plan, std::move(results.front()), {}};
+  const RecordedWork& w = plan.work;
+  if (!w.static_bytes.empty()) {
+    report.memory = MemoryOverTime(report.result.trace, w.static_bytes, w.stage_memory,
+                                   /*message_buffers=*/w.engine == "cpu");
+  }
+  return report;
 }
 
 nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {

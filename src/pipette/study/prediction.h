@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/engine/calibration.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/fidelity/recorded_work.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/store/experiment_db.h"
 #include "pipette/store/run_data.h"
 #include "sim/simulator.h"
 
@@ -61,12 +63,39 @@ struct CostsFromReport {
   std::vector<RankMemoryTimeline> memory;  // empty when the run recorded no memory model
 };
 
+// The calibration `which` names in `db`: an id, or "latest" (this host's most recent one).
+// InvalidArgument naming --calibration, the value and the rule for a malformed id, an id the
+// database lacks, or no calibration of this host; the database's own errors otherwise.
+Result<Calibration> FindCalibration(ExperimentDb& db, const std::string& which);
+
+// What `calibration` measured beyond compute, into `settings`: messages alpha + beta * bytes, the
+// engine's instruction overhead and the all-reduce fit (sources "calibration").
+void ApplyCalibration(const Calibration& calibration, PredictionSettings& settings);
+
 // Reads `run` (InvalidArgument naming `option` when it cannot be predicted) and rebuilds its
 // program.
 Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& option,
                                     const PredictionSettings& settings);
 // The simulation case of `plan` (pointing into it).
 SimulationCase CaseOf(const CostsFromPlan& plan);
+
+// The uneven work the run ran, as its configuration records it: simulate's "uneven" object, or
+// train's "rank_speed" and "microbatch_seqlens" strings; null when it ran even work.
+nlohmann::ordered_json RecordedUnevenWork(const nlohmann::ordered_json& config);
+
+// The run's own sequence length (its configuration's seq_len), 0 when it records none: the length
+// its measured costs are for, which uneven lengths scale from.
+int RecordedSeqLen(const CostsFromPlan& plan);
+
+// Whether uneven work can be added to the prediction of `plan`'s run: refused (InvalidArgument
+// naming --costs-from and the run's uneven work) when the run already ran uneven work and
+// `adds_uneven` (any uneven-work option given), when its microbatches had different lengths (its
+// medians are no one length's costs), or when `adds_seqlens` and it records no seq_len.
+Status CheckUnevenPrediction(const CostsFromPlan& plan, bool adds_uneven, bool adds_seqlens);
+
+// Simulates `one` (CaseOf(plan) with any uneven work applied) and, when the run recorded its
+// engine's memory, the memory over time of the simulated order.
+Result<CostsFromReport> PredictRun(const CostsFromPlan& plan, const SimulationCase& one);
 
 nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan);
 RunData RunDataOf(const CostsFromReport& report);

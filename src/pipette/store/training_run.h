@@ -1,0 +1,20 @@
+// What a real training run records (engine/train_report.h into store/run_data.h): every traced
+// instruction, the memory over time of its engine and its metrics (docs/metrics.md: losses, step
+// times, memory, the measured per-stage F, I, W and B costs, the engine's memory model, the
+// verification). Pure functions, shared by every real engine's run.
+#pragma once
+
+#include "pipette/engine/train_plan.h"
+#include "pipette/engine/train_report.h"
+#include "pipette/store/run_data.h"
+
+namespace pipette {
+
+// The run's rows. A send's buffer is held to the end of the step's program, except between
+// virtual ranks (`virtual_ranks`: the receiver's copy frees it).
+RunData TrainingRunData(const TrainPlan& plan, const TrainReport& report, bool virtual_ranks);
+
+// The mean of the report's step times.
+double MeanStepTime(const TrainReport& report);
+
+}  // namespace pipette

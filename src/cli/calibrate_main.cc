@@ -221,6 +221,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 
 int main(int argc, char** argv) {
   using namespace pipette::cli;
+  using pipette::kExitFailure;
   CLI::App app{
       "pipette calibrate: measure this machine for the simulator (p2p and all-reduce times, the "
       "engine's overhead per instruction, sgemm rates) and record a calibration"};

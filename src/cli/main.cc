@@ -31,7 +31,7 @@ int Run(int argc, char** argv) {
   app.add_flag("--version", version, "Print pipette's version and its libraries' versions");
   app.require_subcommand(0, 1);
 
-  int exit_code = pipette::cli::kExitOk;
+  int exit_code = pipette::kExitOk;
   pipette::cli::RegisterScheduleCommand(app, exit_code);
   pipette::cli::RegisterPartitionCommands(app, exit_code);
   pipette::cli::RegisterSimulateCommand(app, exit_code);
@@ -51,11 +51,11 @@ int Run(int argc, char** argv) {
   }
   if (version) {
     PrintVersion();
-    return pipette::cli::kExitOk;
+    return pipette::kExitOk;
   }
   if (app.get_subcommands().empty()) {
     std::cout << app.help();
-    return pipette::cli::kExitOk;
+    return pipette::kExitOk;
   }
   return exit_code;
 }
@@ -72,6 +72,6 @@ int main(int argc, char** argv) {
     return Run(argc, argv);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc: say so instead of aborting
     fmt::print(stderr, "pipette: internal error: {}\n", e.what());
-    return pipette::cli::kExitFailure;
+    return pipette::kExitFailure;
   }
 }

@@ -12,18 +12,14 @@
 // drawn (`pipette db merge` the shards, then `--figures-only` draws them from the merged database).
 // Points and figures run as children of this binary (/proc/self/exe) because SimGrid allows one
 // simulation per process.
+#include "cli/sweep_command.h"
+
 #include <fmt/core.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +27,9 @@
 #include "cli/commands.h"
 #include "cli/mpi_launcher.h"
 #include "cli/run_store.h"
-#include "cli/store_options.h"
 #include "pipette/common/printable.h"
-#include "pipette/common/subprocess.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/study/sweep_runner.h"
 #include "pipette/study/sweep_shard.h"
 #include "pipette/study/sweep_spec.h"
 
@@ -43,19 +38,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct SweepOptions {
-  std::string spec;
-  std::string db = "pipette.db";
-  int jobs = 1;
-  bool dry_run = false;
-  std::string shard;          // "K/N" or "auto"; empty: every point (study/sweep_shard.h)
-  bool figures_only = false;  // run no point; draw the figures from the database
-};
-
 int Fail(const Status& status) { return ReportError("sweep", status); }
-
-// The binary every child runs: this one.
-constexpr const char* kSelf = "/proc/self/exe";
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -79,60 +62,9 @@ bool HasSubcommand(const CLI::App& app, const std::string& name) {
   return !app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == name; }).empty();
 }
 
-// The last non-empty line of `text`.
-std::string LastLine(const std::string& text) {
-  const std::size_t end = text.find_last_not_of(" \t\r\n");
-  if (end == std::string::npos) return "";
-  const std::size_t newline = text.rfind('\n', end);
-  const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(begin, end + 1 - begin);
-}
-
 std::string MinutesSeconds(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-// A finished point.
-struct PointResult {
-  enum class Outcome { kRan, kHeld, kInvalid, kFailed } outcome = Outcome::kFailed;
-  std::int64_t run_id = 0;  // kHeld: the run that holds the point
-  std::string status;       // ok or oom (kRan); the holder's status (kHeld)
-  std::string message;      // kInvalid, kFailed: why
-  double seconds = 0;
-};
-
-PointResult Classify(const Subprocess& child, const ExitStatus& exit, double seconds) {
-  PointResult result;
-  result.seconds = seconds;
-  if (exit.code == kExitOk) {
-    const auto json = nlohmann::json::parse(LastLine(child.out()), nullptr, false);
-    if (json.is_object() && json.contains("held_by_run") &&
-        json["held_by_run"].is_number_integer() && json.contains("held_status") &&
-        json["held_status"].is_string()) {
-      result.outcome = PointResult::Outcome::kHeld;
-      result.run_id = json["held_by_run"].get<std::int64_t>();
-      result.status = json["held_status"].get<std::string>();
-      return result;
-    }
-    if (json.is_object() && json.contains("run_id") && json["run_id"].is_number_integer() &&
-        json.contains("status") && json["status"].is_string()) {
-      result.outcome = PointResult::Outcome::kRan;
-      result.run_id = json["run_id"].get<std::int64_t>();
-      result.status = json["status"].get<std::string>();
-      return result;
-    }
-    result.message = "exit 0 without a run id in its JSON output: " + LastLine(child.out());
-    return result;
-  }
-  const std::string why = LastLine(child.err());
-  if (exit.code == kExitBadInput) {
-    result.outcome = PointResult::Outcome::kInvalid;
-    result.message = why;
-    return result;
-  }
-  result.message = exit.Describe() + (why.empty() ? "" : ": " + why);
-  return result;
 }
 
 // Progress on standard error: on a terminal one line redrawn in place, otherwise a line per point.
@@ -192,12 +124,6 @@ class Progress {
   std::size_t finished_ = 0, skipped_ = 0, failed_ = 0;
 };
 
-// What a point's child runs: `program` with the argument vector `argv`.
-struct ChildCommand {
-  std::string program;
-  std::vector<std::string> argv;
-};
-
 // Point `point`'s child: `pipette simulate ARGS` (this binary), or for `train` points
 // `mpirun -np P*DP [--oversubscribe] [--allow-run-as-root] pipette-train ARGS` (cli/mpi_launcher.h,
 // as `pipette calibrate` launches itself).
@@ -219,199 +145,16 @@ ChildCommand ChildOf(const SweepSpec& spec, const SweepOptions& o, const SweepPo
 std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
                                    const std::vector<SweepPoint>& points,
                                    const std::vector<std::size_t>& todo) {
-  struct Job {
-    std::size_t slot;  // index into todo
-    Subprocess child;
-    Clock::time_point start;
-  };
-  std::vector<PointResult> results(todo.size());
+  std::vector<ChildCommand> children;
+  for (const std::size_t k : todo) children.push_back(ChildOf(spec, o, points[k]));
   Progress progress(todo.size(), ::isatty(STDERR_FILENO) == 1);
   progress.Draw();
-  std::vector<std::unique_ptr<Job>> running;
-  std::size_t next = 0;
-  while (next < todo.size() || !running.empty()) {
-    while (running.size() < static_cast<std::size_t>(o.jobs) && next < todo.size()) {
-      const std::size_t slot = next++;
-      const SweepPoint& point = points[todo[slot]];
-      const ChildCommand command = ChildOf(spec, o, point);
-      Result<Subprocess> child = Subprocess::Start(command.program, command.argv);
-      if (!child.ok()) {
-        results[slot].message = child.status().message();
-        progress.Finished(point, results[slot]);
-        continue;
-      }
-      running.push_back(std::make_unique<Job>(Job{slot, std::move(*child), Clock::now()}));
-    }
-    std::vector<pollfd> fds;
-    std::vector<Job*> owner;
-    for (const auto& job : running) {
-      for (const pollfd& fd : job->child.PollFds()) {
-        fds.push_back(fd);
-        owner.push_back(job.get());
-      }
-    }
-    if (!fds.empty()) {
-      const int ready = ::poll(fds.data(), fds.size(), 1000);  // wake each second for the ETA
-      if (ready < 0 && errno != EINTR) {
-        fmt::print(stderr, "pipette sweep: poll: {}\n", std::strerror(errno));
-        break;  // the Jobs' destructors kill and reap the children
-      }
-      for (std::size_t k = 0; k < fds.size(); ++k) {
-        if (fds[k].revents != 0) owner[k]->child.Transfer(fds[k].fd);
-      }
-    }
-    for (auto it = running.begin(); it != running.end();) {
-      Job& job = **it;
-      if (!job.child.done()) {
-        ++it;
-        continue;
-      }
-      const ExitStatus exit = job.child.Wait();
-      results[job.slot] = Classify(job.child, exit, SecondsSince(job.start));
-      progress.Finished(points[todo[job.slot]], results[job.slot]);
-      it = running.erase(it);
-    }
-    progress.Draw();
-  }
+  std::vector<PointResult> results = RunChildren(
+      children, o.jobs,
+      [&](std::size_t slot, const PointResult& r) { progress.Finished(points[todo[slot]], r); },
+      [&] { progress.Draw(); });
   progress.End();
   return results;
-}
-
-// The path of a figure: relative to the spec's directory unless absolute.
-std::string FigurePath(const SweepSpec& spec, const SweepFigure& figure) {
-  const std::filesystem::path out(figure.out);
-  if (out.is_absolute()) return out.string();
-  return (std::filesystem::path(spec.path).parent_path() / out).lexically_normal().string();
-}
-
-struct FigureCounts {
-  int drawn = 0, skipped = 0, failed = 0;
-};
-
-FigureCounts DrawFigures(const SweepSpec& spec, const SweepOptions& o, bool have_plot,
-                         ExperimentDb& db, std::int64_t experiment_id,
-                         const std::vector<SweepPoint>& points) {
-  FigureCounts counts;
-  for (const SweepFigure& figure : spec.figures) {
-    const std::string out = FigurePath(spec, figure);
-    if (!have_plot) {
-      fmt::print(stderr,
-                 "pipette sweep: warning: {} figure {} not drawn: this pipette has no `plot` "
-                 "command yet\n",
-                 figure.kind, out);
-      ++counts.skipped;
-      continue;
-    }
-    std::string ids;
-    for (const SweepPoint& point : points) {
-      if (!FigureSelects(figure, point)) continue;
-      Result<std::optional<std::int64_t>> run = db.FindFinishedRun(experiment_id, point.key);
-      if (!run.ok() || !*run) continue;
-      ids += (ids.empty() ? "" : ",") + std::to_string(**run);
-      if (!spec.predict) continue;
-      run = db.FindFinishedRun(experiment_id, point.key + std::string(kPredictedKeySuffix));
-      if (run.ok() && *run) ids += "," + std::to_string(**run);
-    }
-    if (ids.empty()) {
-      fmt::print(stderr, "pipette sweep: warning: {} figure {} not drawn: no finished run\n",
-                 figure.kind, out);
-      ++counts.skipped;
-      continue;
-    }
-    std::vector<std::string> args{"pipette", "plot", figure.kind, "--db", o.db,
-                                  "--run",   ids,    "--out",     out};
-    if (!figure.x.empty()) args.insert(args.end(), {"--x", figure.x});
-    Result<Subprocess> plot = Subprocess::Run(kSelf, args);
-    if (plot.ok() && plot->Wait().code == kExitOk) {
-      fmt::print(stderr, "pipette sweep: drew {} figure {}\n", figure.kind, out);
-      ++counts.drawn;
-      continue;
-    }
-    const std::string why = plot.ok() ? plot->Wait().Describe() + ": " + LastLine(plot->err())
-                                      : plot.status().message();
-    fmt::print(stderr, "pipette sweep: warning: {} figure {} failed: {}\n", figure.kind, out, why);
-    ++counts.failed;
-  }
-  return counts;
-}
-
-int DryRun(const SweepSpec& spec, const SweepOptions& o, const std::vector<SweepPoint>& points) {
-  // Reading never creates the database.
-  std::vector<std::optional<std::int64_t>> done(points.size());
-  std::error_code error;
-  if (std::filesystem::exists(o.db, error)) {
-    Result<ExperimentDb> db = OpenExistingDb(o.db);
-    if (!db.ok()) return Fail(db.status());
-    Result<std::optional<std::int64_t>> experiment = db->FindExperiment(spec.name);
-    if (!experiment.ok()) return Fail(experiment.status());
-    for (std::size_t k = 0; *experiment && k < points.size(); ++k) {
-      Result<std::optional<std::int64_t>> run = db->FindFinishedRun(**experiment, points[k].key);
-      if (!run.ok()) return Fail(run.status());
-      done[k] = *run;
-    }
-  }
-  const auto finished = std::count_if(done.begin(), done.end(), [](const auto& d) { return d; });
-  fmt::print("# sweep {} ({}): {} points, {} done, {} to run; db {}\n", spec.name, spec.path,
-             points.size(), finished, points.size() - finished, o.db);
-  fmt::print(
-      "# each point runs: {}pipette {} <point's settings> --db {} --experiment {} "
-      "--point-key KEY --format json\n",
-      spec.command == "train" ? "mpirun -np P*DP " : "", spec.command, o.db, spec.name);
-  fmt::print("#  point  status      point key\n");
-  for (std::size_t k = 0; k < points.size(); ++k) {
-    const std::string status = done[k] ? fmt::format("done {}", *done[k]) : "to run";
-    fmt::print("{:>8}  {:<10}  {}\n", k + 1, status, points[k].key);
-  }
-  for (const SweepFigure& figure : spec.figures) {
-    const auto selected = std::count_if(points.begin(), points.end(), [&](const SweepPoint& p) {
-      return FigureSelects(figure, p);
-    });
-    fmt::print("# figure {} {} from {} point{}\n", figure.kind, FigurePath(spec, figure), selected,
-               selected == 1 ? "" : "s");
-  }
-  return kExitOk;
-}
-
-struct PredictionCounts {
-  int ran = 0, already = 0, held = 0, failed = 0;
-};
-
-// Fidelity studies (predict = true): every measured point with a finished run gets its prediction,
-// `pipette simulate --costs-from RUN [--calibration C]`, recorded in the experiment at the point's
-// key plus kPredictedKeySuffix (one per point: an existing finished one is kept).
-PredictionCounts PredictMeasuredPoints(const SweepSpec& spec, const SweepOptions& o,
-                                       ExperimentDb& db, std::int64_t experiment_id,
-                                       const std::vector<SweepPoint>& points) {
-  PredictionCounts counts;
-  if (!spec.predict) return counts;
-  for (const SweepPoint& point : points) {
-    Result<std::optional<std::int64_t>> measured = db.FindFinishedRun(experiment_id, point.key);
-    if (!measured.ok() || !*measured) continue;
-    const std::string key = point.key + std::string(kPredictedKeySuffix);
-    Result<std::optional<std::int64_t>> predicted = db.FindFinishedRun(experiment_id, key);
-    if (predicted.ok() && *predicted) {
-      ++counts.already;
-      continue;
-    }
-    std::vector<std::string> args{
-        "pipette",     "simulate", "--costs-from", std::to_string(**measured),
-        "--db",        o.db,       "--experiment", spec.name,
-        "--point-key", key,        "--format",     "json"};
-    if (!spec.calibration.empty()) args.insert(args.end(), {"--calibration", spec.calibration});
-    Result<Subprocess> child = Subprocess::Run(kSelf, args);
-    if (child.ok() && child->Wait().code == kExitOk) {
-      // A prediction another sweep holds (exit 0, JSON naming the holder) did not run here.
-      const bool held = nlohmann::json::parse(child->out(), nullptr, false).contains("held_by_run");
-      ++(held ? counts.held : counts.ran);
-      continue;
-    }
-    ++counts.failed;
-    const std::string why = child.ok() ? child->Wait().Describe() + ": " + LastLine(child->err())
-                                       : child.status().message();
-    fmt::print(stderr, "pipette sweep: warning: the prediction of run {} ({}) failed: {}\n",
-               **measured, Printable(point.key), why);
-  }
-  return counts;
 }
 
 // With --shard: this shard's points (point i of `points` when i mod N = K) and its database

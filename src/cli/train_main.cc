@@ -240,6 +240,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 
 int main(int argc, char** argv) {
   using namespace pipette::cli;
+  using pipette::kExitFailure;
   CLI::App app{
       "pipette train: real pipeline-parallel training, one MPI process per rank "
       "(mpirun -np P*D pipette train ...)"};

@@ -12,8 +12,9 @@ namespace pipette::cli {
 void RegisterScheduleCommand(CLI::App& app, int& exit_code);
 // `schedule search` (schedule_search_command.cc), a subcommand of `schedule`.
 void RegisterScheduleSearchCommand(CLI::App& schedule, int& exit_code);
-// `partition`, `models` and `clusters`.
 void RegisterPartitionCommands(CLI::App& app, int& exit_code);
+// `models` and `clusters` (catalog_commands.cc): the built-in presets.
+void RegisterCatalogCommands(CLI::App& app, int& exit_code);
 void RegisterSimulateCommand(CLI::App& app, int& exit_code);
 // `runs`, `export` and `plot`.
 void RegisterStoreCommands(CLI::App& app, int& exit_code);

@@ -34,6 +34,7 @@ int Run(int argc, char** argv) {
   int exit_code = pipette::kExitOk;
   pipette::cli::RegisterScheduleCommand(app, exit_code);
   pipette::cli::RegisterPartitionCommands(app, exit_code);
+  pipette::cli::RegisterCatalogCommands(app, exit_code);
   pipette::cli::RegisterSimulateCommand(app, exit_code);
   pipette::cli::RegisterStoreCommands(app, exit_code);
   pipette::cli::RegisterCompareCommand(app, exit_code);

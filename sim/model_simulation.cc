@@ -60,9 +60,7 @@ std::vector<double> AllReduceSeconds(const ModelPlan& p, const std::vector<doubl
 
 // The gradient bytes of the bucket size `o` asks for.
 double BucketBytes(const ModelPlan& p, const ModelSimulationOptions& o) {
-  const std::int64_t params =
-      o.grad_bucket_params > 0 ? o.grad_bucket_params : DefaultBucketParams(p.config.dp);
-  return static_cast<double>(params) * BytesOf(p.config.dtype);
+  return static_cast<double>(ResolvedOptions(p, o).grad_bucket_params) * BytesOf(p.config.dtype);
 }
 
 // Every rank's gradient buckets when `o` simulates the reduction on a cluster with dp > 1; else
@@ -329,6 +327,13 @@ Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationO
   }
   m.tokens_per_s = microbatches * c.micro_batch_size * c.seq_len * c.dp / m.step_time;
   return m;
+}
+
+ModelSimulationOptions ResolvedOptions(const ModelPlan& plan, ModelSimulationOptions options) {
+  if (options.grad_bucket_params <= 0) {
+    options.grad_bucket_params = DefaultBucketParams(plan.config.dp);
+  }
+  return options;
 }
 
 Status PriceUnevenWork(const ModelPlan& plan, const std::string& model, const UnevenWork& work,

@@ -83,6 +83,11 @@ struct ModelSimulation {
   double tokens_per_s = 0;         // tokens of every replica per step / step_time
 };
 
+// `options` with the defaults SimulateModel takes filled in, as a report of the run shows and
+// records them: grad_bucket_params, when 0, Megatron's default for the plan's dp
+// (DefaultBucketParams). Everything else as given.
+ModelSimulationOptions ResolvedOptions(const ModelPlan& plan, ModelSimulationOptions options);
+
 // Prices `work` for the model path into `options`: every distinct microbatch length's stage costs
 // from `model` (the preset or file `plan` was built from: StageCostsAt, partition/model_plan.h),
 // the rank speeds folded in (ApplyUnevenWork), the messages scaled with the lengths, the slow

@@ -62,25 +62,20 @@ Status CheckRequestSize(const SimulateOptions& o, int replicas) {
 }
 
 SimulateSettings SettingsOf(const SimulateOptions& o) {
-  SimulateSettings settings{o.ideal_network, o.latency_us, o.steps};
-  settings.overlap_alltoall = !o.no_alltoall_overlap;
-  return settings;
+  return {o.ideal_network, o.latency_us, o.steps};
 }
 
-// The model path's gradient reduction options into `simulation` and `settings`: --grad-reduce
-// (default: ring on a cluster, analytic on the ideal network), --grad-overlap,
-// --grad-bucket-params (default: Megatron's for --dp).
-Status GradientOptions(const SimulateOptions& o, int dp, ModelSimulationOptions& simulation,
-                       SimulateSettings& settings) {
-  GradReduce mode = o.ideal_network ? GradReduce::kAnalytic : GradReduce::kRing;
+// The model path's gradient reduction options into `simulation`: --grad-reduce (default: ring on
+// a cluster, analytic on the ideal network), --grad-overlap, --grad-bucket-params (0: Megatron's
+// default for --dp, which ResolvedOptions fills in).
+Status GradientOptions(const SimulateOptions& o, ModelSimulationOptions& simulation) {
+  simulation.grad_reduce = o.ideal_network ? GradReduce::kAnalytic : GradReduce::kRing;
   if (!o.grad_reduce.empty()) {
-    PIPETTE_ASSIGN_OR_RETURN(mode, ParseGradReduce(o.grad_reduce, "--grad-reduce"));
+    PIPETTE_ASSIGN_OR_RETURN(simulation.grad_reduce,
+                             ParseGradReduce(o.grad_reduce, "--grad-reduce"));
   }
-  simulation.grad_reduce = settings.grad_reduce = mode;
-  simulation.grad_overlap = settings.grad_overlap = o.grad_overlap;
+  simulation.grad_overlap = o.grad_overlap;
   simulation.grad_bucket_params = o.grad_bucket_params;
-  settings.grad_bucket_params =
-      o.grad_bucket_params > 0 ? o.grad_bucket_params : DefaultBucketParams(dp);
   return Status::Ok();
 }
 
@@ -213,24 +208,23 @@ int RunModel(const SimulateOptions& o) {
   if (Status size = CheckRequestSize(o, o.ideal_network ? 1 : o.dp); !size.ok()) return Fail(size);
   Result<ModelPlan> plan = BuildModelPlan(options);
   if (!plan.ok()) return Fail(plan.status());
-  SimulateSettings settings = SettingsOf(o);
+  const SimulateSettings settings = SettingsOf(o);
   ModelSimulationOptions simulation;
   simulation.ideal_network = o.ideal_network;
   simulation.every_replica = o.every_replica;
   simulation.latency = o.latency_us / 1e6;
   simulation.steps = o.steps;
-  if (Status grad = GradientOptions(o, plan->config.dp, simulation, settings); !grad.ok()) {
-    return Fail(grad);
-  }
+  if (Status grad = GradientOptions(o, simulation); !grad.ok()) return Fail(grad);
   simulation.overlap_alltoall = !o.no_alltoall_overlap;
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
   if (!uneven.ok()) return Fail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
   if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok()) return Fail(checked);
+  const ModelSimulationOptions resolved = ResolvedOptions(*plan, simulation);
   return RecordAndPrint<ModelReport>(
-      o, WithUneven(ConfigOf(*plan, settings), *uneven), [&]() -> Result<ModelReport> {
+      o, WithUneven(ConfigOf(*plan, settings, resolved), *uneven), [&]() -> Result<ModelReport> {
         PIPETTE_ASSIGN_OR_RETURN(ModelSimulation result, SimulateModel(*plan, simulation));
-        return ModelReport{*plan, settings, std::move(result)};
+        return ModelReport{*plan, settings, resolved, std::move(result)};
       });
 }
 

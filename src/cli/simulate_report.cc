@@ -30,7 +30,8 @@ void AddModelShape(const ModelPlan& p, nlohmann::ordered_json& json) {
 
 }  // namespace
 
-nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
+nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s,
+                                const ModelSimulationOptions& o) {
   const ParallelConfig& c = p.config;
   nlohmann::ordered_json config;
   config["command"] = "simulate";
@@ -43,14 +44,14 @@ nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s) {
   config["topology"] = TopologyName(p.cluster.topology);
   config["recompute"] = c.recompute;
   config["ep"] = c.ep;
-  config["alltoall_overlap"] = s.overlap_alltoall;
+  config["alltoall_overlap"] = o.overlap_alltoall;
   config["efficiency"] = p.efficiency;
   config["ideal_network"] = s.ideal_network;
   config["latency_us"] = s.latency_us;
   config["steps"] = s.steps;
-  config["grad_reduce"] = GradReduceName(s.grad_reduce);
-  config["grad_overlap"] = s.grad_overlap;
-  config["grad_bucket_params"] = s.grad_bucket_params;
+  config["grad_reduce"] = GradReduceName(o.grad_reduce);
+  config["grad_overlap"] = o.grad_overlap;
+  config["grad_bucket_params"] = o.grad_bucket_params;
   return config;
 }
 
@@ -94,8 +95,8 @@ nlohmann::ordered_json JsonOf(const ModelReport& report) {
   json["pipeline_time_s"] = m.sim.pipeline_makespan;
   json["allreduce_s"] = m.allreduce;
   json["allreduce_exposed_s"] = m.allreduce_exposed;
-  json["grad_reduce"] = GradReduceName(report.settings.grad_reduce);
-  json["grad_overlap"] = report.settings.grad_overlap;
+  json["grad_reduce"] = GradReduceName(report.options.grad_reduce);
+  json["grad_overlap"] = report.options.grad_overlap;
   json["grad_buckets"] = m.grad_buckets;
   json["bubble_ratio"] = m.sim.bubble_ratio;
   json["mfu"] = m.mfu;
@@ -129,7 +130,7 @@ std::string TextOf(const ModelReport& report) {
   if (p.model.attributes.experts > 0) {
     out += fmt::format("# moe: {} routed experts, ep={}, all-to-all overlap in (F;B) cells: {}\n",
                        p.model.attributes.experts, c.ep,
-                       report.settings.overlap_alltoall ? "on" : "off");
+                       report.options.overlap_alltoall ? "on" : "off");
   }
   out += fmt::format(
       "status        {}{}\n", RunStatusOf(report),
@@ -140,7 +141,7 @@ std::string TextOf(const ModelReport& report) {
       "step_time     {:.4f} ms   ({}pipeline {:.4f} ms + data-parallel all-reduce)\n",
       m.step_time * 1e3, steps > 1 ? fmt::format("mean of {} steps; first step's ", steps) : "",
       m.sim.pipeline_makespan * 1e3);
-  const SimulateSettings& s = report.settings;
+  const ModelSimulationOptions& s = report.options;
   if (c.dp > 1) {
     out += fmt::format(
         "grad_reduce   {}{}{}\n", GradReduceName(s.grad_reduce),

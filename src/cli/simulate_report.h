@@ -31,11 +31,6 @@ struct SimulateSettings {
   bool ideal_network = false;
   double latency_us = 0;  // per message on the ideal network
   int steps = 1;
-  // The model path's data-parallel gradient reduction, resolved (sim/gradient_reduction.h).
-  GradReduce grad_reduce = GradReduce::kAnalytic;
-  bool grad_overlap = false;
-  std::int64_t grad_bucket_params = 0;  // resolved: Megatron's default when not given
-  bool overlap_alltoall = true;         // MoE: overlapped (F;B) cells hide their all-to-all
 };
 
 // One simulated run: what was simulated, the settings, and the result.
@@ -53,10 +48,19 @@ struct TimesPlan {
   StageCost times_ms;  // per chunk, milliseconds
 };
 
-using ModelReport = SimulateReport<ModelPlan, ModelSimulation>;
+// A partitioned model's run: the simulation's options as SimulateModel resolved them
+// (sim/model_simulation.h: ResolvedOptions), the gradient reduction and the all-to-all overlap
+// among them.
+struct ModelReport {
+  const ModelPlan& plan;
+  SimulateSettings settings;
+  ModelSimulationOptions options;
+  ModelSimulation simulation;
+};
 using TimesReport = SimulateReport<TimesPlan, SimulationResult>;
 
-nlohmann::ordered_json ConfigOf(const ModelPlan& plan, const SimulateSettings& settings);
+nlohmann::ordered_json ConfigOf(const ModelPlan& plan, const SimulateSettings& settings,
+                                const ModelSimulationOptions& options);
 nlohmann::ordered_json ConfigOf(const TimesPlan& plan, const SimulateSettings& settings);
 RunData RunDataOf(const ModelReport& report);
 RunData RunDataOf(const TimesReport& report);

@@ -1,18 +1,15 @@
 #include "pipette/store/experiment_db.h"
 
-#include <fcntl.h>
 #include <fmt/core.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <initializer_list>
 #include <utility>
 
 #include "pipette/common/build_info.h"
@@ -22,7 +19,8 @@
 namespace pipette {
 namespace {
 
-constexpr int kBusyTimeoutMs = 60'000;
+using sqlite::Statement;
+using sqlite::Transaction;
 
 // Schema versions, in order: migration k brings user_version k-1 to k. Never edit a released
 // step; add one.
@@ -134,98 +132,6 @@ CREATE TABLE merged_runs(
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
-// A prepared statement (RAII). Bind indexes start at 1; columns at 0.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  ~Statement() { sqlite3_finalize(stmt_); }
-
-  Status status(std::string_view what) const {
-    if (rc_ == SQLITE_OK) return Status::Ok();
-    return Status::Internal(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
-  }
-  Statement& Bind(int i, std::int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Statement& Bind(int i, int v) { return Bind(i, static_cast<std::int64_t>(v)); }
-  Statement& Bind(int i, double v) {
-    sqlite3_bind_double(stmt_, i, v);
-    return *this;
-  }
-  Statement& Bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  // Binds text that outlives the statement's next step (no copy).
-  Statement& BindStatic(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-    return *this;
-  }
-  Statement& BindNull(int i) {
-    sqlite3_bind_null(stmt_, i);
-    return *this;
-  }
-  // An id where 0 means none (NULL): a run outside any experiment.
-  Statement& BindIdOrNull(int i, std::int64_t id) { return id > 0 ? Bind(i, id) : BindNull(i); }
-  // One step: SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(stmt_); }
-  // Runs a statement that returns no rows, then resets it for reuse.
-  Status Run(std::string_view what) {
-    const int rc = sqlite3_step(stmt_);
-    sqlite3_reset(stmt_);
-    if (rc == SQLITE_DONE) return Status::Ok();
-    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
-  }
-  std::int64_t Int(int c) const { return sqlite3_column_int64(stmt_, c); }
-  double Real(int c) const { return sqlite3_column_double(stmt_, c); }
-  std::string Text(int c) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, c);
-    return t == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(t));
-  }
-  bool IsNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-};
-
-// Rolls back unless committed (RAII for a write transaction).
-class Transaction {
- public:
-  explicit Transaction(sqlite3* db) : db_(db) {}
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  ~Transaction() {
-    if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  // BEGIN IMMEDIATE: takes the write lock now (waiting up to the busy timeout), so the transaction
-  // never fails half-way on a lock held by another writer.
-  Status Begin() {
-    if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return Status::IoError(fmt::format("begin transaction: {}", sqlite3_errmsg(db_)));
-    }
-    open_ = true;
-    return Status::Ok();
-  }
-  Status Commit() {
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      return Status::IoError(fmt::format("commit: {}", sqlite3_errmsg(db_)));
-    }
-    open_ = false;
-    return Status::Ok();
-  }
-
- private:
-  sqlite3* db_;
-  bool open_ = false;
-};
-
 RunRecord ReadRun(const Statement& s) {
   RunRecord r;
   r.id = s.Int(0);
@@ -255,80 +161,12 @@ struct RunningRun {
   OwnerFacts owner;
 };
 
-std::atomic<LockWaitObserver> lock_wait_observer{nullptr};
-
-// Tells the test hooks that this process waits for a lock (SetLockWaitObserverForTesting).
-void NoteLockWait(int waits) {
-  if (LockWaitObserver observer = lock_wait_observer.load()) observer(waits);
-  const char* file = waits == 0 ? std::getenv("PIPETTE_TEST_LOCK_WAIT_FILE") : nullptr;
-  if (file == nullptr) return;
-  const int fd = ::open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  const std::string line = fmt::format("{}\n", getpid());
-  (void)!::write(fd, line.data(), line.size());
-  ::close(fd);
-}
-
-// The busy handler of every connection (and the retry of the journal switch): sleeps 1 ms, 2 ms,
-// ... up to 100 ms between tries, and gives up (returns 0) after kBusyTimeoutMs in all.
-int WaitForLock(void*, int waits) {
-  static constexpr int kDelaysMs[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
-  constexpr int kSteps = static_cast<int>(std::size(kDelaysMs));
-  long long slept = 0;
-  for (int k = 0; k < std::min(waits, kSteps); ++k) slept += kDelaysMs[k];
-  if (waits > kSteps) slept += 100LL * (waits - kSteps);
-  if (slept >= kBusyTimeoutMs) return 0;
-  NoteLockWait(waits);
-  sqlite3_sleep(waits < kSteps ? kDelaysMs[waits] : 100);
-  return 1;
-}
-
-// OK when a loop of steps ended at SQLITE_DONE; IoError (a corrupt or locked file) otherwise.
-Status StepsDone(sqlite3* db, int rc, std::string_view what) {
-  if (rc == SQLITE_DONE) return Status::Ok();
-  return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db)));
-}
-
-bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
-
 // A negative user_version: pipette never writes one, so the header is damaged (exit 1 in every
 // command, like any corrupt database).
 Status CorruptVersion(std::string_view path, int version) {
   return Status::IoError(
       fmt::format("{}not a pipette database: schema version {} (a damaged header)",
                   path.empty() ? std::string() : fmt::format("--db = '{}': ", path), version));
-}
-
-bool AnyFileExists(std::initializer_list<std::string> paths) {
-  std::error_code error;
-  for (const std::string& p : paths) {
-    if (std::filesystem::exists(p, error) || error) return true;  // unknown counts as present
-  }
-  return false;
-}
-
-// True when `path` exists and is not empty (or cannot be examined): a -wal with frames the main
-// file lacks, or a hot -journal, which an immutable read would silently ignore.
-bool HasContent(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error) && !error) return false;
-  const std::uintmax_t size = std::filesystem::file_size(path, error);
-  return error || size > 0;
-}
-
-// The URI that opens `path` as immutable: absolute (so no part reads as an authority), every byte
-// but [A-Za-z0-9/._~-] percent-encoded ('?', '#' and '%' must not reach the URI parser).
-std::string ImmutableUri(const std::string& path) {
-  std::error_code error;
-  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
-  const std::string target = error ? path : absolute.string();
-  std::string uri = target.starts_with('/') ? "file://" : "file:";
-  for (const unsigned char c : target) {
-    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                       c == '/' || c == '.' || c == '_' || c == '~' || c == '-';
-    uri += plain ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
-  }
-  return uri + "?immutable=1";
 }
 
 // The open and first read of a database for reading.
@@ -339,28 +177,18 @@ struct ReadProbe {
   bool has_runs = false;
 };
 
-// True for the failures of a read-only connection that cannot create or lock the -shm/-wal files
-// of a WAL database (its directory is not writable); not for a hot journal (READONLY_ROLLBACK).
-bool CannotSetUpWal(int rc) {
-  if (rc == SQLITE_READONLY_ROLLBACK) return false;
-  return (rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN;
-}
-
-// Opens `path` read-only (through ImmutableUri when `immutable`) into `*raw` (which the caller
-// closes, on every path) and reads its schema version and whether it has a runs table.
-ReadProbe OpenAndProbe(const std::string& path, bool immutable, sqlite3** raw) {
+// Opens `path` read-only (immutable when `immutable`) into `*connection` and reads its schema
+// version and whether it has a runs table.
+ReadProbe OpenAndProbe(const std::string& path, bool immutable, sqlite::Connection* connection) {
   ReadProbe probe;
-  const std::string target = immutable ? ImmutableUri(path) : path;
-  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0);
-  probe.rc = sqlite3_open_v2(target.c_str(), raw, flags, nullptr);
+  *connection = sqlite::Connection::OpenReadOnly(path, immutable);
+  probe.rc = connection->open_rc();
   if (probe.rc != SQLITE_OK) {
-    probe.status =
-        Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
-                                    *raw ? sqlite3_errmsg(*raw) : sqlite3_errstr(probe.rc)));
+    probe.status = connection->OpenStatus(fmt::format("--db = '{}'", path));
     return probe;
   }
-  sqlite3_busy_handler(*raw, WaitForLock, nullptr);
-  Statement s(*raw,
+  sqlite3* db = connection->get();
+  Statement s(db,
               "SELECT (SELECT user_version FROM pragma_user_version), "
               "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs')");
   if (s.status("").ok() && s.Step() == SQLITE_ROW) {
@@ -368,14 +196,14 @@ ReadProbe OpenAndProbe(const std::string& path, bool immutable, sqlite3** raw) {
     probe.has_runs = s.Int(1) > 0;
     return probe;
   }
-  probe.rc = sqlite3_extended_errcode(*raw);
+  probe.rc = sqlite3_extended_errcode(db);
   const int primary = probe.rc & 0xff;
   // A file SQLite does not recognise is not a pipette database; any other failure is a read that
   // did not happen (permissions, locks, I/O), which says nothing about what the file is.
   const bool foreign = primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
   probe.status = Status::IoError(fmt::format("--db = '{}': {}: {}", path,
                                              foreign ? "not a pipette database" : "cannot read",
-                                             sqlite3_errmsg(*raw)));
+                                             sqlite3_errmsg(db)));
   return probe;
 }
 
@@ -399,25 +227,14 @@ Status CheckDatabasePath(std::string_view path) {
   return Status::Ok();
 }
 
-void SetLockWaitObserverForTesting(LockWaitObserver observer) {
-  lock_wait_observer.store(observer);
-}
-
 Result<ExperimentDb> ExperimentDb::Open(const std::string& path, int up_to_version) {
   PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
-  sqlite3* raw = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  ExperimentDb db(raw);  // closes `raw` on every path below
-  if (rc != SQLITE_OK) {
-    return Status::IoError(fmt::format("--db = '{}': cannot open: {}", path,
-                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
-  }
-  sqlite3_busy_handler(raw, WaitForLock, nullptr);
-  Status s = db.Exec("PRAGMA foreign_keys = ON");
-  if (s.ok()) s = db.SwitchToWal();
-  if (s.ok()) s = db.Exec("PRAGMA synchronous = NORMAL");
+  ExperimentDb db(sqlite::Connection::Open(
+      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX));
+  PIPETTE_RETURN_IF_ERROR(db.db_.OpenStatus(fmt::format("--db = '{}'", path)));
+  Status s = db.db_.Exec("PRAGMA foreign_keys = ON");
+  if (s.ok()) s = db.db_.SwitchToWal();
+  if (s.ok()) s = db.db_.Exec("PRAGMA synchronous = NORMAL");
   if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
   Status migrated = db.Migrate(up_to_version);
   if (!migrated.ok()) {
@@ -431,19 +248,15 @@ Result<ExperimentDb> ExperimentDb::OpenReadOnly(const std::string& path) {
   PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(path));
   // Not ours to write and no connection open (no -wal/-shm): read it as immutable rather than
   // leave -wal/-shm files owned by this user, which would stop the owner's writes.
-  const bool writable = ::access(path.c_str(), W_OK) == 0;
-  const bool immutable =
-      !writable && !AnyFileExists({path + "-wal", path + "-shm"}) && !HasContent(path + "-journal");
-  sqlite3* raw = nullptr;
-  ReadProbe probe = OpenAndProbe(path, immutable, &raw);
-  ExperimentDb db(raw);  // closes `raw` on every path below
-  if (!immutable && CannotSetUpWal(probe.rc) && !HasContent(path + "-wal") &&
-      !HasContent(path + "-journal")) {
+  const bool immutable = sqlite::ReadImmutable(path);
+  sqlite::Connection connection;
+  ReadProbe probe = OpenAndProbe(path, immutable, &connection);
+  if (!immutable && sqlite::CannotSetUpWal(probe.rc) && !sqlite::HasContent(path + "-wal") &&
+      !sqlite::HasContent(path + "-journal")) {
     // The directory is not writable (no -shm can be made): nothing uncheckpointed to miss.
-    db = ExperimentDb(nullptr);
-    probe = OpenAndProbe(path, true, &raw);
-    db = ExperimentDb(raw);
-  } else if (CannotSetUpWal(probe.rc) && HasContent(path + "-wal")) {
+    connection = sqlite::Connection();
+    probe = OpenAndProbe(path, true, &connection);
+  } else if (sqlite::CannotSetUpWal(probe.rc) && sqlite::HasContent(path + "-wal")) {
     return Status::IoError(fmt::format(
         "{} ('{}-wal' holds changes not yet in the database file, and this user cannot create the "
         "'-shm' file that reading them needs: read it as a user who can write its directory)",
@@ -469,63 +282,25 @@ Result<ExperimentDb> ExperimentDb::OpenReadOnly(const std::string& path) {
         "`pipette runs --db {} --repair` migrates it (as does any command that records into it)",
         path, probe.version, kOldestReadableSchema, path));
   }
-  return db;
+  return ExperimentDb(std::move(connection));
 }
 
-ExperimentDb::ExperimentDb(ExperimentDb&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
-
-ExperimentDb& ExperimentDb::operator=(ExperimentDb&& other) noexcept {
-  if (this != &other) {
-    if (db_ != nullptr) sqlite3_close_v2(db_);
-    db_ = std::exchange(other.db_, nullptr);
-  }
-  return *this;
-}
-
-ExperimentDb::~ExperimentDb() {
-  if (db_ != nullptr) sqlite3_close_v2(db_);
-}
-
-Status ExperimentDb::Exec(const char* sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error != nullptr ? error : sqlite3_errmsg(db_);
-    sqlite3_free(error);
-    return Status::IoError(message);
-  }
-  return Status::Ok();
-}
-
-// PRAGMA journal_mode = WAL needs the write lock, and SQLite returns SQLITE_BUSY at once instead of
-// calling the busy handler when another connection holds it (its read-to-write upgrade): retry on
-// the handler's schedule, holding no lock between tries.
-Status ExperimentDb::SwitchToWal() {
-  for (int waits = 0;; ++waits) {
-    int rc = SQLITE_OK;
-    {
-      Statement s(db_, "PRAGMA journal_mode = WAL");
-      rc = s.status("").ok() ? s.Step() : sqlite3_errcode(db_);
-      if (rc == SQLITE_ROW || rc == SQLITE_DONE) return Status::Ok();
-    }
-    if (!IsBusy(rc) || WaitForLock(nullptr, waits) == 0) {
-      return Status::IoError(fmt::format("set the WAL journal: {}", sqlite3_errstr(rc)));
-    }
-  }
-}
+ExperimentDb::ExperimentDb(ExperimentDb&& other) noexcept = default;
+ExperimentDb& ExperimentDb::operator=(ExperimentDb&& other) noexcept = default;
+ExperimentDb::~ExperimentDb() = default;
 
 int ExperimentDb::schema_version() const {
-  Statement s(db_, "PRAGMA user_version");
+  Statement s(db_.get(), "PRAGMA user_version");
   return s.Step() == SQLITE_ROW ? static_cast<int>(s.Int(0)) : -1;
 }
 
 Status ExperimentDb::Migrate(int up_to_version) {
   // Under the write lock, so two processes opening a new file do not both create the tables.
-  Transaction tx(db_);
+  Transaction tx(db_.get());
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
-  Statement read(db_, "PRAGMA user_version");
+  Statement read(db_.get(), "PRAGMA user_version");
   if (read.Step() != SQLITE_ROW) {
-    return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_)));
+    return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_.get())));
   }
   const int version = static_cast<int>(read.Int(0));
   if (version < 0) return CorruptVersion("", version);
@@ -536,11 +311,11 @@ Status ExperimentDb::Migrate(int up_to_version) {
                     version, kSchemaVersion));
   }
   for (int v = version; v < up_to_version; ++v) {
-    Status s = Exec(kMigrations[v]);
+    Status s = db_.Exec(kMigrations[v]);
     if (!s.ok()) {
       return Status::IoError(fmt::format("migrating to schema {}: {}", v + 1, s.message()));
     }
-    PIPETTE_RETURN_IF_ERROR(Exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str()));
+    PIPETTE_RETURN_IF_ERROR(db_.Exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str()));
   }
   return tx.Commit();
 }
@@ -548,7 +323,7 @@ Status ExperimentDb::Migrate(int up_to_version) {
 Result<std::int64_t> ExperimentDb::EnsureExperiment(std::string_view name,
                                                     std::string_view description,
                                                     std::string_view spec) {
-  Statement insert(db_,
+  Statement insert(db_.get(),
                    "INSERT INTO experiments(name, description, spec) VALUES (?, ?, ?) "
                    "ON CONFLICT(name) DO NOTHING");
   PIPETTE_RETURN_IF_ERROR(insert.status("insert experiment"));
@@ -562,12 +337,12 @@ Result<std::int64_t> ExperimentDb::EnsureExperiment(std::string_view name,
 }
 
 Result<std::optional<std::int64_t>> ExperimentDb::FindExperiment(std::string_view name) {
-  Statement s(db_, "SELECT id FROM experiments WHERE name = ?");
+  Statement s(db_.get(), "SELECT id FROM experiments WHERE name = ?");
   PIPETTE_RETURN_IF_ERROR(s.status("find experiment"));
   s.Bind(1, name);
   const int rc = s.Step();
   if (rc == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
-  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "find experiment"));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "find experiment"));
   return std::optional<std::int64_t>();
 }
 
@@ -584,7 +359,7 @@ Result<std::int64_t> ExperimentDb::InsertRun(RunRecord run, std::string_view poi
   if (run.host.empty()) run.host = HostName();
   if (run.pid == 0) run.pid = getpid();
   if (run.started_at.empty()) run.started_at = UtcNow();
-  Statement s(db_,
+  Statement s(db_.get(),
               "INSERT INTO runs(experiment_id, engine, config, version, git_rev, libraries, host, "
               "pid, started_at, status, point_key, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
               "'running', ?, ?)");
@@ -595,16 +370,16 @@ Result<std::int64_t> ExperimentDb::InsertRun(RunRecord run, std::string_view poi
   s.Bind(10, point_key);
   s.Bind(11, run.host == HostName() ? ProcessStartId(run.pid) : std::string());
   PIPETTE_RETURN_IF_ERROR(s.Run("insert run"));
-  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }
 
 Result<PointClaim> ExperimentDb::ClaimPoint(RunRecord run, std::string_view point_key) {
-  Transaction tx(db_);
+  Transaction tx(db_.get());
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
   std::vector<RunningRun> stale;
   {
     // Finished runs first: a point with one is done whatever else it has.
-    Statement s(db_,
+    Statement s(db_.get(),
                 "SELECT id, status, host, pid, owner_start, started_at FROM runs WHERE "
                 "experiment_id IS ? AND point_key = ? AND status IN ('running', 'ok', 'oom') "
                 "ORDER BY status = 'running', id");
@@ -619,8 +394,7 @@ Result<PointClaim> ExperimentDb::ClaimPoint(RunRecord run, std::string_view poin
       }
       stale.push_back(std::move(r));
     }
-    if (rc != SQLITE_DONE)
-      return Status::IoError(fmt::format("claim point: {}", sqlite3_errmsg(db_)));
+    PIPETTE_RETURN_IF_ERROR(s.Done(rc, "claim point"));
   }
   for (const RunningRun& r : stale) {
     PIPETTE_RETURN_IF_ERROR(FailStale(r.id, r.owner, "pipette claiming its point"));
@@ -641,10 +415,10 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
   if (status != kRunOk && status != kRunOom && status != kRunFailed) {
     return Status::Internal(fmt::format("run {}: final status '{}'", run_id, status));
   }
-  Transaction tx(db_);
+  Transaction tx(db_.get());
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
   {
-    Statement check(db_, "SELECT status FROM runs WHERE id = ?");
+    Statement check(db_.get(), "SELECT status FROM runs WHERE id = ?");
     PIPETTE_RETURN_IF_ERROR(check.status("find run"));
     check.Bind(1, run_id);
     if (check.Step() != SQLITE_ROW)
@@ -655,7 +429,7 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
     }
   }
   Statement event(
-      db_,
+      db_.get(),
       "INSERT INTO events(run_id, rank, step, instr_id, kind, stage, chunk, microbatch, "
       "start_s, end_s, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   PIPETTE_RETURN_IF_ERROR(event.status("insert event"));
@@ -672,20 +446,20 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
     event.Bind(9, e.start_s).Bind(10, e.end_s).Bind(11, e.bytes);
     PIPETTE_RETURN_IF_ERROR(event.Run("insert event"));
   }
-  Statement memory(db_, "INSERT INTO memory(run_id, rank, t_s, bytes) VALUES (?, ?, ?, ?)");
+  Statement memory(db_.get(), "INSERT INTO memory(run_id, rank, t_s, bytes) VALUES (?, ?, ?, ?)");
   PIPETTE_RETURN_IF_ERROR(memory.status("insert memory"));
   for (const MemoryRow& m : data.memory) {
     memory.Bind(1, run_id).Bind(2, m.rank).Bind(3, m.t_s).Bind(
         4, static_cast<std::int64_t>(std::llround(m.bytes)));
     PIPETTE_RETURN_IF_ERROR(memory.Run("insert memory"));
   }
-  Statement metric(db_, "INSERT INTO metrics(run_id, name, value, unit) VALUES (?, ?, ?, ?)");
+  Statement metric(db_.get(), "INSERT INTO metrics(run_id, name, value, unit) VALUES (?, ?, ?, ?)");
   PIPETTE_RETURN_IF_ERROR(metric.status("insert metric"));
   for (const MetricRow& m : data.metrics) {
     metric.Bind(1, run_id).Bind(2, m.name).Bind(3, m.value).Bind(4, m.unit);
     PIPETTE_RETURN_IF_ERROR(metric.Run(fmt::format("metric '{}'", m.name)));
   }
-  Statement finish(db_, "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?");
+  Statement finish(db_.get(), "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?");
   PIPETTE_RETURN_IF_ERROR(finish.status("finish run"));
   finish.Bind(1, status).Bind(2, error).Bind(3, UtcNow()).Bind(4, run_id);
   PIPETTE_RETURN_IF_ERROR(finish.Run("finish run"));
@@ -693,7 +467,7 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
 }
 
 Status ExperimentDb::FailRun(std::int64_t run_id, std::string_view error) {
-  Statement s(db_,
+  Statement s(db_.get(),
               "UPDATE runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status "
               "= 'running'");
   PIPETTE_RETURN_IF_ERROR(s.status("fail run"));
@@ -703,19 +477,19 @@ Status ExperimentDb::FailRun(std::int64_t run_id, std::string_view error) {
 Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
   RunData data;
   {
-    Statement s(db_, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns).c_str());
+    Statement s(db_.get(), fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns));
     PIPETTE_RETURN_IF_ERROR(s.status("load run"));
     s.Bind(1, run_id);
     const int rc = s.Step();
     if (rc != SQLITE_ROW) {
-      PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load run"));
+      PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load run"));
       return Status::NotFound(fmt::format("--run = {}: no such run in this database", run_id));
     }
     data.run = ReadRun(s);
   }
   if (with_events) {
     Statement s(
-        db_,
+        db_.get(),
         "SELECT rank, step, instr_id, kind, stage, chunk, microbatch, start_s, end_s, bytes "
         "FROM events WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load events"));
@@ -735,25 +509,25 @@ Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
       e.bytes = s.Int(9);
       data.events.push_back(e);
     }
-    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load events"));
+    PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load events"));
   }
   {
-    Statement s(db_, "SELECT rank, t_s, bytes FROM memory WHERE run_id = ? ORDER BY rowid");
+    Statement s(db_.get(), "SELECT rank, t_s, bytes FROM memory WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load memory"));
     s.Bind(1, run_id);
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       data.memory.push_back({static_cast<int>(s.Int(0)), s.Real(1), static_cast<double>(s.Int(2))});
     }
-    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load memory"));
+    PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load memory"));
   }
   {
-    Statement s(db_, "SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY rowid");
+    Statement s(db_.get(), "SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY rowid");
     PIPETTE_RETURN_IF_ERROR(s.status("load metrics"));
     s.Bind(1, run_id);
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) data.metrics.push_back({s.Text(0), s.Real(1), s.Text(2)});
-    PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load metrics"));
+    PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load metrics"));
   }
   return data;
 }
@@ -763,34 +537,34 @@ Result<std::vector<RunRecord>> ExperimentDb::ListRuns(const RunFilter& filter) {
   if (filter.experiment_id) sql += " AND experiment_id = ?1";
   if (filter.status) sql += " AND status = ?2";
   sql += " ORDER BY id";
-  Statement s(db_, sql.c_str());
+  Statement s(db_.get(), sql);
   PIPETTE_RETURN_IF_ERROR(s.status("list runs"));
   if (filter.experiment_id) s.Bind(1, *filter.experiment_id);
   if (filter.status) s.Bind(2, *filter.status);
   std::vector<RunRecord> runs;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) runs.push_back(ReadRun(s));
-  if (rc != SQLITE_DONE) return Status::IoError(fmt::format("list runs: {}", sqlite3_errmsg(db_)));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "list runs"));
   return runs;
 }
 
 Result<std::optional<std::int64_t>> ExperimentDb::FindFinishedRun(std::int64_t experiment_id,
                                                                   std::string_view point_key) {
-  Statement s(db_,
+  Statement s(db_.get(),
               "SELECT id FROM runs WHERE experiment_id = ? AND point_key = ? AND status IN "
               "('ok', 'oom') ORDER BY id LIMIT 1");
   PIPETTE_RETURN_IF_ERROR(s.status("find run"));
   s.Bind(1, experiment_id).Bind(2, point_key);
   const int rc = s.Step();
   if (rc == SQLITE_ROW) return std::optional<std::int64_t>(s.Int(0));
-  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "find run"));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "find run"));
   return std::optional<std::int64_t>();
 }
 
 Result<int> ExperimentDb::RepairStale(bool all_hosts) {
   std::vector<RunningRun> running;
   {
-    Statement s(db_,
+    Statement s(db_.get(),
                 "SELECT id, host, pid, owner_start, started_at FROM runs WHERE status = 'running' "
                 "ORDER BY id");
     PIPETTE_RETURN_IF_ERROR(s.status("list running runs"));
@@ -798,9 +572,7 @@ Result<int> ExperimentDb::RepairStale(bool all_hosts) {
     while ((rc = s.Step()) == SQLITE_ROW) {
       running.push_back({s.Int(0), "running", {s.Text(1), s.Int(2), s.Text(3), s.Text(4)}});
     }
-    if (rc != SQLITE_DONE) {
-      return Status::IoError(fmt::format("list running runs: {}", sqlite3_errmsg(db_)));
-    }
+    PIPETTE_RETURN_IF_ERROR(s.Done(rc, "list running runs"));
   }
   const std::string host = HostName();
   int repaired = 0;
@@ -844,12 +616,12 @@ Calibration ReadCalibration(const Statement& s) {
 }  // namespace
 
 Result<std::int64_t> ExperimentDb::RecordCalibration(const Calibration& c) {
-  Transaction tx(db_);
+  Transaction tx(db_.get());
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
-  Statement s(db_, fmt::format("INSERT INTO calibrations({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, "
-                               "?, ?, ?, ?, ?, ?, ?)",
-                               kCalibrationColumns)
-                       .c_str());
+  Statement s(db_.get(),
+              fmt::format("INSERT INTO calibrations({}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, "
+                          "?, ?, ?, ?, ?, ?, ?)",
+                          kCalibrationColumns));
   PIPETTE_RETURN_IF_ERROR(s.status("insert calibration"));
   s.Bind(1, c.engine).Bind(2, c.host.empty() ? HostName() : c.host);
   s.Bind(3, c.created_at.empty() ? UtcNow() : c.created_at);
@@ -859,8 +631,8 @@ Result<std::int64_t> ExperimentDb::RecordCalibration(const Calibration& c) {
   s.Bind(12, c.gemm_flops).Bind(13, c.gemm_flops_alone).Bind(14, c.memory_bytes);
   s.Bind(15, c.memory_bandwidth);
   PIPETTE_RETURN_IF_ERROR(s.Run("insert calibration"));
-  const std::int64_t id = sqlite3_last_insert_rowid(db_);
-  Statement point(db_,
+  const std::int64_t id = sqlite3_last_insert_rowid(db_.get());
+  Statement point(db_.get(),
                   "INSERT INTO calibration_points(calibration_id, what, ranks, bytes, seconds) "
                   "VALUES (?, ?, ?, ?, ?)");
   PIPETTE_RETURN_IF_ERROR(point.status("insert calibration point"));
@@ -881,13 +653,13 @@ Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
   }
   Calibration c;
   {
-    Statement s(
-        db_, fmt::format("SELECT {} FROM calibrations WHERE id = ?", kCalibrationColumns).c_str());
+    Statement s(db_.get(),
+                fmt::format("SELECT {} FROM calibrations WHERE id = ?", kCalibrationColumns));
     PIPETTE_RETURN_IF_ERROR(s.status("load calibration"));
     s.Bind(1, id);
     const int rc = s.Step();
     if (rc != SQLITE_ROW) {
-      PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load calibration"));
+      PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load calibration"));
       return Status::NotFound(fmt::format(
           "calibration {}: no such calibration in this database (pipette calibrations lists "
           "them)",
@@ -895,7 +667,7 @@ Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
     }
     c = ReadCalibration(s);
   }
-  Statement s(db_,
+  Statement s(db_.get(),
               "SELECT what, ranks, bytes, seconds FROM calibration_points WHERE calibration_id = ? "
               "ORDER BY rowid");
   PIPETTE_RETURN_IF_ERROR(s.status("load calibration points"));
@@ -904,19 +676,19 @@ Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
   while ((rc = s.Step()) == SQLITE_ROW) {
     c.points.push_back({s.Text(0), static_cast<int>(s.Int(1)), s.Int(2), s.Real(3)});
   }
-  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "load calibration points"));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load calibration points"));
   return c;
 }
 
 Result<std::vector<Calibration>> ExperimentDb::ListCalibrations() {
   std::vector<Calibration> out;
   if (schema_version() < 4) return out;  // read-only reads of an older database: none yet
-  Statement s(db_,
-              fmt::format("SELECT {} FROM calibrations ORDER BY id", kCalibrationColumns).c_str());
+  Statement s(db_.get(),
+              fmt::format("SELECT {} FROM calibrations ORDER BY id", kCalibrationColumns));
   PIPETTE_RETURN_IF_ERROR(s.status("list calibrations"));
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadCalibration(s));
-  PIPETTE_RETURN_IF_ERROR(StepsDone(db_, rc, "list calibrations"));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "list calibrations"));
   return out;
 }
 

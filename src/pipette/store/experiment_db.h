@@ -12,7 +12,9 @@
 // that dies in between leaves a `running` run with no rows, never a partial one marked finished;
 // RepairStale() marks such runs `failed`. A sweep point is claimed atomically (ClaimPoint): at most
 // one live or finished run per point. Move-only (owns the connection, a sqlite::Connection of
-// store/sqlite.h); one thread at a time.
+// store/sqlite.h); one thread at a time. The code: experiment_db.cc (opening, experiments),
+// experiment_schema.cc (the schema and its migrations), experiment_runs.cc (runs and their rows),
+// experiment_calibrations.cc.
 //
 // Example:
 //   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open("pipette.db"));
@@ -136,6 +138,10 @@ class ExperimentDb {
 
  private:
   explicit ExperimentDb(sqlite::Connection db) : db_(std::move(db)) {}
+  // OK for a schema version OpenReadOnly reads; IoError naming --db = `path` for a negative one (a
+  // damaged header), FailedPrecondition for one newer than kSchemaVersion or older than
+  // kOldestReadableSchema.
+  static Status CheckReadableVersion(std::string_view path, int version);
   Status Migrate(int up_to_version);
   Result<std::int64_t> InsertRun(RunRecord run, std::string_view point_key);
   Status FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by);

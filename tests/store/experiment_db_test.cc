@@ -261,7 +261,7 @@ class LockHolder {
 void ExpectOpenWaitsForTheLock(const std::string& path, LockHolder& holder) {
   ASSERT_EQ(holder.begin_rc(), SQLITE_OK);
   lock_waits = 0;
-  SetLockWaitObserverForTesting(CountLockWait);
+  sqlite::SetLockWaitObserverForTesting(CountLockWait);
   std::future<Result<ExperimentDb>> opened =
       std::async(std::launch::async, [&] { return ExperimentDb::Open(path); });
   // Until the opener either waits for the lock or gives up.
@@ -272,7 +272,7 @@ void ExpectOpenWaitsForTheLock(const std::string& path, LockHolder& holder) {
       opened.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   holder.Release();
   Result<ExperimentDb> db = opened.get();
-  SetLockWaitObserverForTesting(nullptr);
+  sqlite::SetLockWaitObserverForTesting(nullptr);
   EXPECT_FALSE(returned_before_release) << "Open returned while another connection held the lock: "
                                         << (db.ok() ? std::string("ok") : db.status().message());
   EXPECT_GT(lock_waits.load(), 0);

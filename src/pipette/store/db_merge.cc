@@ -14,85 +14,14 @@
 
 #include "pipette/common/host_machine.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/store/sqlite.h"
 
 namespace pipette {
 namespace {
 
-// An open connection (RAII).
-class Connection {
- public:
-  Connection() = default;
-  explicit Connection(sqlite3* db) : db_(db) {}
-  Connection(Connection&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  Connection& operator=(Connection&&) = delete;
-  ~Connection() {
-    if (db_ != nullptr) sqlite3_close_v2(db_);
-  }
-  sqlite3* get() const { return db_; }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-// A prepared statement (RAII). Bind indexes start at 1, columns at 0.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
-  }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  ~Stmt() { sqlite3_finalize(stmt_); }
-
-  Status status(std::string_view what) const {
-    if (rc_ == SQLITE_OK) return Status::Ok();
-    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
-  }
-  Stmt& Bind(int i, std::int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Stmt& Bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& BindValue(int i, sqlite3_value* v) {
-    sqlite3_bind_value(stmt_, i, v);
-    return *this;
-  }
-  int Step() { return sqlite3_step(stmt_); }
-  // Steps a statement that returns no rows and resets it for reuse.
-  Status Run(std::string_view what) {
-    const int rc = sqlite3_step(stmt_);
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-    if (rc == SQLITE_DONE) return Status::Ok();
-    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
-  }
-  void Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  // OK when a loop of steps ended at SQLITE_DONE.
-  Status Done(int rc, std::string_view what) const {
-    if (rc == SQLITE_DONE) return Status::Ok();
-    return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
-  }
-  std::int64_t Int(int c) const { return sqlite3_column_int64(stmt_, c); }
-  bool IsNull(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
-  std::string Text(int c) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, c);
-    return t == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(t));
-  }
-  sqlite3_value* Value(int c) const { return sqlite3_column_value(stmt_, c); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-};
+using sqlite::Connection;
+using sqlite::Statement;
+using sqlite::Transaction;
 
 // Where an error of input `path` comes from.
 Status InInput(const std::string& path, const Status& status) {
@@ -116,7 +45,7 @@ std::string Placeholders(std::size_t n) {
 
 // The columns of `table` in OUT's schema, in order.
 Result<std::vector<std::string>> ColumnsOf(sqlite3* db, const std::string& table) {
-  Stmt s(db, fmt::format("SELECT name FROM pragma_table_info('{}') ORDER BY cid", table));
+  Statement s(db, fmt::format("SELECT name FROM pragma_table_info('{}') ORDER BY cid", table));
   PIPETTE_RETURN_IF_ERROR(s.status("read the schema"));
   std::vector<std::string> columns;
   int rc;
@@ -144,9 +73,9 @@ constexpr const char* kProvenanceTable = "merged_runs";
 // Reads OUT's schema; FailedPrecondition for a table this merge does not know how to join (a
 // newer migration's table that needs a rule here).
 Result<Layout> ReadLayout(sqlite3* db) {
-  Stmt s(db,
-         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-         "ORDER BY name");
+  Statement s(db,
+              "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+              "ORDER BY name");
   PIPETTE_RETURN_IF_ERROR(s.status("read the schema"));
   Layout layout;
   int rc;
@@ -189,14 +118,14 @@ struct OutIndex {
 
 Result<OutIndex> IndexOut(sqlite3* db) {
   OutIndex index;
-  Stmt e(db, "SELECT id, name FROM experiments");
+  Statement e(db, "SELECT id, name FROM experiments");
   PIPETTE_RETURN_IF_ERROR(e.status("read experiments"));
   int rc;
   while ((rc = e.Step()) == SQLITE_ROW) index.experiments[e.Text(1)] = e.Int(0);
   PIPETTE_RETURN_IF_ERROR(e.Done(rc, "read experiments"));
-  Stmt r(db,
-         "SELECT id, host, pid, owner_start, started_at, experiment_id, point_key, status "
-         "FROM runs ORDER BY id");
+  Statement r(db,
+              "SELECT id, host, pid, owner_start, started_at, experiment_id, point_key, status "
+              "FROM runs ORDER BY id");
   PIPETTE_RETURN_IF_ERROR(r.status("read runs"));
   while ((rc = r.Step()) == SQLITE_ROW) {
     index.runs.emplace(RunIdentity{r.Text(1), r.Int(2), r.Text(3), r.Text(4)}, r.Int(0));
@@ -206,7 +135,7 @@ Result<OutIndex> IndexOut(sqlite3* db) {
     }
   }
   PIPETTE_RETURN_IF_ERROR(r.Done(rc, "read runs"));
-  Stmt c(db, "SELECT id, engine, host, created_at FROM calibrations");
+  Statement c(db, "SELECT id, engine, host, created_at FROM calibrations");
   PIPETTE_RETURN_IF_ERROR(c.status("read calibrations"));
   while ((rc = c.Step()) == SQLITE_ROW) {
     index.calibrations.emplace(std::tuple{c.Text(1), c.Text(2), c.Text(3)}, c.Int(0));
@@ -218,11 +147,11 @@ Result<OutIndex> IndexOut(sqlite3* db) {
 // Copies the rows of `table` whose key is `from` in `in` to OUT with key `to`; returns how many.
 Result<std::int64_t> CopyChildRows(sqlite3* in, sqlite3* out, const ChildTable& table,
                                    std::int64_t from, std::int64_t to) {
-  Stmt read(in, fmt::format("SELECT {} FROM {} WHERE {} = ? ORDER BY rowid", Join(table.columns),
-                            table.name, table.key));
+  Statement read(in, fmt::format("SELECT {} FROM {} WHERE {} = ? ORDER BY rowid",
+                                 Join(table.columns), table.name, table.key));
   PIPETTE_RETURN_IF_ERROR(read.status(fmt::format("read {}", table.name)));
-  Stmt write(out, fmt::format("INSERT INTO {}({}) VALUES ({})", table.name, Join(table.columns),
-                              Placeholders(table.columns.size())));
+  Statement write(out, fmt::format("INSERT INTO {}({}) VALUES ({})", table.name,
+                                   Join(table.columns), Placeholders(table.columns.size())));
   PIPETTE_RETURN_IF_ERROR(write.status(fmt::format("write {}", table.name)));
   read.Bind(1, from);
   std::int64_t rows = 0;
@@ -249,9 +178,9 @@ struct InputMaps {
 
 Status MergeExperiments(sqlite3* in, sqlite3* out, OutIndex& index, InputMaps& maps,
                         MergeSourceReport& report) {
-  Stmt read(in, "SELECT id, name, description, spec FROM experiments ORDER BY id");
+  Statement read(in, "SELECT id, name, description, spec FROM experiments ORDER BY id");
   PIPETTE_RETURN_IF_ERROR(read.status("read experiments"));
-  Stmt write(out, "INSERT INTO experiments(name, description, spec) VALUES (?, ?, ?)");
+  Statement write(out, "INSERT INTO experiments(name, description, spec) VALUES (?, ?, ?)");
   PIPETTE_RETURN_IF_ERROR(write.status("write experiments"));
   int rc;
   while ((rc = read.Step()) == SQLITE_ROW) {
@@ -271,11 +200,12 @@ Status MergeExperiments(sqlite3* in, sqlite3* out, OutIndex& index, InputMaps& m
 Status MergeCalibrations(sqlite3* in, sqlite3* out, const Layout& layout, OutIndex& index,
                          InputMaps& maps, MergeSourceReport& report) {
   const std::vector<std::string>& columns = layout.calibration_columns;
-  Stmt read(in, fmt::format("SELECT id, engine, host, created_at, {} FROM calibrations ORDER BY id",
-                            Join(columns)));
+  Statement read(
+      in, fmt::format("SELECT id, engine, host, created_at, {} FROM calibrations ORDER BY id",
+                      Join(columns)));
   PIPETTE_RETURN_IF_ERROR(read.status("read calibrations"));
-  Stmt write(out, fmt::format("INSERT INTO calibrations({}) VALUES ({})", Join(columns),
-                              Placeholders(columns.size())));
+  Statement write(out, fmt::format("INSERT INTO calibrations({}) VALUES ({})", Join(columns),
+                                   Placeholders(columns.size())));
   PIPETTE_RETURN_IF_ERROR(write.status("write calibrations"));
   int rc;
   while ((rc = read.Step()) == SQLITE_ROW) {
@@ -358,10 +288,11 @@ bool ShouldCopy(const InputRun& run, const OutIndex& index, InputMaps& maps,
 // (the input, id, now).
 Status WriteProvenance(sqlite3* in, sqlite3* out, const std::string& source, std::int64_t id,
                        std::int64_t new_id) {
-  Stmt read(in, fmt::format("SELECT source, source_run_id, merged_at FROM {} WHERE run_id = ?",
-                            kProvenanceTable));
+  Statement read(in, fmt::format("SELECT source, source_run_id, merged_at FROM {} WHERE run_id = ?",
+                                 kProvenanceTable));
   PIPETTE_RETURN_IF_ERROR(read.status("read provenance"));
-  Stmt write(out, fmt::format("INSERT INTO {}(run_id, source, source_run_id, merged_at) VALUES "
+  Statement write(out,
+                  fmt::format("INSERT INTO {}(run_id, source, source_run_id, merged_at) VALUES "
                               "(?, ?, ?, ?)",
                               kProvenanceTable));
   PIPETTE_RETURN_IF_ERROR(write.status("write provenance"));
@@ -387,12 +318,13 @@ Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Lay
   const std::vector<std::string>& columns = layout.run_columns;
   const int experiment_col = IndexOf(columns, "experiment_id"),
             config_col = IndexOf(columns, "config");
-  Stmt read(in, fmt::format("SELECT id, host, pid, owner_start, started_at, point_key, status, {} "
-                            "FROM runs ORDER BY id",
-                            Join(columns)));
+  Statement read(in,
+                 fmt::format("SELECT id, host, pid, owner_start, started_at, point_key, status, {} "
+                             "FROM runs ORDER BY id",
+                             Join(columns)));
   PIPETTE_RETURN_IF_ERROR(read.status("read runs"));
-  Stmt write(out, fmt::format("INSERT INTO runs({}) VALUES ({})", Join(columns),
-                              Placeholders(columns.size())));
+  Statement write(out, fmt::format("INSERT INTO runs({}) VALUES ({})", Join(columns),
+                                   Placeholders(columns.size())));
   PIPETTE_RETURN_IF_ERROR(write.status("write runs"));
   constexpr int kFirst = 7;  // the first of `columns` in `read`
   int rc;
@@ -456,14 +388,8 @@ Result<Connection> OpenInput(const std::string& path) {
           path, checked->schema_version(), kSchemaVersion, path));
     }
   }
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  Connection connection(raw);
-  if (rc != SQLITE_OK) {
-    return Status::IoError(fmt::format("input '{}': cannot open: {}", path,
-                                       raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
-  }
-  sqlite3_busy_timeout(raw, 60'000);
+  Connection connection = Connection::Open(path, SQLITE_OPEN_READONLY);
+  PIPETTE_RETURN_IF_ERROR(connection.OpenStatus(fmt::format("input '{}'", path)));
   return connection;
 }
 
@@ -477,32 +403,23 @@ bool SameFile(const std::string& a, const std::string& b) {
 // Merges every input into `out` (an open connection) in one transaction.
 Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
                 std::vector<Connection>& connections, MergeReport& report) {
-  if (sqlite3_exec(out, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return Status::IoError(fmt::format("begin transaction: {}", sqlite3_errmsg(out)));
+  Transaction tx(out);  // rolls back on every error below
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  PIPETTE_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(out));
+  PIPETTE_ASSIGN_OR_RETURN(OutIndex index, IndexOut(out));
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    sqlite3* in = connections[k].get();
+    MergeSourceReport source{inputs[k]};
+    InputMaps maps;
+    std::error_code error;
+    const std::string absolute = std::filesystem::absolute(inputs[k], error).string();
+    Status s = MergeExperiments(in, out, index, maps, source);
+    if (s.ok()) s = MergeCalibrations(in, out, layout, index, maps, source);
+    if (s.ok()) s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source);
+    if (!s.ok()) return InInput(inputs[k], s);
+    report.sources.push_back(std::move(source));
   }
-  const auto merge = [&]() -> Status {
-    PIPETTE_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(out));
-    PIPETTE_ASSIGN_OR_RETURN(OutIndex index, IndexOut(out));
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      sqlite3* in = connections[k].get();
-      MergeSourceReport source{inputs[k]};
-      InputMaps maps;
-      std::error_code error;
-      const std::string absolute = std::filesystem::absolute(inputs[k], error).string();
-      Status s = MergeExperiments(in, out, index, maps, source);
-      if (s.ok()) s = MergeCalibrations(in, out, layout, index, maps, source);
-      if (s.ok()) s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source);
-      if (!s.ok()) return InInput(inputs[k], s);
-      report.sources.push_back(std::move(source));
-    }
-    return Status::Ok();
-  };
-  Status merged = merge();
-  if (merged.ok() && sqlite3_exec(out, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    merged = Status::IoError(fmt::format("commit: {}", sqlite3_errmsg(out)));
-  }
-  if (!merged.ok()) sqlite3_exec(out, "ROLLBACK", nullptr, nullptr, nullptr);
-  return merged;
+  return tx.Commit();
 }
 
 }  // namespace
@@ -534,16 +451,11 @@ Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std
   {
     Result<ExperimentDb> created = ExperimentDb::Open(out);  // creates or migrates OUT
     if (!created.ok()) return created.status();
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(out.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
-    Connection connection(raw);
-    if (rc != SQLITE_OK) {
-      merged = Status::IoError(fmt::format("OUT '{}': cannot open: {}", out,
-                                           raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
-    } else {
-      sqlite3_busy_timeout(raw, 60'000);
-      sqlite3_exec(raw, "PRAGMA foreign_keys = ON", nullptr, nullptr, nullptr);
-      merged = MergeAll(raw, inputs, connections, report);
+    const Connection connection = Connection::Open(out, SQLITE_OPEN_READWRITE);
+    merged = connection.OpenStatus(fmt::format("OUT '{}'", out));
+    if (merged.ok()) {
+      (void)connection.Exec("PRAGMA foreign_keys = ON");
+      merged = MergeAll(connection.get(), inputs, connections, report);
     }
   }
   if (!merged.ok()) {

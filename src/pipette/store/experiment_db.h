@@ -11,7 +11,10 @@
 // all its events, memory and metric rows and sets its final status in one transaction, so a process
 // that dies in between leaves a `running` run with no rows, never a partial one marked finished;
 // RepairStale() marks such runs `failed`. A sweep point is claimed atomically (ClaimPoint): at most
-// one live or finished run per point. Move-only (owns the connection); one thread at a time.
+// one live or finished run per point. Move-only (owns the connection, a sqlite::Connection of
+// store/sqlite.h); one thread at a time. The code: experiment_db.cc (opening, experiments),
+// experiment_schema.cc (the schema and its migrations), experiment_runs.cc (runs and their rows),
+// experiment_calibrations.cc.
 //
 // Example:
 //   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, ExperimentDb::Open("pipette.db"));
@@ -24,14 +27,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipette/common/status.h"
 #include "pipette/engine/calibration.h"
 #include "pipette/store/process_owner.h"
 #include "pipette/store/run_data.h"
-
-struct sqlite3;
+#include "pipette/store/sqlite.h"
 
 namespace pipette {
 
@@ -43,13 +46,6 @@ inline constexpr int kOldestReadableSchema = 2;
 // OK for a path that names a database file; InvalidArgument naming --db otherwise: empty (an unset
 // variable), ":memory:" and "file:" URIs record nowhere a later command can read.
 Status CheckDatabasePath(std::string_view path);
-
-// Tests: called each time a connection of this process waits for a lock another connection holds
-// (`waits`: how many times this wait has slept so far), so a test can release a lock only once a
-// writer provably waits on it. Setting PIPETTE_TEST_LOCK_WAIT_FILE=FILE makes a process append its
-// pid to FILE at the start of each such wait, for tests across processes.
-using LockWaitObserver = void (*)(int waits);
-void SetLockWaitObserverForTesting(LockWaitObserver observer);
 
 // Who holds a sweep point (ClaimPoint).
 struct PointClaim {
@@ -141,14 +137,16 @@ class ExperimentDb {
   Result<std::vector<Calibration>> ListCalibrations();
 
  private:
-  explicit ExperimentDb(sqlite3* db) : db_(db) {}
-  Status Exec(const char* sql);
-  Status SwitchToWal();
+  explicit ExperimentDb(sqlite::Connection db) : db_(std::move(db)) {}
+  // OK for a schema version OpenReadOnly reads; IoError naming --db = `path` for a negative one (a
+  // damaged header), FailedPrecondition for one newer than kSchemaVersion or older than
+  // kOldestReadableSchema.
+  static Status CheckReadableVersion(std::string_view path, int version);
   Status Migrate(int up_to_version);
   Result<std::int64_t> InsertRun(RunRecord run, std::string_view point_key);
   Status FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by);
 
-  sqlite3* db_ = nullptr;
+  sqlite::Connection db_;
 };
 
 }  // namespace pipette

@@ -35,7 +35,6 @@
 namespace pipette::cli {
 namespace {
 
-constexpr std::int64_t kDefaultMaxBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kLargestMaxBytes = std::int64_t{1} << 30;
 constexpr int kMaxRanks = 4096;
 
@@ -45,7 +44,7 @@ struct CalibrateOptions {
   std::string db = "pipette.db";
   bool no_db = false;
   int repeats = 20;
-  std::int64_t max_bytes = kDefaultMaxBytes;
+  std::int64_t max_bytes = cpu::CalibrationRequest{}.max_bytes;
   std::string cluster_out;
   std::string format = "text";
   bool list = false;

@@ -18,6 +18,7 @@
 #include "cli/store_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/fidelity/run_compare.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::cli {
 namespace {
@@ -57,13 +58,14 @@ Result<RunData> Load(ExperimentDb& db, std::string_view name, std::int64_t id,
 std::string Percent(double fraction) { return fmt::format("{:+.2f}", 100 * fraction); }
 
 std::string ProgramSummary(const RunData& run) {
-  const nlohmann::json config = nlohmann::json::parse(run.run.config, nullptr, false);
+  const RecordedConfig config = ReadRunConfig(run.run.config);
   std::string summary;
-  for (const char* key : {"schedule", "pp", "v", "m"}) {
-    if (!config.is_object() || !config.contains(key)) continue;
-    const nlohmann::json& value = config[key];
-    summary += fmt::format(" {}={}", key,
-                           value.is_string() ? Printable(value.get<std::string>()) : value.dump());
+  for (const RunKey key : kProgramSummaryKeys) {
+    const nlohmann::ordered_json* value = config.Find(key);
+    if (value == nullptr) continue;
+    summary +=
+        fmt::format(" {}={}", NameOf(key),
+                    value->is_string() ? Printable(value->get<std::string>()) : value->dump());
   }
   return summary.empty() ? " (no schedule in the configuration)" : summary;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "pipette/common/build_info.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::cli {
 namespace {
@@ -175,7 +176,7 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   tail["bubble_ratio"] = e.bubble_ratio;
   tail["busy"] = e.busy;
   tail["peak_activations"] = e.peak_activations;
-  if (!report.uneven.IsEven()) tail["uneven"] = UnevenWorkJson(report.uneven);
+  if (!report.uneven.IsEven()) tail["uneven"] = UnevenWorkConfigOf(report.uneven);
   const std::string rest = tail.dump();
   out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }

@@ -120,9 +120,10 @@ int RecordAndPrint(const SimulateOptions& o, const nlohmann::ordered_json& confi
   return kExitOk;
 }
 
-// `config` with the uneven work under "uneven" when there is any (the run records what it ran).
-inline nlohmann::ordered_json WithUneven(nlohmann::ordered_json config, const UnevenWork& work) {
-  if (!work.IsEven()) config["uneven"] = UnevenWorkJson(work);
+// `config` with the uneven work when there is any (the run records what it ran).
+template <typename Config>
+nlohmann::ordered_json WithUneven(Config config, const UnevenWork& work) {
+  config.uneven = UnevenWorkRecordOf(work);
   return config;
 }
 

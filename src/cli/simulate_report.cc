@@ -14,8 +14,7 @@ namespace pipette::cli {
 
 namespace {
 
-// What was simulated where, the keys the configuration and the JSON line share: model, cluster,
-// nodes, schedule, pp, dp, tp, v, m.
+// What was simulated where, the JSON line's first keys (in the order of the run's configuration).
 void AddModelShape(const ModelPlan& p, nlohmann::ordered_json& json) {
   json["model"] = p.model.name;
   json["cluster"] = p.cluster.name;
@@ -30,28 +29,35 @@ void AddModelShape(const ModelPlan& p, nlohmann::ordered_json& json) {
 
 }  // namespace
 
-nlohmann::ordered_json ConfigOf(const ModelPlan& p, const SimulateSettings& s,
-                                const ModelSimulationOptions& o) {
+SimulationConfig ConfigOf(const ModelPlan& p, const SimulateSettings& s,
+                          const ModelSimulationOptions& o) {
   const ParallelConfig& c = p.config;
-  nlohmann::ordered_json config;
-  config["command"] = "simulate";
-  AddModelShape(p, config);
-  config["micro_batch_size"] = c.micro_batch_size;
-  config["seq_len"] = c.seq_len;
-  config["dtype"] = DTypeName(c.dtype);
-  config["zero"] = c.zero_stage;
-  config["placement_order"] = PlacementOrderName(c.placement);
-  config["topology"] = TopologyName(p.cluster.topology);
-  config["recompute"] = c.recompute;
-  config["ep"] = c.ep;
-  config["alltoall_overlap"] = o.overlap_alltoall;
-  config["efficiency"] = p.efficiency;
-  config["ideal_network"] = s.ideal_network;
-  config["latency_us"] = s.latency_us;
-  config["steps"] = s.steps;
-  config["grad_reduce"] = GradReduceName(o.grad_reduce);
-  config["grad_overlap"] = o.grad_overlap;
-  config["grad_bucket_params"] = o.grad_bucket_params;
+  SimulationConfig config;
+  config.model = p.model.name;
+  config.cluster = p.cluster.name;
+  config.nodes = p.cluster.nodes;
+  config.schedule = p.schedule.name;
+  config.pp = c.pp;
+  config.dp = c.dp;
+  config.tp = c.tp;
+  config.v = c.v;
+  config.m = c.microbatches;
+  config.micro_batch_size = c.micro_batch_size;
+  config.seq_len = c.seq_len;
+  config.dtype = DTypeName(c.dtype);
+  config.zero = c.zero_stage;
+  config.placement_order = PlacementOrderName(c.placement);
+  config.topology = TopologyName(p.cluster.topology);
+  config.recompute = c.recompute;
+  config.ep = c.ep;
+  config.alltoall_overlap = o.overlap_alltoall;
+  config.efficiency = p.efficiency;
+  config.ideal_network = s.ideal_network;
+  config.latency_us = s.latency_us;
+  config.steps = s.steps;
+  config.grad_reduce = GradReduceName(o.grad_reduce);
+  config.grad_overlap = o.grad_overlap;
+  config.grad_bucket_params = o.grad_bucket_params;
   return config;
 }
 
@@ -166,19 +172,17 @@ std::string TextOf(const ModelReport& report) {
 
 // ---- a schedule with fixed times ----------------------------------------------------------------
 
-nlohmann::ordered_json ConfigOf(const TimesPlan& p, const SimulateSettings& s) {
-  nlohmann::ordered_json config;
-  config["command"] = "simulate";
-  config["schedule"] = p.schedule.name;
-  config["pp"] = p.schedule.p;
-  config["v"] = p.schedule.v;
-  config["m"] = p.schedule.m;
-  config["dp"] = 1;
-  config["tp"] = 1;
-  config["times_ms"] = {{"F", p.times_ms.f}, {"I", p.times_ms.i}, {"W", p.times_ms.w}};
-  config["ideal_network"] = true;
-  config["latency_us"] = s.latency_us;
-  config["steps"] = s.steps;
+TimesSimulationConfig ConfigOf(const TimesPlan& p, const SimulateSettings& s) {
+  TimesSimulationConfig config;
+  config.schedule = p.schedule.name;
+  config.pp = p.schedule.p;
+  config.v = p.schedule.v;
+  config.m = p.schedule.m;
+  config.f_ms = p.times_ms.f;
+  config.i_ms = p.times_ms.i;
+  config.w_ms = p.times_ms.w;
+  config.latency_us = s.latency_us;
+  config.steps = s.steps;
   return config;
 }
 
@@ -242,7 +246,7 @@ nlohmann::ordered_json JsonOf(const CostsFromReport& report) {
   json["measured_step_time_s"] = w.step_times;
   json["bubble_ratio"] = report.result.bubble_ratio;
   if (!report.memory.empty()) json["peak_memory_bytes"] = PeakMemory(report.memory);
-  json["prediction"] = ConfigOf(report.plan)["prediction"];
+  json["prediction"] = ConfigOf(report.plan).prediction;
   return json;
 }
 

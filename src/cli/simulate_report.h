@@ -19,6 +19,7 @@
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_data.h"
 #include "pipette/study/prediction.h"
 #include "sim/model_simulation.h"
@@ -59,9 +60,9 @@ struct ModelReport {
 };
 using TimesReport = SimulateReport<TimesPlan, SimulationResult>;
 
-nlohmann::ordered_json ConfigOf(const ModelPlan& plan, const SimulateSettings& settings,
-                                const ModelSimulationOptions& options);
-nlohmann::ordered_json ConfigOf(const TimesPlan& plan, const SimulateSettings& settings);
+SimulationConfig ConfigOf(const ModelPlan& plan, const SimulateSettings& settings,
+                          const ModelSimulationOptions& options);
+TimesSimulationConfig ConfigOf(const TimesPlan& plan, const SimulateSettings& settings);
 RunData RunDataOf(const ModelReport& report);
 RunData RunDataOf(const TimesReport& report);
 std::string_view RunStatusOf(const ModelReport& report);  // kRunOom or kRunOk

@@ -22,6 +22,7 @@
 #include "pipette/common/printable.h"
 #include "pipette/plot/figure.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/trace_export.h"
 
 namespace pipette::cli {
@@ -78,13 +79,12 @@ int RunRuns(const RunsOptions& o) {
   fmt::print("# {} runs in {}\n", runs->size(), Printable(o.db));
   fmt::print("#   id  engine  status   started_at                config\n");
   for (const RunRecord& r : *runs) {
-    const auto config = nlohmann::json::parse(r.config, nullptr, false);
+    const RecordedConfig config = ReadRunConfig(r.config);
     std::string summary;
-    for (const char* key : {"model", "schedule", "pp", "dp", "tp", "v", "m"}) {
-      if (config.is_object() && config.contains(key)) {
-        const auto& value = config[key];
-        summary +=
-            fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
+    for (const RunKey key : kRunListKeys) {
+      if (const nlohmann::ordered_json* value = config.Find(key)) {
+        summary += fmt::format(" {}={}", NameOf(key),
+                               value->is_string() ? value->get<std::string>() : value->dump());
       }
     }
     fmt::print("{:>6}  {:<6}  {:<7}  {:<24} {}{}\n", r.id, r.engine, r.status, r.started_at,
@@ -160,7 +160,7 @@ struct PlotCommandOptions {
   std::string run = "last";
   std::string out;  // default: KIND.png
   std::string size = "1200x0";
-  std::string x = "m";
+  std::string x = std::string(NameOf(RunKey::kM));
   int step = -1;
 };
 

@@ -57,7 +57,7 @@ Result<TrainPlan> PlanWithinMemory(const TrainCommandOptions& o) {
 Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   Result<TrainPlan> plan = PlanWithinMemory(o);
   std::string config;
-  if (plan.ok()) config = ConfigJson(o, *plan).dump();
+  if (plan.ok()) config = nlohmann::ordered_json(ConfigOf(o, *plan)).dump();
   Status agreed;
   Watched(dog, "the other ranks to agree on the configuration",
           [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
@@ -119,7 +119,7 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   Status begun;
   bool held = false;
   if (rank == 0) {
-    Result<RunRecorder> r = BeginRecording(o.record, o.engine, ConfigJson(o, plan));
+    Result<RunRecorder> r = BeginRecording(o.record, o.engine, ConfigOf(o, plan));
     begun = r.status();
     if (r.ok()) {
       held = r->held().has_value();

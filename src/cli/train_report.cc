@@ -25,44 +25,38 @@ void PrintVerification(const Verification& v, double tolerance) {
 
 }  // namespace
 
-nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const TrainPlan& plan) {
+TrainingConfig ConfigOf(const TrainCommandOptions& o, const TrainPlan& plan) {
   const TrainOptions& t = o.train;
-  nlohmann::ordered_json c;
-  c["engine"] = o.engine;
-  c["model"] = t.model;
+  TrainingConfig c;
+  c.engine = o.engine;
+  c.model = t.model;
   // The resolved architecture: the same name could mean different files on different hosts.
   const DecoderSpec& spec = plan.spec;
-  c["architecture"] = {{"layers", spec.layers},
-                       {"hidden", spec.hidden},
-                       {"heads", spec.heads},
-                       {"ffn_hidden", spec.ffn_hidden},
-                       {"vocab", spec.vocab},
-                       {"max_positions", spec.max_positions},
-                       {"tied_embeddings", spec.tied_embeddings}};
-  c["schedule"] = plan.schedule.name;
-  c["p"] = plan.p();
-  c["v"] = plan.schedule.v;
-  c["m"] = plan.m();
-  c["pp"] = plan.p();
-  c["dp"] = plan.dp;
-  c["steps"] = t.steps;
-  c["micro_batch_size"] = plan.micro_batch_size;
-  c["seq_len"] = plan.seq_len;
-  c["seed"] = t.seed;
-  c["lr"] = t.lr;
-  c["weight_decay"] = t.weight_decay;
-  c["verify"] = t.verify;
-  c["trace_steps"] = t.trace_steps;
-  c["dtype"] = t.dtype;
-  if (o.engine == "cuda") c["virtual_ranks"] = t.virtual_ranks;
+  c.architecture =
+      ArchitectureConfig{spec.layers, spec.hidden,        spec.heads,          spec.ffn_hidden,
+                         spec.vocab,  spec.max_positions, spec.tied_embeddings};
+  c.schedule = plan.schedule.name;
+  c.p = plan.p();
+  c.v = plan.schedule.v;
+  c.m = plan.m();
+  c.pp = plan.p();
+  c.dp = plan.dp;
+  c.steps = t.steps;
+  c.micro_batch_size = plan.micro_batch_size;
+  c.seq_len = plan.seq_len;
+  c.seed = t.seed;
+  c.lr = t.lr;
+  c.weight_decay = t.weight_decay;
+  c.verify = t.verify;
+  c.trace_steps = t.trace_steps;
+  c.dtype = t.dtype;
+  if (o.engine == "cuda") c.virtual_ranks = t.virtual_ranks;
   // Uneven work, in the syntax of --rank-speed and --microbatch-seqlens; only when given.
-  if (plan.uneven_speed()) c["rank_speed"] = FormatRankSpeeds(plan.rank_speed);
-  if (plan.variable_seqlens()) {
-    c["microbatch_seqlens"] = FormatMicrobatchSeqlens(plan.microbatch_seqlens);
-  }
-  auto& pieces = c["pieces"] = nlohmann::ordered_json::array();
-  for (const auto& layers : plan.piece_layers) pieces.push_back(layers);
-  c["stage_piece"] = plan.stage_piece;
+  if (plan.uneven_speed()) c.rank_speed = FormatRankSpeeds(plan.rank_speed);
+  if (plan.variable_seqlens())
+    c.microbatch_seqlens = FormatMicrobatchSeqlens(plan.microbatch_seqlens);
+  c.pieces = plan.piece_layers;
+  c.stage_piece = plan.stage_piece;
   return c;
 }
 

@@ -10,12 +10,13 @@
 #include "pipette/common/status.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_recorder.h"
 
 namespace pipette::cli {
 
 // The run's configuration as recorded (and compared between the ranks before training).
-nlohmann::ordered_json ConfigJson(const TrainCommandOptions& o, const TrainPlan& plan);
+TrainingConfig ConfigOf(const TrainCommandOptions& o, const TrainPlan& plan);
 
 // Whether the run passed --verify (true without it).
 bool Verified(const TrainCommandOptions& o, const TrainReport& r);

@@ -42,20 +42,6 @@ Status ApplyClusterSpeeds(const ClusterSpec& cluster, DType dtype, int p, int m,
   return CheckUnevenWork(work, p, m);
 }
 
-nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work) {
-  if (work.IsEven()) return nullptr;
-  nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  if (!work.rank_speed.empty()) json["rank_speed"] = work.rank_speed;
-  if (!work.microbatch_seqlens.empty()) {
-    json["microbatch_seqlens"] = work.microbatch_seqlens;
-    json["seq_len"] = work.reference_seqlen;
-    json["attention_share"] = work.attention_share;
-  }
-  if (!work.link_slowdowns.empty())
-    json["link_slowdown"] = FormatLinkSlowdowns(work.link_slowdowns);
-  return json;
-}
-
 bool AnyUnevenWorkOption(const UnevenWorkOptions& o) {
   return !o.rank_speed.empty() || !o.microbatch_seqlens.empty() || !o.link_slowdown.empty() ||
          (o.seq_len_option != nullptr && o.seq_len_option->count() > 0) ||

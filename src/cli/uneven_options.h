@@ -56,11 +56,6 @@ Status ApplyClusterSpeeds(const ClusterSpec& cluster, DType dtype, int p, int m,
 Result<UnevenWork> ParseUnevenWorkOptions(const UnevenWorkOptions& options, int p, int m,
                                           int reference_seqlen = 0);
 
-// The uneven work as JSON (rank_speed, microbatch_seqlens, seq_len, attention_share,
-// link_slowdown: only what is given), or null when the work is even. Runs record it in their
-// configuration under "uneven" (simulate --costs-from refuses to add uneven work to such a run).
-nlohmann::ordered_json UnevenWorkJson(const UnevenWork& work);
-
 // True when any of the uneven-work options was given.
 bool AnyUnevenWorkOption(const UnevenWorkOptions& options);
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "pipette/engine/measured_costs.h"
 #include "pipette/fidelity/relative_error.h"
 #include "pipette/fidelity/run_compare.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette {
 namespace {
@@ -24,15 +24,15 @@ Result<FidelityPair> PairOf(ExperimentDb& db, const RunData& predicted, std::int
   FidelityPair pair;
   pair.predicted_run = predicted.run.id;
   pair.measured_run = measured_id;
-  const nlohmann::json config = nlohmann::json::parse(measured->run.config, nullptr, false);
-  const nlohmann::json prediction = nlohmann::json::parse(predicted.run.config, nullptr, false);
-  pair.schedule = config.value("schedule", "");
-  pair.model = config.value("model", "");
-  pair.p = config.value("p", 0);
-  pair.v = config.value("v", 0);
-  pair.m = config.value("m", 0);
-  pair.dp = config.value("dp", 1);
-  if (prediction.contains("prediction")) pair.cores = prediction["prediction"].value("cores", 0);
+  const RecordedConfig config = ReadRunConfig(measured->run.config);
+  const RecordedConfig prediction = ReadRunConfig(predicted.run.config);
+  pair.schedule = config.schedule.value_or("");
+  pair.model = config.model.value_or("");
+  pair.p = config.p.value_or(0);
+  pair.v = config.v.value_or(0);
+  pair.m = config.m.value_or(0);
+  pair.dp = config.dp.value_or(1);
+  if (prediction.prediction) pair.cores = prediction.prediction->cores;
   if (c.step_time) {  // over the steps both traced
     pair.predicted_step_s = c.step_time->predicted_s;
     pair.measured_step_s = c.step_time->measured_s;
@@ -52,11 +52,10 @@ Result<FidelitySummary> SummarizeFidelity(ExperimentDb& db, std::int64_t experim
   std::vector<double> medians, predicted_steps, measured_steps;
   for (const RunRecord& run : runs) {
     if (run.engine != "sim") continue;
-    const nlohmann::json config = nlohmann::json::parse(run.config, nullptr, false);
-    if (!config.is_object() || !config.contains("costs_from")) continue;
+    const RecordedConfig config = ReadRunConfig(run.config);
+    if (!config.costs_from) continue;
     PIPETTE_ASSIGN_OR_RETURN(const RunData predicted, db.LoadRun(run.id));
-    PIPETTE_ASSIGN_OR_RETURN(FidelityPair pair,
-                             PairOf(db, predicted, config["costs_from"].get<std::int64_t>()));
+    PIPETTE_ASSIGN_OR_RETURN(FidelityPair pair, PairOf(db, predicted, *config.costs_from));
     predicted_steps.push_back(pair.predicted_step_s);
     measured_steps.push_back(pair.measured_step_s);
     if (std::abs(pair.step_error_rel) > std::abs(summary.step_worst_error_rel)) {

@@ -4,43 +4,42 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
 #include "pipette/schedule/message.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/trace_rows.h"
 
 namespace pipette {
 namespace {
 
 // The run's configuration value `key` as an int; InvalidArgument naming the option otherwise.
-Result<int> ConfigInt(const nlohmann::json& config, const char* key, const std::string& option) {
-  const auto it = config.find(key);
-  if (it == config.end() || !it->is_number_integer()) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: the run's configuration has no integer '{}' (not a run of a program)", option, key));
+Result<int> ConfigInt(const std::optional<int>& value, RunKey key, const std::string& option) {
+  if (!value) {
+    return Status::InvalidArgument(
+        fmt::format("{}: the run's configuration has no integer '{}' (not a run of a program)",
+                    option, NameOf(key)));
   }
-  return it->get<int>();
+  return *value;
 }
 
 Status ReadConfig(const RunRecord& run, const std::string& option, RecordedWork& work) {
-  const nlohmann::json config = nlohmann::json::parse(run.config, nullptr, false);
-  if (!config.is_object()) {
+  const RecordedConfig config = ReadRunConfig(run.config);
+  if (!config.object) {
     return Status::InvalidArgument(
         fmt::format("{}: the run's configuration is not a JSON object", option));
   }
-  const auto schedule = config.find("schedule");
-  if (schedule == config.end() || !schedule->is_string()) {
+  if (!config.schedule) {
     return Status::InvalidArgument(
         fmt::format("{}: the run's configuration names no schedule", option));
   }
-  work.schedule = schedule->get<std::string>();
-  PIPETTE_ASSIGN_OR_RETURN(work.p, ConfigInt(config, "p", option));
-  PIPETTE_ASSIGN_OR_RETURN(work.v, ConfigInt(config, "v", option));
-  PIPETTE_ASSIGN_OR_RETURN(work.m, ConfigInt(config, "m", option));
-  if (config.contains("dp")) {
-    PIPETTE_ASSIGN_OR_RETURN(work.dp, ConfigInt(config, "dp", option));
+  work.schedule = *config.schedule;
+  PIPETTE_ASSIGN_OR_RETURN(work.p, ConfigInt(config.p, RunKey::kP, option));
+  PIPETTE_ASSIGN_OR_RETURN(work.v, ConfigInt(config.v, RunKey::kV, option));
+  PIPETTE_ASSIGN_OR_RETURN(work.m, ConfigInt(config.m, RunKey::kM, option));
+  if (config.Find(RunKey::kDp) != nullptr) {
+    PIPETTE_ASSIGN_OR_RETURN(work.dp, ConfigInt(config.dp, RunKey::kDp, option));
   }
   return Status::Ok();
 }

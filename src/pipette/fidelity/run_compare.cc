@@ -6,17 +6,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "pipette/fidelity/relative_error.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette {
 namespace {
-
-// The configuration keys that make two runs the same program.
-constexpr const char* kProgramKeys[] = {"schedule",         "pp",     "v", "m", "dp", "model",
-                                        "micro_batch_size", "seq_len"};
 
 std::string RunName(const RunData& run) {
   return fmt::format("run {} ({})", run.run.id, run.run.engine);
@@ -26,30 +22,27 @@ std::string Mismatch(const RunData& a, const RunData& b, const std::string& what
   return fmt::format("{} and {} are not the same program: {}", RunName(a), RunName(b), what);
 }
 
-std::string ConfigValue(const nlohmann::json& config, const char* key) {
-  return config.contains(key) ? config[key].dump() : std::string("absent");
+std::string ConfigValue(const nlohmann::ordered_json* value) {
+  return value != nullptr ? value->dump() : std::string("absent");
 }
 
 Status CheckSameProgram(const RunData& a, const RunData& b) {
-  nlohmann::json ca = nlohmann::json::parse(a.run.config, nullptr, false);
-  nlohmann::json cb = nlohmann::json::parse(b.run.config, nullptr, false);
-  if (!ca.is_object()) ca = nlohmann::json::object();
-  if (!cb.is_object()) cb = nlohmann::json::object();
-  for (const char* key : kProgramKeys) {
-    const bool in_a = ca.contains(key), in_b = cb.contains(key);
-    if (in_a == in_b && (!in_a || ca[key] == cb[key])) continue;
+  const RecordedConfig ca = ReadRunConfig(a.run.config), cb = ReadRunConfig(b.run.config);
+  for (const RunKey key : kProgramKeys) {
+    const nlohmann::ordered_json *in_a = ca.Find(key), *in_b = cb.Find(key);
+    if ((in_a == nullptr) == (in_b == nullptr) && (in_a == nullptr || *in_a == *in_b)) continue;
     return Status::InvalidArgument(
         Mismatch(a, b,
-                 fmt::format("configuration key '{}' is {} in {} and {} in {}", key,
-                             ConfigValue(ca, key), RunName(a), ConfigValue(cb, key), RunName(b))));
+                 fmt::format("configuration key '{}' is {} in {} and {} in {}", NameOf(key),
+                             ConfigValue(in_a), RunName(a), ConfigValue(in_b), RunName(b))));
   }
   // A prediction from a recorded run predicts that run and no other.
   for (const auto& [x, cx, y] : {std::tuple{&a, &ca, &b}, std::tuple{&b, &cb, &a}}) {
-    if (cx->contains("costs_from") && (*cx)["costs_from"] != y->run.id) {
+    if (cx->costs_from && *cx->costs_from != y->run.id) {
       return Status::InvalidArgument(
           Mismatch(a, b,
                    fmt::format("{} predicts run {} (costs_from), not {}", RunName(*x),
-                               (*cx)["costs_from"].dump(), RunName(*y))));
+                               *cx->costs_from, RunName(*y))));
     }
   }
   return Status::Ok();

@@ -11,6 +11,7 @@
 
 #include "pipette/plot/figure_scripts.h"
 #include "pipette/plot/palette.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::internal {
 namespace {
@@ -40,26 +41,26 @@ Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOpt
   for (const RunData& run : runs) {
     PIPETTE_ASSIGN_OR_RETURN(double bubble, NeedMetric(run, "bubble_ratio"));
     PIPETTE_ASSIGN_OR_RETURN(nlohmann::json x, NeedConfig(run, o.x_key));
-    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json schedule, NeedConfig(run, "schedule"));
-    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json pp, NeedConfig(run, "pp"));
+    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json schedule, NeedConfig(run, RunKey::kSchedule));
+    PIPETTE_ASSIGN_OR_RETURN(nlohmann::json pp, NeedConfig(run, RunKey::kPp));
     if (!x.is_number() || !schedule.is_string() || !pp.is_number_integer()) {
       return Status::InvalidArgument(
-          fmt::format("run {}: '{}' must be a number, 'schedule' a string and 'pp' an integer",
-                      run.run.id, o.x_key));
+          fmt::format("run {}: '{}' must be a number, '{}' a string and '{}' an integer",
+                      run.run.id, o.x_key, NameOf(RunKey::kSchedule), NameOf(RunKey::kPp)));
     }
     Series& s = series[{schedule.get<std::string>(), pp.get<int>()}];
     s.points.push_back({x.get<double>(), bubble});
     s.pp = pp.get<int>();
     pps.insert(s.pp);
-    const nlohmann::json config = Config(run);
-    s.v = config.value("v", 1);
+    const RecordedConfig config = ReadRunConfig(run.run.config);
+    s.v = config.v.value_or(1);
     // Exact only on an ideal, zero-latency network with uniform chunk costs.
-    s.analytic &= config.value("latency_us", 0.0) == 0.0 && config.value("ideal_network", false);
+    s.analytic &= config.latency_us.value_or(0.0) == 0.0 && config.ideal_network.value_or(false);
   }
   PIPETTE_ASSIGN_OR_RETURN(std::string script, Terminal(o, 700));
-  const std::string x_label = o.x_key == "m"            ? "microbatches m"
-                              : o.x_key == "latency_us" ? "p2p latency [us]"
-                                                        : o.x_key;
+  const std::string x_label = o.x_key == NameOf(RunKey::kM)           ? "microbatches m"
+                              : o.x_key == NameOf(RunKey::kLatencyUs) ? "p2p latency [us]"
+                                                                      : o.x_key;
   script += fmt::format("set title \"Bubble ratio (idle / total) against {}\"\n", x_label);
   script += fmt::format("set xlabel {}\nset ylabel \"bubble ratio [fraction]\"\n", Quote(x_label));
   script += "set yrange [0:*]\nset grid\nset key outside right top vertical\n";
@@ -76,8 +77,8 @@ Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOpt
     const bool interleaved = key.first.rfind("interleaved", 0) == 0;
     const bool small_m = std::any_of(s.points.begin(), s.points.end(),
                                      [&](const auto& point) { return point.first < s.pp; });
-    const bool analytic =
-        o.x_key == "m" && s.analytic && HasAnalyticBubble(key.first) && !(interleaved && small_m);
+    const bool analytic = o.x_key == NameOf(RunKey::kM) && s.analytic &&
+                          HasAnalyticBubble(key.first) && !(interleaved && small_m);
     // The closed form is drawn only where it differs from the data; else the legend says so.
     const bool matches =
         analytic && std::all_of(s.points.begin(), s.points.end(), [&](auto& pt) {

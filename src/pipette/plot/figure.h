@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_data.h"
 
 namespace pipette {
@@ -59,8 +60,9 @@ struct PlotOptions {
   std::string out = "figure.png";  // .png or .svg
   int width = 1200;                // pixels
   int height = 0;                  // 0: the kind's default
-  std::string x_key = "m";         // bubble, steptime: the configuration key on the x axis
-  int step = -1;                   // timeline: draw only this step (-1: every step)
+  // bubble, steptime: the configuration key on the x axis
+  std::string x_key = std::string(NameOf(RunKey::kM));
+  int step = -1;  // timeline: draw only this step (-1: every step)
 };
 
 // The gnuplot script of the figure (data inline). Errors (InvalidArgument) name the run and the

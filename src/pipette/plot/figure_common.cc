@@ -4,13 +4,9 @@
 #include <string>
 
 #include "pipette/plot/figure_scripts.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::internal {
-
-nlohmann::json Config(const RunData& run) {
-  nlohmann::json config = nlohmann::json::parse(run.run.config, nullptr, false);
-  return config.is_object() ? config : nlohmann::json::object();
-}
 
 Result<double> NeedMetric(const RunData& run, const std::string& name) {
   for (const MetricRow& m : run.metrics) {
@@ -21,12 +17,16 @@ Result<double> NeedMetric(const RunData& run, const std::string& name) {
 }
 
 Result<nlohmann::json> NeedConfig(const RunData& run, const std::string& key) {
-  const nlohmann::json config = Config(run);
+  const nlohmann::json config(ReadRunConfig(run.run.config).json);
   if (!config.contains(key)) {
     return Status::InvalidArgument(
         fmt::format("run {}: its configuration has no key '{}'", run.run.id, key));
   }
   return config[key];
+}
+
+Result<nlohmann::json> NeedConfig(const RunData& run, RunKey key) {
+  return NeedConfig(run, std::string(NameOf(key)));
 }
 
 }  // namespace pipette::internal

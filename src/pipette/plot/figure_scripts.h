@@ -17,6 +17,7 @@
 
 #include "pipette/common/status.h"
 #include "pipette/plot/figure.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_data.h"
 
 namespace pipette::internal {
@@ -30,13 +31,12 @@ std::string Rgb(std::uint32_t rgb);
 // size out of [kMinPlotPixels, kMaxPlotPixels] or another extension.
 Result<std::string> Terminal(const PlotOptions& o, int default_height);
 
-// The run's configuration as a JSON object (an empty one if it does not parse as one).
-nlohmann::json Config(const RunData& run);
 // The value of the run's metric `name`; InvalidArgument naming the run and the metric otherwise.
 Result<double> NeedMetric(const RunData& run, const std::string& name);
 // The value of the run's configuration key `key`; InvalidArgument naming the run and the key
 // otherwise.
 Result<nlohmann::json> NeedConfig(const RunData& run, const std::string& key);
+Result<nlohmann::json> NeedConfig(const RunData& run, RunKey key);
 
 // The scripts of the figure kinds (figure.h describes each); `runs` is not empty.
 Result<std::string> TimelineScript(const std::vector<RunData>& given, const PlotOptions& o);

@@ -8,19 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "pipette/store/run_config.h"
+
 namespace pipette {
 namespace {
 
-// The keys that say how a run was made or recorded, not what ran.
-bool Ignored(const std::string& key) {
-  return key == "command" || key == "engine" || key == "trace" || key == "trace_steps" ||
-         key == "experiment" || key == "point_key";
-}
+bool Ignored(const std::string& key) { return DescribesRecording(key); }
 
-nlohmann::ordered_json ConfigOf(const RunData& run) {
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.run.config, nullptr, false);
-  return config.is_object() ? config : nlohmann::ordered_json::object();
-}
+nlohmann::ordered_json ConfigOf(const RunData& run) { return ReadRunConfig(run.run.config).json; }
 
 std::string ValueText(const nlohmann::ordered_json& value) {
   if (!value.is_string()) return value.dump();
@@ -45,9 +40,10 @@ std::vector<std::string> SharedScalarKeys(const std::vector<nlohmann::ordered_js
 
 std::string ProgramLabel(const nlohmann::ordered_json& config) {
   std::string label;
-  for (const char* key : {"schedule", "pp", "v", "m"}) {
-    if (!config.contains(key) || config[key].is_structured()) continue;
-    label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, ValueText(config[key]));
+  for (const RunKey key : kProgramSummaryKeys) {
+    const auto it = config.find(NameOf(key));
+    if (it == config.end() || it->is_structured()) continue;
+    label += fmt::format("{}{}={}", label.empty() ? "" : " ", NameOf(key), ValueText(*it));
   }
   return label;
 }
@@ -115,9 +111,7 @@ bool SameConfiguration(const RunData& a, const RunData& b) { return !FirstDiffer
 
 // The run a prediction predicts (its config's costs_from), 0 for none.
 std::int64_t PredictedRun(const RunData& run) {
-  const nlohmann::json config = nlohmann::json::parse(run.run.config, nullptr, false);
-  if (!config.is_object() || !config.contains("costs_from")) return 0;
-  return config["costs_from"].is_number_integer() ? config["costs_from"].get<std::int64_t>() : 0;
+  return ReadRunConfig(run.run.config).costs_from.value_or(0);
 }
 
 Result<std::vector<RunPair>> PairRuns(const std::vector<RunData>& runs) {

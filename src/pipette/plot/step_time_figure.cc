@@ -12,28 +12,31 @@
 
 #include "pipette/plot/figure_scripts.h"
 #include "pipette/plot/palette.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::internal {
 namespace {
 
 // The series of a steptime figure: the schedule, with the model when the runs have several.
 Result<std::string> StepTimeSeries(const RunData& run, bool with_model) {
-  PIPETTE_ASSIGN_OR_RETURN(nlohmann::json schedule, NeedConfig(run, "schedule"));
-  if (!schedule.is_string()) {
-    return Status::InvalidArgument(fmt::format("run {}: 'schedule' must be a string", run.run.id));
+  const RecordedConfig config = ReadRunConfig(run.run.config);
+  if (config.Find(RunKey::kSchedule) == nullptr) {
+    return Status::InvalidArgument(fmt::format("run {}: its configuration has no key '{}'",
+                                               run.run.id, NameOf(RunKey::kSchedule)));
   }
-  const nlohmann::json config = Config(run);
-  const std::string model = config.contains("model") && config["model"].is_string()
-                                ? config["model"].get<std::string>()
-                                : std::string("(no model)");
-  return schedule.get<std::string>() + (with_model ? " " + model : "");
+  if (!config.schedule) {
+    return Status::InvalidArgument(
+        fmt::format("run {}: '{}' must be a string", run.run.id, NameOf(RunKey::kSchedule)));
+  }
+  const std::string model = config.model.value_or("(no model)");
+  return *config.schedule + (with_model ? " " + model : "");
 }
 
 }  // namespace
 
 Result<std::string> StepTimeScript(const std::vector<RunData>& runs, const PlotOptions& o) {
   std::set<std::string> models;
-  for (const RunData& run : runs) models.insert(Config(run).value("model", std::string()));
+  for (const RunData& run : runs) models.insert(ReadRunConfig(run.run.config).model.value_or(""));
   std::vector<std::string> groups, names;  // in order of first appearance
   std::map<std::pair<std::string, std::string>, std::pair<double, std::int64_t>> bars;
   for (const RunData& run : runs) {

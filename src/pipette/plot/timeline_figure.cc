@@ -11,16 +11,15 @@
 #include "pipette/plot/figure_scripts.h"
 #include "pipette/plot/palette.h"
 #include "pipette/plot/run_labels.h"
+#include "pipette/store/run_config.h"
 
 namespace pipette::internal {
 namespace {
 
 std::string RunLabel(const RunData& run) {
-  const nlohmann::json config = Config(run);
+  const RecordedConfig config = ReadRunConfig(run.run.config);
   std::string label = fmt::format("{} run {}", run.run.engine, run.run.id);
-  if (config.contains("schedule") && config["schedule"].is_string()) {
-    label += " " + config["schedule"].get<std::string>();
-  }
+  if (config.schedule) label += " " + *config.schedule;
   return label;
 }
 

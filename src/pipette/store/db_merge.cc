@@ -14,6 +14,7 @@
 
 #include "pipette/common/host_machine.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/sqlite.h"
 
 namespace pipette {
@@ -232,27 +233,6 @@ Status MergeCalibrations(sqlite3* in, sqlite3* out, const Layout& layout, OutInd
   return read.Done(rc, "read calibrations");
 }
 
-// `config` with its references to runs (costs_from) and calibrations (prediction.calibration) of
-// the input rewritten to OUT's ids; unchanged text when it has none.
-std::string RemapConfig(const std::string& config, const InputMaps& maps) {
-  auto json = nlohmann::ordered_json::parse(config, nullptr, false);
-  if (!json.is_object()) return config;
-  bool changed = false;
-  const auto remap = [&](nlohmann::ordered_json& value, const auto& map) {
-    if (!value.is_number_integer()) return;
-    const auto it = map.find(value.template get<std::int64_t>());
-    if (it == map.end()) return;
-    value = it->second;
-    changed = true;
-  };
-  if (json.contains("costs_from")) remap(json["costs_from"], maps.runs);
-  if (json.contains("prediction") && json["prediction"].is_object() &&
-      json["prediction"].contains("calibration")) {
-    remap(json["prediction"]["calibration"], maps.calibrations);
-  }
-  return changed ? json.dump() : config;
-}
-
 // The facts of an input run that decide whether it is copied.
 struct InputRun {
   std::int64_t id = 0;
@@ -349,7 +329,7 @@ Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Lay
       if (i == experiment_col && run.experiment) {
         write.Bind(i + 1, *run.experiment);
       } else if (i == config_col) {
-        write.Bind(i + 1, RemapConfig(read.Text(kFirst + i), maps));
+        write.Bind(i + 1, RemapRunReferences(read.Text(kFirst + i), maps.runs, maps.calibrations));
       } else {
         write.BindValue(i + 1, read.Value(kFirst + i));
       }

@@ -94,7 +94,7 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
   CostsFromPlan plan;
   PIPETTE_ASSIGN_OR_RETURN(plan.work, RecordedWorkOf(run, option, settings.statistic,
                                                      settings.alone ? settings.cores : 0));
-  plan.measured_config = nlohmann::ordered_json::parse(run.run.config);
+  plan.measured_config = ReadRunConfig(run.run.config);
   plan.settings = settings;
   const RecordedWork& w = plan.work;
   if (w.instruction_gap >= 0) {  // the run's own dispatch time beats a microbenchmark's
@@ -146,38 +146,24 @@ SimulationCase CaseOf(const CostsFromPlan& plan) {
   return one;
 }
 
-nlohmann::ordered_json RecordedUnevenWork(const nlohmann::ordered_json& config) {
-  nlohmann::ordered_json recorded;
-  if (config.contains("uneven")) recorded = config["uneven"];
-  for (const char* key : {"rank_speed", "microbatch_seqlens"}) {
-    if (config.contains(key)) recorded[key] = config[key];
-  }
-  return recorded;
-}
-
-int RecordedSeqLen(const CostsFromPlan& plan) {
-  const nlohmann::ordered_json& config = plan.measured_config;
-  if (config.contains("seq_len") && config["seq_len"].is_number_integer()) {
-    return config["seq_len"].get<int>();
-  }
-  return 0;
-}
+int RecordedSeqLen(const CostsFromPlan& plan) { return plan.measured_config.seq_len.value_or(0); }
 
 Status CheckUnevenPrediction(const CostsFromPlan& plan, bool adds_uneven, bool adds_seqlens) {
   const std::int64_t run = plan.work.run_id;
   const nlohmann::ordered_json recorded = RecordedUnevenWork(plan.measured_config);
+  const nlohmann::ordered_json seqlens = RecordedMicrobatchSeqlens(plan.measured_config);
   if (!recorded.is_null() && adds_uneven) {
     return Status::InvalidArgument(fmt::format(
         "--costs-from = {}: the run already ran uneven work ({}); predict uneven work from an "
         "even run",
         run, recorded.dump()));
   }
-  if (recorded.contains("microbatch_seqlens")) {
+  if (!seqlens.is_null()) {
     return Status::InvalidArgument(fmt::format(
         "--costs-from = {}: the run's microbatches have different lengths ({}), so its per-stage "
         "medians are no one length's costs; predict it from an even-length run with "
         "--microbatch-seqlens",
-        run, recorded["microbatch_seqlens"].dump()));
+        run, seqlens.dump()));
   }
   if (RecordedSeqLen(plan) <= 0 && adds_seqlens) {
     return Status::InvalidArgument(fmt::format(
@@ -198,25 +184,25 @@ Result<CostsFromReport> PredictRun(const CostsFromPlan& plan, const SimulationCa
   return report;
 }
 
-nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan) {
-  nlohmann::ordered_json config = plan.measured_config;  // the same program and model
-  config["engine"] = "sim";
-  config["simulated_steps"] = plan.work.traced_steps;  // the run's traced steps, for the join
-  config["costs_from"] = plan.work.run_id;
+PredictionConfig ConfigOf(const CostsFromPlan& plan) {
+  PredictionConfig config;
+  config.measured = plan.measured_config.json;      // the same program and model
+  config.simulated_steps = plan.work.traced_steps;  // the run's traced steps, for the join
+  config.costs_from = plan.work.run_id;
   const PredictionSettings& s = plan.settings;
-  config["prediction"] = {
-      {"costs_from_engine", plan.work.engine},
-      {"cost_statistic", s.statistic == CostStatistic::kMean ? "mean" : "median"},
-      {"calibration", s.calibration_id},
-      {"cores", s.cores},
-      {"latency_s", s.latency},
-      {"seconds_per_byte", s.seconds_per_byte},
-      {"messages_from", s.message_source},
-      {"instruction_overhead_s", s.instruction_overhead},
-      {"instruction_overhead_from", s.overhead_source},
-      {"allreduce_alpha_s", s.allreduce_alpha},
-      {"allreduce_beta_s_per_byte", s.allreduce_beta}};
-  if (s.alone) config["prediction"]["costs"] = "alone";  // the cores' sharing taken out
+  PredictionSettingsConfig& p = config.prediction;
+  p.costs_from_engine = plan.work.engine;
+  p.cost_statistic = s.statistic == CostStatistic::kMean ? "mean" : "median";
+  p.calibration = s.calibration_id;
+  p.cores = s.cores;
+  p.latency_s = s.latency;
+  p.seconds_per_byte = s.seconds_per_byte;
+  p.messages_from = s.message_source;
+  p.instruction_overhead_s = s.instruction_overhead;
+  p.instruction_overhead_from = s.overhead_source;
+  p.allreduce_alpha_s = s.allreduce_alpha;
+  p.allreduce_beta_s_per_byte = s.allreduce_beta;
+  p.alone = s.alone;  // the cores' sharing taken out
   return config;
 }
 

@@ -23,6 +23,7 @@
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_data.h"
 #include "sim/simulator.h"
 
@@ -51,7 +52,7 @@ struct PredictionSettings {
 
 struct CostsFromPlan {
   RecordedWork work;
-  nlohmann::ordered_json measured_config;  // the run's own configuration
+  RecordedConfig measured_config;  // the run's own configuration
   PredictionSettings settings;
   Schedule schedule;
   Program program;
@@ -79,10 +80,6 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
 // The simulation case of `plan` (pointing into it).
 SimulationCase CaseOf(const CostsFromPlan& plan);
 
-// The uneven work the run ran, as its configuration records it: simulate's "uneven" object, or
-// train's "rank_speed" and "microbatch_seqlens" strings; null when it ran even work.
-nlohmann::ordered_json RecordedUnevenWork(const nlohmann::ordered_json& config);
-
 // The run's own sequence length (its configuration's seq_len), 0 when it records none: the length
 // its measured costs are for, which uneven lengths scale from.
 int RecordedSeqLen(const CostsFromPlan& plan);
@@ -97,7 +94,9 @@ Status CheckUnevenPrediction(const CostsFromPlan& plan, bool adds_uneven, bool a
 // engine's memory, the memory over time of the simulated order.
 Result<CostsFromReport> PredictRun(const CostsFromPlan& plan, const SimulationCase& one);
 
-nlohmann::ordered_json ConfigOf(const CostsFromPlan& plan);
+// The prediction's configuration: the measured run's (engine "sim"), its traced steps, the run it
+// predicts and the settings that priced it.
+PredictionConfig ConfigOf(const CostsFromPlan& plan);
 RunData RunDataOf(const CostsFromReport& report);
 std::string_view RunStatusOf(const CostsFromReport& report);  // kRunOk
 

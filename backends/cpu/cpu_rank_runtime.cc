@@ -20,11 +20,11 @@ double ThreadCpuSeconds() {
 }  // namespace
 
 CpuRankRuntime::CpuRankRuntime(const TrainPlan& plan, const TrainOptions& options,
-                               const RankPlace& place, Watchdog& dog, StepCallback on_step)
+                               const RankPlace& place, Fabric& fabric, StepCallback on_step)
     : plan_(plan),
       options_(options),
       place_(place),
-      dog_(dog),
+      fabric_(fabric),
       on_step_(std::move(on_step)),
       fault_(Fault::FromEnv()),
       io_(plan.program, place.pp_rank) {
@@ -39,12 +39,7 @@ CpuRankRuntime::CpuRankRuntime(const TrainPlan& plan, const TrainOptions& option
   stage_memory_.resize(plan.schedule.num_stages());
 }
 
-void CpuRankRuntime::ShareParameters() {
-  Watched(dog_, "the other ranks to set up", [&] {
-    shared_ = MakeSharedGroups(params_, place_.pp_comm, place_.pp_rank);
-    owned_ = OwnedNames(params_, place_.pp_comm, place_.pp_rank);
-  });
-}
+void CpuRankRuntime::ShareParameters() { owned_ = fabric_.ShareParameters(params_); }
 
 // ---- the program's instructions ----
 
@@ -83,30 +78,20 @@ void CpuRankRuntime::Run(const Action& a) {
 }
 
 void CpuRankRuntime::Send(const Instruction& ins, std::int64_t) {
-  const Message message = MessageOf(ins.action);
-  Tensor tensor = io_.TakeOutgoing(ins.action);
-  MPI_Request request;
-  MPI_Isend(tensor.data(), static_cast<int>(tensor.size()), MPI_FLOAT, ins.peer,
-            static_cast<int>(message.slot(plan_.m())), place_.pp_comm, &request);
-  sends_.emplace_back(request, std::move(tensor));
+  fabric_.Send(ins.peer, MessageOf(ins.action).slot(plan_.m()), io_.TakeOutgoing(ins.action));
 }
 
 void CpuRankRuntime::PostRecv(const Instruction& ins, std::int64_t) {
   const Message message = MessageOf(ins.action);
-  Pending& pending = recvs_[message.key()];
-  pending.tensor = Tensor(plan_.tokens_of(ins.action.microbatch),
-                          plan_.stage_output_cols[message.shape_stage()]);
-  MPI_Irecv(pending.tensor.data(), static_cast<int>(pending.tensor.size()), MPI_FLOAT, ins.peer,
-            static_cast<int>(message.slot(plan_.m())), place_.pp_comm, &pending.request);
+  fabric_.PostRecv(ins.peer, message.slot(plan_.m()),
+                   Tensor(plan_.tokens_of(ins.action.microbatch),
+                          plan_.stage_output_cols[message.shape_stage()]));
 }
 
 double CpuRankRuntime::WaitRecv(const Instruction& ins) {
-  const std::int64_t key = MessageOf(ins.action).key();
-  auto it = recvs_.find(key);
-  Watched(dog_, fmt::format("{} from rank {} (step {})", ToString(ins.action), ins.peer, step_ + 1),
-          [&] { MPI_Wait(&it->second.request, MPI_STATUS_IGNORE); });
-  io_.Arrived(ins.action, std::move(it->second.tensor));
-  recvs_.erase(it);
+  io_.Arrived(ins.action, fabric_.WaitRecv(ins.peer, MessageOf(ins.action).slot(plan_.m()),
+                                           fmt::format("{} from rank {} (step {})",
+                                                       ToString(ins.action), ins.peer, step_ + 1)));
   return Now();
 }
 
@@ -153,44 +138,31 @@ void CpuRankRuntime::WeightGrad(const Action& a) {
 // ---- the training step around the program ----
 
 Status CpuRankRuntime::BeginStep(int step) {
-  Watched(dog_, fmt::format("the other ranks to start step {}", step + 1),
-          [&] { MPI_Barrier(MPI_COMM_WORLD); });
+  fabric_.Barrier(fmt::format("the other ranks to start step {}", step + 1));
   step_ = step;
   batches_.clear();
   loss_sum_ = 0;
   return Status::Ok();
 }
 
-void CpuRankRuntime::EndProgram(int) {
-  std::vector<MPI_Request> requests;
-  for (auto& [request, tensor] : sends_) requests.push_back(request);
-  Watched(dog_, "this step's sends to complete", [&] {
-    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-  });
-  sends_.clear();
-}
+void CpuRankRuntime::EndProgram(int) { fabric_.EndProgram(); }
 
 std::optional<Span> CpuRankRuntime::ReduceGradients(int) {
   params_.SumLocalCopies();
   if (plan_.dp == 1) return std::nullopt;
   // The span is the collective alone: the wait for the other replicas (a barrier first) is not
   // part of it, as in the simulator, which starts an all-reduce once every replica is there.
-  Watched(dog_, "the other replicas to reach the all-reduce", [&] { MPI_Barrier(place_.dp_comm); });
+  fabric_.BarrierReplicas("the other replicas to reach the all-reduce");
   const double start = Now();
-  Watched(dog_, "the data-parallel gradient all-reduce",
-          [&] { AllReduceGrads(params_, {}, place_.dp_comm); });
+  fabric_.AllReduceReplicas(params_);
   return Span{start, Now()};
 }
 
 Status CpuRankRuntime::UpdateParameters(int step) {
-  for (const SharedGroup& group : shared_) {  // after DP, so every copy ends bit-identical
-    Watched(dog_, "the gradient sum over copies of shared parameters",
-            [&] { group.SumGrads(params_); });
-  }
+  fabric_.SumSharedGrads(params_);  // after DP, so every copy ends bit-identical
   if (options_.verify && step == 0) {
-    Result<NamedTensors> grads = NamedTensors();
-    Watched(dog_, "the gradient gather",
-            [&] { grads = GatherTensors(params_, owned_, true, place_.replica == 0); });
+    Result<NamedTensors> grads =
+        fabric_.GatherOwned(params_, owned_, true, place_.replica == 0, "the gradient gather");
     PIPETTE_RETURN_IF_ERROR(grads.status());  // the same answer on every rank
     first_grads_ = std::move(*grads);
   }
@@ -199,16 +171,10 @@ Status CpuRankRuntime::UpdateParameters(int step) {
 }
 
 void CpuRankRuntime::EndStep(int step, const Span& span) {
-  double sums[2] = {loss_sum_, -span.start}, totals[2] = {0, 0};
-  double end_max = 0;
-  Watched(dog_, "the loss reduction", [&] {
-    MPI_Reduce(&sums[0], &totals[0], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&sums[1], &totals[1], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&span.end, &end_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  });
+  const StepTotals totals = fabric_.ReduceStep(loss_sum_, span.start, span.end);
   if (place_.world_rank != 0) return;
-  const double loss = totals[0] / plan_.loss_weight_per_step();  // the mean over the step's tokens
-  const double seconds = end_max + totals[1];                    // latest end - earliest start
+  const double loss = totals.loss_sum / plan_.loss_weight_per_step();  // the mean over its tokens
+  const double seconds = totals.latest_end - totals.earliest_start;
   losses_.push_back(loss);
   step_times_.push_back(seconds);
   if (on_step_) on_step_(step, loss, seconds);

@@ -1,17 +1,14 @@
-// CpuRankRuntime: the RankRuntime of one pipeline rank of one data-parallel replica on the CPU,
-// one MPI process. It holds the modules of its own stages (MPMD) and their parameters, runs the
-// math of each compute instruction, and moves activations and gradients as non-blocking MPI
-// messages tagged by their message slot (schedule/message.h): a receive is posted where the
-// program places it and waited just before the compute that consumes it; sends complete at the
-// end of the step. Around the program (RunSteps) it all-reduces the gradients over the replicas,
-// sums the copies of shared parameters, applies AdamW and reduces the loss on world rank 0.
+// CpuRankRuntime: the RankRuntime of one pipeline rank of one data-parallel replica on the CPU. It
+// holds the modules of its own stages (MPMD) and their parameters, runs the math of each compute
+// instruction, and moves activations and gradients through its Fabric (fabric.h; MPI behind it,
+// mpi_fabric.h) by their message slot (schedule/message.h): a receive is posted where the program
+// places it and waited just before the compute that consumes it; sends complete at the end of the
+// step. Around the program (RunSteps) it all-reduces the gradients over the replicas, sums the
+// copies of shared parameters, applies AdamW and reduces the loss on world rank 0.
 //
-// Every wait on peers runs under the Watchdog. Used from the rank's MPI thread only. Owns its
-// communicators for shared parameters; borrows the plan, the options, the pipeline and
-// data-parallel communicators and the watchdog, which must outlive it.
+// Every wait on peers is the fabric's, bounded by the watchdog. Used from the rank's thread only.
+// Borrows the plan, the options and the fabric, which must outlive it.
 #pragma once
-
-#include <mpi.h>
 
 #include <functional>
 #include <map>
@@ -20,38 +17,28 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fabric.h"
 #include "gpt.h"
 #include "param_set.h"
-#include "param_sync.h"
 #include "pipette/engine/fault.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_runtime.h"
 #include "pipette/engine/stage_io.h"
 #include "pipette/engine/train_plan.h"
-#include "pipette/engine/watchdog.h"
 #include "reference.h"
 
 namespace pipette::cpu {
-
-// Where a process sits in the run: world rank w is pipeline rank w % p of replica w / p.
-struct RankPlace {
-  int world_rank = 0;
-  int pp_rank = 0;
-  int replica = 0;
-  MPI_Comm pp_comm = MPI_COMM_NULL;  // the replica's pipeline ranks
-  MPI_Comm dp_comm = MPI_COMM_NULL;  // this pipeline rank in every replica
-};
 
 class CpuRankRuntime final : public RankRuntime {
  public:
   // Builds the rank's stages and their optimizer state.
   CpuRankRuntime(const TrainPlan& plan, const TrainOptions& options, const RankPlace& place,
-                 Watchdog& dog, StepCallback on_step);
+                 Fabric& fabric, StepCallback on_step);
 
   // Collective over the pipeline ranks: finds the parameters held in several copies and who owns
   // each for reporting. Call once before the first step.
   void ShareParameters();
-  // The common start of the run's clock (MPI_Wtime on every rank after a barrier).
+  // The common start of the run's clock (the fabric's Clock on every rank after a barrier).
   void set_start(double t0) { t0_ = t0; }
 
   const ParamSet& params() const { return params_; }
@@ -69,7 +56,7 @@ class CpuRankRuntime final : public RankRuntime {
   const std::vector<double>& losses() const { return losses_; }
   const std::vector<double>& step_times() const { return step_times_; }
 
-  double Now() override { return MPI_Wtime() - t0_; }
+  double Now() override { return fabric_.Clock() - t0_; }
   void Compute(const Instruction& ins) override;
   void Send(const Instruction& ins, std::int64_t bytes) override;
   void PostRecv(const Instruction& ins, std::int64_t bytes) override;
@@ -82,11 +69,6 @@ class CpuRankRuntime final : public RankRuntime {
   void EndStep(int step, const Span& span) override;
 
  private:
-  struct Pending {
-    MPI_Request request = MPI_REQUEST_NULL;
-    Tensor tensor;
-  };
-
   const Batch& BatchOf(int microbatch);
   // Runs the compute action `a` (an overlapped cell: its forward, then its backward half).
   void Run(const Action& a);
@@ -99,12 +81,11 @@ class CpuRankRuntime final : public RankRuntime {
   const TrainPlan& plan_;
   const TrainOptions& options_;
   const RankPlace place_;
-  Watchdog& dog_;
+  Fabric& fabric_;
   StepCallback on_step_;
   Fault fault_;
   std::map<int, ModuleChain> chains_;  // by global stage
   ParamSet params_;
-  std::vector<SharedGroup> shared_;
   std::set<std::string> owned_;
   std::vector<StageMemory> stage_memory_;
   NamedTensors first_grads_;
@@ -116,8 +97,6 @@ class CpuRankRuntime final : public RankRuntime {
   double work_seconds_ = 0, slowdown_seconds_ = 0;
   std::unordered_map<int, Batch> batches_;
   StageIo<Tensor, std::vector<Cache>> io_;  // inputs, outputs awaiting SEND, forward caches
-  std::unordered_map<std::int64_t, Pending> recvs_;  // by message key
-  std::vector<std::pair<MPI_Request, Tensor>> sends_;
 };
 
 }  // namespace pipette::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "mpi_bytes.h"
+#include "mpi_fabric.h"
 #include "param_sync.h"
 #include "pipette/engine/step_loop.h"
 
@@ -63,11 +64,12 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   PIPETTE_RETURN_IF_ERROR(CheckMessageTags(plan, MPI_COMM_WORLD));
   const int pp_rank = world_rank % plan.p(), replica = world_rank / plan.p();
   const SplitComm pp_comm(replica, pp_rank), dp_comm(pp_rank, replica);
-  const RankPlace place{world_rank, pp_rank, replica, pp_comm.get(), dp_comm.get()};
+  const RankPlace place{world_rank, pp_rank, replica};
+  MpiFabric fabric(place, pp_comm.get(), dp_comm.get(), dog);
 
   ResetPeakTensorBytes();
   const std::int64_t bytes_before = LiveTensorBytes();
-  CpuRankRuntime runtime(plan, options, place, dog, on_step);
+  CpuRankRuntime runtime(plan, options, place, fabric, on_step);
   const double static_bytes = static_cast<double>(LiveTensorBytes() - bytes_before);
   runtime.ShareParameters();
 
@@ -76,8 +78,8 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   loop.trace_steps = replica == 0 ? options.trace_steps : 0;  // replica 0 is traced
   loop.gradient_bytes = GradientBytes(runtime.params());
   RankLog log;
-  Watched(dog, "the other ranks to start", [&] { MPI_Barrier(MPI_COMM_WORLD); });
-  runtime.set_start(MPI_Wtime());
+  fabric.Barrier("the other ranks to start");
+  runtime.set_start(fabric.Clock());
   PIPETTE_RETURN_IF_ERROR(
       RunSteps(plan.program, pp_rank, MessageSizesOf(plan), loop, runtime, log));
 

@@ -26,15 +26,19 @@ CLI::Validator DatabasePathValidator() {
 void AddRecordOptions(CLI::App* cmd, RecordOptions& o) {
   cmd->add_option("--db", o.db, "Experiment database (SQLite)")
       ->capture_default_str()
-      ->check(DatabasePathValidator());
-  cmd->add_flag("--no-db", o.no_db, "Do not record the run");
+      ->check(DatabasePathValidator())
+      ->group(kOutputGroup);
+  cmd->add_flag("--no-db", o.no_db, "Do not record the run")->group(kOutputGroup);
   cmd->add_option("--trace", o.trace,
                   "What the run records: none (metrics), summary (+ memory, all-reduces), full "
                   "(+ every instruction)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "summary", "full"}));
-  cmd->add_option("--experiment", o.experiment, "Record the run under this experiment");
-  cmd->add_option("--point-key", o.point_key, "The run's point in its experiment (sweeps)");
+      ->check(CLI::IsMember({"none", "summary", "full"}))
+      ->group(kOutputGroup);
+  cmd->add_option("--experiment", o.experiment, "Record the run under this experiment")
+      ->group(kOutputGroup);
+  cmd->add_option("--point-key", o.point_key, "The run's point in its experiment (sweeps)")
+      ->group(kOutputGroup);
 }
 
 nlohmann::ordered_json LibraryVersions() {

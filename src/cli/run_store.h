@@ -25,6 +25,8 @@ struct RecordOptions {
 };
 
 // Adds --db, --no-db, --trace, --experiment and --point-key to `cmd`.
+// The help group of the options that say what is printed and where the run is recorded.
+inline constexpr const char* kOutputGroup = "Output and recording";
 void AddRecordOptions(CLI::App* cmd, RecordOptions& options);
 
 // A --db check for CLI11: CheckDatabasePath (an empty path, ":memory:" and "file:" URIs are refused

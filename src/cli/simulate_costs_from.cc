@@ -2,9 +2,7 @@
 // its checks and what the calibration and --cores add.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "cli/simulate_options.h"
 #include "cli/simulate_report.h"
@@ -64,31 +62,17 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
     }
     return Status::Ok();
   }
-  // Everything but where the run is and how the prediction is recorded comes from the run.
-  const std::vector<std::string> allowed = {"--costs-from",
-                                            "--calibration",
-                                            "--cores",
-                                            "--alone-costs",
-                                            "--cost-statistic",
-                                            "--format",
-                                            "--db",
-                                            "--no-db",
-                                            "--trace",
-                                            "--experiment",
-                                            "--point-key",
-                                            "--rank-speed",
-                                            "--microbatch-seqlens",
-                                            "--link-slowdown",
-                                            "--attention-share"};
+  // Everything but where the run is and how the prediction is recorded comes from the run: only
+  // the options of the prediction, uneven-work and output groups apply.
   for (const CLI::Option* given : o.command->get_options()) {
     if (given->count() == 0 || given->get_lnames().empty()) continue;
-    const std::string name = "--" + given->get_lnames().front();
-    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+    const std::string& group = given->get_group();
+    if (group == kPredictionGroup || group == kUnevenGroup || group == kOutputGroup) continue;
     return Status::InvalidArgument(fmt::format(
-        "{} with --costs-from = {}: the program, its model, costs and sizes are the recorded "
+        "--{} with --costs-from = {}: the program, its model, costs and sizes are the recorded "
         "run's (only --calibration, --cores, --alone-costs, uneven work and where to record "
         "apply)",
-        name, o.costs_from));
+        given->get_lnames().front(), o.costs_from));
   }
   if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
     return Status::InvalidArgument(

@@ -23,6 +23,12 @@
 
 namespace pipette::cli {
 
+// The help groups of simulate's options. With --costs-from RUN the program and the model and
+// cluster are the recorded run's: an option of those two groups is refused (CheckCostsFromOptions).
+inline constexpr const char* kProgramGroup = "Program";
+inline constexpr const char* kModelGroup = "Model and cluster";
+inline constexpr const char* kPredictionGroup = "Prediction of a recorded run";
+
 struct SimulateOptions {
   std::string schedule = "1f1b";
   ScheduleParams params{4, 0, 8, 0};

@@ -9,29 +9,35 @@ namespace pipette::cli {
 void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& o, bool seq_len, bool attention_share) {
   cmd->add_option("--rank-speed", o.rank_speed,
                   "Per-rank speed factors RANK=SPEED,... in (0, 100]: a compute on that rank "
-                  "takes nominal / SPEED (e.g. 3=0.8)");
+                  "takes nominal / SPEED (e.g. 3=0.8)")
+      ->group(kUnevenGroup);
   cmd->add_option("--microbatch-seqlens", o.microbatch_seqlens,
-                  "Sequence length of every microbatch: a list 512,1024,... or a FILE of them");
+                  "Sequence length of every microbatch: a list 512,1024,... or a FILE of them")
+      ->group(kUnevenGroup);
   cmd->add_option("--link-slowdown", o.link_slowdown,
                   "Slow links A-B=FACTOR,... in [1, 1000]: messages between pipeline ranks A and B "
-                  "take FACTOR times as long");
+                  "take FACTOR times as long")
+      ->group(kUnevenGroup);
   if (seq_len) {
     o.seq_len_option =
         cmd->add_option("--seq-len", o.seq_len,
-                        "With --microbatch-seqlens: the sequence length the --times costs are for");
+                        "With --microbatch-seqlens: the sequence length the --times costs are for")
+            ->group(kUnevenGroup);
   }
   if (!attention_share) return;
   o.attention_share_option =
       cmd->add_option("--attention-share", o.attention_share,
                       "With --microbatch-seqlens: share in [0, 1] of a chunk's cost that grows "
                       "with the square of the sequence length (the rest grows linearly)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->group(kUnevenGroup);
 }
 
 void AddClusterSpeedOption(CLI::App* cmd, UnevenWorkOptions& o) {
   cmd->add_option("--cluster", o.cluster,
                   "Cluster preset or .toml of mixed GPU types ([[node_groups]]): rank r runs on "
-                  "GPU r at its bf16 peak over the [gpu]'s, times its --rank-speed");
+                  "GPU r at its bf16 peak over the [gpu]'s, times its --rank-speed")
+      ->group(kUnevenGroup);
 }
 
 Status ApplyClusterSpeeds(const ClusterSpec& cluster, DType dtype, int p, int m, UnevenWork& work) {

@@ -32,7 +32,11 @@ struct UnevenWorkOptions {
   CLI::Option* attention_share_option = nullptr;
 };
 
-// Adds --rank-speed, --microbatch-seqlens and --link-slowdown to `cmd`; with `seq_len`, also
+// The help group of the uneven-work options.
+inline constexpr const char* kUnevenGroup = "Uneven work";
+
+// Adds --rank-speed, --microbatch-seqlens and --link-slowdown to `cmd` (help group kUnevenGroup);
+// with `seq_len`, also
 // --seq-len (a command with a model of its own has its own), with `attention_share`,
 // --attention-share (a real engine does the real work and needs none).
 void AddUnevenWorkOptions(CLI::App* cmd, UnevenWorkOptions& options, bool seq_len,

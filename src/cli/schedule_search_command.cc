@@ -14,8 +14,8 @@
 
 #include "cli/commands.h"
 #include "cli/option_checks.h"
-#include "cli/schedule_report.h"
 #include "cli/uneven_options.h"
+#include "pipette/report/schedule_report.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/schedule_csv.h"
 #include "pipette/schedule/search.h"

@@ -10,8 +10,9 @@
 // With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is bypassed and the step
 // equals `pipette schedule`'s makespan. With --costs-from RUN [--cores N] it predicts a recorded
 // real run instead: its program with its measured costs (study/prediction.h). What is recorded and
-// printed: cli/simulate_report.h. Uneven work (--rank-speed, --microbatch-seqlens, --link-slowdown;
-// schedule/uneven_work.h) applies in every mode: with --times the costs are for --seq-len and
+// printed: report/simulation_report.h. Uneven work (--rank-speed, --microbatch-seqlens,
+// --link-slowdown; schedule/uneven_work.h) applies in every mode: with --times the costs are for
+// --seq-len and
 // --attention-share of each grows with s^2; the model prices every distinct length itself
 // (partition/model_plan.h: StageCostsAt) and its messages grow with the length; --costs-from scales
 // the run's measured costs like --times, for the run's own seq_len.
@@ -29,12 +30,12 @@
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "cli/simulate_options.h"
-#include "cli/simulate_report.h"
 #include "cli/uneven_options.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
+#include "pipette/report/simulation_report.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule.h"

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cli/simulate_options.h"
-#include "cli/simulate_report.h"
 #include "cli/store_options.h"
+#include "pipette/report/simulation_report.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/study/prediction.h"
 #include "sim/simulator.h"

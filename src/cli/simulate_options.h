@@ -14,10 +14,10 @@
 
 #include "cli/exit_code.h"
 #include "cli/run_store.h"
-#include "cli/simulate_report.h"
 #include "cli/uneven_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/common/status.h"
+#include "pipette/report/simulation_report.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/uneven_work.h"
 

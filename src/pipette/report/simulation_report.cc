@@ -1,14 +1,13 @@
-#include "cli/simulate_report.h"
+#include "pipette/report/simulation_report.h"
 
 #include <fmt/core.h>
 
-#include "cli/run_store.h"
-#include "cli/schedule_report.h"
 #include "pipette/common/build_info.h"
 #include "pipette/common/printable.h"
+#include "pipette/report/schedule_report.h"
 #include "pipette/store/trace_rows.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // ---- a model ------------------------------------------------------------------------------------
 
@@ -279,4 +278,4 @@ std::string TextOf(const CostsFromReport& report) {
   return out + "\n";
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

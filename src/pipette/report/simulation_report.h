@@ -25,7 +25,7 @@
 #include "sim/model_simulation.h"
 #include "sim/simulator.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // What every report shows of the command line, in its units.
 struct SimulateSettings {
@@ -75,4 +75,4 @@ std::string TextOf(const TimesReport& report);
 nlohmann::ordered_json JsonOf(const CostsFromReport& report);
 std::string TextOf(const CostsFromReport& report);
 
-}  // namespace pipette::cli
+}  // namespace pipette

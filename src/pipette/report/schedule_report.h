@@ -6,14 +6,13 @@
 #include <ostream>
 #include <string>
 
-#include "cli/uneven_options.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
 #include "pipette/schedule/uneven_work.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 struct ScheduleReport {
   const Schedule& schedule;
@@ -37,4 +36,4 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out);
 // Returns an ASCII timeline with one row per rank, at most `max_columns` wide.
 std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns);
 
-}  // namespace pipette::cli
+}  // namespace pipette

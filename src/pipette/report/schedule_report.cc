@@ -1,4 +1,4 @@
-#include "cli/schedule_report.h"
+#include "pipette/report/schedule_report.h"
 
 #include <fmt/core.h>
 
@@ -10,7 +10,7 @@
 #include "pipette/common/build_info.h"
 #include "pipette/store/run_config.h"
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 // The letter of a compute action on the timeline; lower case for a rank's odd-numbered chunks.
@@ -181,4 +181,4 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -181,4 +181,48 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out) {
   out << text << "]," << std::string_view(rest).substr(1) << "\n";
 }
 
+// ---- schedule search ----
+
+std::string SearchText(const SearchOptions& o, const SearchResult& r) {
+  std::string out = fmt::format(
+      "# schedule search: p={} v={} m={} placement={} memory limit={} (chunks per rank{}) "
+      "p2p latency={}\n",
+      o.p, o.v, o.m, SearchPlacementName(o.placement), o.memory_limit,
+      o.memory_limit == 0 ? ", 0: none" : "", o.evaluate.p2p_latency);
+  out += "# stage costs F/I/W:";
+  for (const StageCost& c : o.costs.stages) out += fmt::format(" {}/{}/{}", c.f, c.i, c.w);
+  out += "\n";
+  out += fmt::format(
+      "# makespan {:.6g}   lower bound {:.6g}   best built-in within the limit: {}\n",
+      r.evaluation.makespan, r.lower_bound,
+      r.best_builtin.empty() ? std::string("none")
+                             : fmt::format("{} {:.6g}", r.best_builtin, r.best_builtin_makespan));
+  out += fmt::format(
+      "# started from {} ({:.6g}); {} candidates, {} local-search moves (seed {}), {} "
+      "improvements\n#\n",
+      r.start, r.start_makespan, r.candidates, r.iterations_run, o.seed, r.improvements);
+  return out;
+}
+
+nlohmann::ordered_json SearchJson(const SearchOptions& o, const SearchResult& r) {
+  nlohmann::ordered_json j;
+  j["placement"] = SearchPlacementName(o.placement);
+  j["memory_limit"] = o.memory_limit;
+  j["latency"] = o.evaluate.p2p_latency;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const StageCost& c : o.costs.stages) stages.push_back({{"f", c.f}, {"i", c.i}, {"w", c.w}});
+  j["stage_costs"] = std::move(stages);
+  j["makespan"] = r.evaluation.makespan;
+  j["lower_bound"] = r.lower_bound;
+  j["best_builtin"] = r.best_builtin;
+  j["best_builtin_makespan"] = r.best_builtin_makespan;
+  j["start"] = r.start;
+  j["start_makespan"] = r.start_makespan;
+  j["candidates"] = r.candidates;
+  j["iterations"] = r.iterations_run;
+  j["improvements"] = r.improvements;
+  j["seed"] = o.seed;
+  return j;
+}
+
 }  // namespace pipette

@@ -10,6 +10,7 @@
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/schedule/search.h"
 #include "pipette/schedule/uneven_work.h"
 
 namespace pipette {
@@ -35,5 +36,11 @@ void WriteScheduleJson(const ScheduleReport& report, std::ostream& out);
 
 // Returns an ASCII timeline with one row per rank, at most `max_columns` wide.
 std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns);
+
+// A schedule search's result (schedule/search.h: `pipette schedule search`): its settings, the
+// makespan against the lower bound and the best built-in schedule, and how the search went; the
+// text's '#' lines go before the found schedule's text, the JSON object under "search".
+std::string SearchText(const SearchOptions& options, const SearchResult& result);
+nlohmann::ordered_json SearchJson(const SearchOptions& options, const SearchResult& result);
 
 }  // namespace pipette

@@ -20,7 +20,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/calibration_report.h"
 #include "cli/exit_code.h"
 #include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
@@ -30,6 +29,7 @@
 #include "cpu/mpi_launch.h"
 #include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
+#include "pipette/report/calibration_report.h"
 #include "pipette/store/experiment_db.h"
 
 namespace pipette::cli {

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <memory>
 
-#include "cli/calibration_report.h"
 #include "cli/commands.h"
 #include "cli/run_store.h"
 #include "cli/store_options.h"
+#include "pipette/report/calibration_report.h"
 
 namespace pipette::cli {
 namespace {

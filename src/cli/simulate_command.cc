@@ -10,7 +10,7 @@
 // With --times F=..,I=..,W=.. (ms per chunk) and --ideal-network the model is bypassed and the step
 // equals `pipette schedule`'s makespan. With --costs-from RUN [--cores N] it predicts a recorded
 // real run instead: its program with its measured costs (study/prediction.h). What is recorded and
-// printed: report/simulation_report.h. Uneven work (--rank-speed, --microbatch-seqlens,
+// printed: study/simulation_report.h. Uneven work (--rank-speed, --microbatch-seqlens,
 // --link-slowdown; schedule/uneven_work.h) applies in every mode: with --times the costs are for
 // --seq-len and
 // --attention-share of each grows with s^2; the model prices every distinct length itself
@@ -35,10 +35,10 @@
 #include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
 #include "pipette/partition/model_plan.h"
-#include "pipette/report/simulation_report.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/schedule.h"
+#include "pipette/study/simulation_report.h"
 #include "sim/model_simulation.h"
 #include "sim/simulation_size.h"
 #include "sim/simulator.h"

@@ -6,9 +6,9 @@
 
 #include "cli/simulate_options.h"
 #include "cli/store_options.h"
-#include "pipette/report/simulation_report.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/study/prediction.h"
+#include "pipette/study/simulation_report.h"
 #include "sim/simulator.h"
 
 namespace pipette::cli {

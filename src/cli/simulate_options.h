@@ -17,9 +17,9 @@
 #include "cli/uneven_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/common/status.h"
-#include "pipette/report/simulation_report.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/schedule/uneven_work.h"
+#include "pipette/study/simulation_report.h"
 
 namespace pipette::cli {
 

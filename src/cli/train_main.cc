@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -23,6 +24,7 @@
 #include "cli/train_report.h"
 #include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
+#include "pipette/store/training_run.h"
 #if PIPETTE_HAS_CUDA_ENGINE
 #include "cuda/nccl_trainer.h"
 #endif
@@ -57,7 +59,7 @@ Result<TrainPlan> PlanWithinMemory(const TrainCommandOptions& o) {
 Result<TrainPlan> PlanTogether(const TrainCommandOptions& o, Watchdog& dog) {
   Result<TrainPlan> plan = PlanWithinMemory(o);
   std::string config;
-  if (plan.ok()) config = nlohmann::ordered_json(ConfigOf(o, *plan)).dump();
+  if (plan.ok()) config = nlohmann::ordered_json(TrainingConfigOf(o.engine, o.train, *plan)).dump();
   Status agreed;
   Watched(dog, "the other ranks to agree on the configuration",
           [&] { agreed = cpu::AgreeOnConfiguration(plan.status(), config); });
@@ -119,7 +121,8 @@ int BeginRecording(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   Status begun;
   bool held = false;
   if (rank == 0) {
-    Result<RunRecorder> r = BeginRecording(o.record, o.engine, ConfigOf(o, plan));
+    Result<RunRecorder> r =
+        BeginRecording(o.record, o.engine, TrainingConfigOf(o.engine, o.train, plan));
     begun = r.status();
     if (r.ok()) {
       held = r->held().has_value();
@@ -155,9 +158,9 @@ void TakeCsvCountsFromFile(TrainCommandOptions& o) {
 int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank, Watchdog& dog,
                    std::optional<RunRecorder>& recorder) {
   const bool text = rank == 0 && o.format == "text";
-  if (text) PrintHeader(o, plan);
+  if (text) std::cout << TrainingHeader(SettingsOf(o), plan);
   const StepCallback on_step = [&](int step, double loss, double seconds) {
-    if (text) PrintStep(plan, step, loss, seconds);
+    if (text) std::cout << TrainingStepLine(plan, step, loss, seconds) << std::flush;
   };
   Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step);
   if (!report.ok()) {

@@ -1,7 +1,7 @@
 // What calibrate prints and writes, from a synthetic calibration (no MPI): the cluster file parses
 // back to the calibration's figures, the JSON holds each point's fit and residual, and the mpirun
 // command line carries --oversubscribe and --allow-run-as-root exactly when they are needed.
-#include "cli/calibration_report.h"
+#include "pipette/report/calibration_report.h"
 
 #include <gtest/gtest.h>
 

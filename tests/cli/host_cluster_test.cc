@@ -8,10 +8,10 @@
 #include <set>
 #include <string>
 
-#include "cli/calibration_report.h"
 #include "pipette/cluster/cluster_presets.h"
 #include "pipette/cluster/cluster_toml.h"
 #include "pipette/common/host_machine.h"
+#include "pipette/report/calibration_report.h"
 #include "pipette_runner.h"
 
 namespace pipette::cli {

@@ -8,6 +8,7 @@
 
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
+#include "pipette/schedule/uneven_work.h"
 #include "pipette/store/trace_rows.h"
 
 namespace pipette {
@@ -77,6 +78,41 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& r, bool virtua
         {"verify_param_rel_err", r.verification->parameters.global_relative_error, "fraction"});
   }
   return data;
+}
+
+TrainingConfig TrainingConfigOf(std::string_view engine, const TrainOptions& t,
+                                const TrainPlan& plan) {
+  TrainingConfig c;
+  c.engine = std::string(engine);
+  c.model = t.model;
+  // The resolved architecture: the same name could mean different files on different hosts.
+  const DecoderSpec& spec = plan.spec;
+  c.architecture =
+      ArchitectureConfig{spec.layers, spec.hidden,        spec.heads,          spec.ffn_hidden,
+                         spec.vocab,  spec.max_positions, spec.tied_embeddings};
+  c.schedule = plan.schedule.name;
+  c.p = plan.p();
+  c.v = plan.schedule.v;
+  c.m = plan.m();
+  c.pp = plan.p();
+  c.dp = plan.dp;
+  c.steps = t.steps;
+  c.micro_batch_size = plan.micro_batch_size;
+  c.seq_len = plan.seq_len;
+  c.seed = t.seed;
+  c.lr = t.lr;
+  c.weight_decay = t.weight_decay;
+  c.verify = t.verify;
+  c.trace_steps = t.trace_steps;
+  c.dtype = t.dtype;
+  if (engine == "cuda") c.virtual_ranks = t.virtual_ranks;
+  // Uneven work, in the syntax of --rank-speed and --microbatch-seqlens; only when given.
+  if (plan.uneven_speed()) c.rank_speed = FormatRankSpeeds(plan.rank_speed);
+  if (plan.variable_seqlens())
+    c.microbatch_seqlens = FormatMicrobatchSeqlens(plan.microbatch_seqlens);
+  c.pieces = plan.piece_layers;
+  c.stage_piece = plan.stage_piece;
+  return c;
 }
 
 }  // namespace pipette

@@ -6,6 +6,7 @@
 
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
+#include "pipette/store/run_config.h"
 #include "pipette/store/run_data.h"
 
 namespace pipette {
@@ -16,5 +17,10 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& report, bool v
 
 // The mean of the report's step times.
 double MeanStepTime(const TrainReport& report);
+
+// The run's configuration as recorded (and compared between the ranks before training): `engine`
+// ("cpu" or "cuda"), the options as given, the plan as resolved.
+TrainingConfig TrainingConfigOf(std::string_view engine, const TrainOptions& options,
+                                const TrainPlan& plan);
 
 }  // namespace pipette

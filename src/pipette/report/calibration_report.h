@@ -11,7 +11,7 @@
 
 #include "pipette/engine/calibration.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // The calibration as JSON: every field, the fits as {"alpha_s", "beta_s_per_byte"}, and the points
 // (each with "fit_s" and "residual": (measured - fit) / measured).
@@ -30,4 +30,4 @@ void PrintCalibrationList(const std::vector<Calibration>& calibrations);
 // p2p point instead.
 std::string HostClusterToml(const Calibration& c);
 
-}  // namespace pipette::cli
+}  // namespace pipette

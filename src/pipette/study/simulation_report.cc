@@ -1,4 +1,4 @@
-#include "pipette/report/simulation_report.h"
+#include "pipette/study/simulation_report.h"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "cli/calibration_report.h"
+#include "pipette/report/calibration_report.h"
 
 #include <fmt/core.h>
 
@@ -8,7 +8,7 @@
 #include "pipette/cluster/host_cluster_toml.h"
 #include "pipette/common/printable.h"
 
-namespace pipette::cli {
+namespace pipette {
 namespace {
 
 nlohmann::ordered_json FitJson(const AlphaBeta& fit) {
@@ -108,4 +108,4 @@ std::string HostClusterToml(const Calibration& c) {
                   c.id, c.created_at));
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

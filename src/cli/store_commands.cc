@@ -21,6 +21,7 @@
 #include "cli/store_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/plot/figure.h"
+#include "pipette/report/run_list_report.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/run_config.h"
 #include "pipette/store/trace_export.h"
@@ -59,36 +60,9 @@ int RunRuns(const RunsOptions& o) {
   Result<std::vector<RunRecord>> runs = db->ListRuns(filter);
   if (!runs.ok()) return ReportError("runs", runs.status());
   if (o.format == "json") {
-    nlohmann::ordered_json json = nlohmann::ordered_json::array();
-    for (const RunRecord& r : *runs) {
-      json.push_back({{"id", r.id},
-                      {"experiment_id", r.experiment_id},
-                      {"engine", r.engine},
-                      {"status", r.status},
-                      {"started_at", r.started_at},
-                      {"ended_at", r.ended_at},
-                      {"host", r.host},
-                      {"pid", r.pid},
-                      {"git_rev", r.git_rev},
-                      {"error", r.error},
-                      {"config", nlohmann::ordered_json::parse(r.config, nullptr, false)}});
-    }
-    std::cout << json.dump() << "\n";
-    return kExitOk;
-  }
-  fmt::print("# {} runs in {}\n", runs->size(), Printable(o.db));
-  fmt::print("#   id  engine  status   started_at                config\n");
-  for (const RunRecord& r : *runs) {
-    const RecordedConfig config = ReadRunConfig(r.config);
-    std::string summary;
-    for (const RunKey key : kRunListKeys) {
-      if (const nlohmann::ordered_json* value = config.Find(key)) {
-        summary += fmt::format(" {}={}", NameOf(key),
-                               value->is_string() ? value->get<std::string>() : value->dump());
-      }
-    }
-    fmt::print("{:>6}  {:<6}  {:<7}  {:<24} {}{}\n", r.id, r.engine, r.status, r.started_at,
-               summary, r.error.empty() ? "" : "  error: " + r.error);
+    std::cout << RunListJson(*runs).dump() << "\n";
+  } else {
+    std::cout << RunListText(*runs, o.db);
   }
   return kExitOk;
 }

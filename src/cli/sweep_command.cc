@@ -29,6 +29,8 @@
 #include "cli/run_store.h"
 #include "pipette/common/printable.h"
 #include "pipette/store/experiment_db.h"
+#include "pipette/study/sweep_followups.h"
+#include "pipette/study/sweep_progress.h"
 #include "pipette/study/sweep_runner.h"
 #include "pipette/study/sweep_shard.h"
 #include "pipette/study/sweep_spec.h"
@@ -39,6 +41,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int Fail(const Status& status) { return ReportError("sweep", status); }
+
+void Note(const std::string& line) { fmt::print(stderr, "pipette sweep: {}\n", line); }
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -62,68 +66,6 @@ bool HasSubcommand(const CLI::App& app, const std::string& name) {
   return !app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == name; }).empty();
 }
 
-std::string MinutesSeconds(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  return fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-// Progress on standard error: on a terminal one line redrawn in place, otherwise a line per point.
-class Progress {
- public:
-  Progress(std::size_t total, bool terminal)
-      : total_(total), terminal_(terminal), start_(Clock::now()) {}
-
-  void Finished(const SweepPoint& point, const PointResult& r) {
-    ++finished_;
-    skipped_ += r.outcome == PointResult::Outcome::kInvalid;
-    failed_ += r.outcome == PointResult::Outcome::kFailed;
-    std::string line;
-    switch (r.outcome) {
-      case PointResult::Outcome::kRan:
-        line =
-            fmt::format("{:<8} run {:<6} {:>7.2f} s  {}", r.status, r.run_id, r.seconds, point.key);
-        break;
-      case PointResult::Outcome::kHeld:
-        line = fmt::format("{:<8} run {:<6} ({}) {}", "held", r.run_id, r.status, point.key);
-        break;
-      case PointResult::Outcome::kInvalid:
-        line = fmt::format("{:<8} {}: {}", "invalid", point.key, r.message);
-        break;
-      case PointResult::Outcome::kFailed:
-        line = fmt::format("{:<8} {}: {}", "FAILED", point.key, r.message);
-        break;
-    }
-    const std::string counter = fmt::format("[{}/{}]", finished_, total_);
-    if (!terminal_) {
-      fmt::print(stderr, "{} {}\n", counter, line);
-    } else if (r.outcome != PointResult::Outcome::kRan) {
-      // Invalid and failed points stay on screen above the progress line (redrawn by Draw()).
-      fmt::print(stderr, "\r\033[K{} {}\n", counter, line);
-    }
-  }
-
-  // Redraws the progress line (terminal only).
-  void Draw() {
-    if (!terminal_) return;
-    const double elapsed = SecondsSince(start_);
-    const std::string eta =
-        finished_ == 0 ? "--:--" : MinutesSeconds(elapsed / finished_ * (total_ - finished_));
-    fmt::print(stderr, "\r\033[K[{}/{}] done, {} skipped, {} failed, ETA {}", finished_, total_,
-               skipped_, failed_, eta);
-    std::fflush(stderr);
-  }
-
-  void End() {
-    if (terminal_ && total_ > 0) fmt::print(stderr, "\n");
-  }
-
- private:
-  std::size_t total_;
-  bool terminal_;
-  Clock::time_point start_;
-  std::size_t finished_ = 0, skipped_ = 0, failed_ = 0;
-};
-
 // Point `point`'s child: `pipette simulate ARGS` (this binary), or for `train` points
 // `mpirun -np P*DP [--oversubscribe] [--allow-run-as-root] pipette-train ARGS` (cli/mpi_launcher.h,
 // as `pipette calibrate` launches itself).
@@ -138,7 +80,7 @@ ChildCommand ChildOf(const SweepSpec& spec, const SweepOptions& o, const SweepPo
                                              SiblingBinary("pipette-train"), args)};
   }
   args.insert(args.begin(), {"pipette", spec.command});
-  return {kSelf, std::move(args)};
+  return {kSelfBinary, std::move(args)};
 }
 
 // Runs the points `todo` (indices into `points`), o.jobs at a time; returns each one's result.
@@ -147,7 +89,7 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
                                    const std::vector<std::size_t>& todo) {
   std::vector<ChildCommand> children;
   for (const std::size_t k : todo) children.push_back(ChildOf(spec, o, points[k]));
-  Progress progress(todo.size(), ::isatty(STDERR_FILENO) == 1);
+  SweepProgress progress(todo.size(), stderr, ::isatty(STDERR_FILENO) == 1);
   progress.Draw();
   std::vector<PointResult> results = RunChildren(
       children, o.jobs,
@@ -224,11 +166,12 @@ int Run(const CLI::App& app, SweepOptions o) {
   }
   const PredictionCounts predicted =
       o.figures_only ? PredictionCounts{}
-                     : PredictMeasuredPoints(*spec, o, *db, *experiment, points);
+                     : PredictMeasuredPoints(*spec, o.db, *db, *experiment, points, Note);
   // A shard holds a share of the points: its figures would be partial (drawn after the merge).
   const FigureCounts figures =
-      o.shard.empty() ? DrawFigures(*spec, o, HasSubcommand(app, "plot"), *db, *experiment, points)
-                      : FigureCounts{0, static_cast<int>(spec->figures.size()), 0};
+      o.shard.empty()
+          ? DrawFigures(*spec, o.db, HasSubcommand(app, "plot"), *db, *experiment, points, Note)
+          : FigureCounts{0, static_cast<int>(spec->figures.size()), 0};
 
   fmt::print("# pipette sweep {}: experiment '{}' in {}\n", Printable(spec->path), spec->name,
              Printable(o.db));

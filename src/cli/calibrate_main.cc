@@ -18,18 +18,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/exit_code.h"
 #include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
-#include "cli/store_options.h"
 #include "cpu/calibrate.h"
 #include "cpu/mpi_launch.h"
 #include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
 #include "pipette/report/calibration_report.h"
+#include "pipette/store/db_access.h"
 #include "pipette/store/experiment_db.h"
 
 namespace pipette::cli {

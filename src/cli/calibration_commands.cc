@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
-#include "cli/store_options.h"
 #include "pipette/report/calibration_report.h"
+#include "pipette/store/db_access.h"
 
 namespace pipette::cli {
 namespace {

@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 
 #include <charconv>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -15,10 +14,10 @@
 #include "cli/compare_experiment.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
-#include "cli/store_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/fidelity/run_compare.h"
 #include "pipette/report/comparison_report.h"
+#include "pipette/store/db_access.h"
 
 namespace pipette::cli {
 namespace {

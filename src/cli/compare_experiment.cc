@@ -5,10 +5,10 @@
 #include <iostream>
 #include <optional>
 
-#include "cli/store_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/fidelity/fidelity_summary.h"
 #include "pipette/report/fidelity_report.h"
+#include "pipette/store/db_access.h"
 
 namespace pipette::cli {
 

@@ -5,13 +5,12 @@
 
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
-#include "pipette/common/printable.h"
+#include "pipette/report/merge_report.h"
 #include "pipette/store/db_merge.h"
 
 namespace pipette::cli {
@@ -23,48 +22,13 @@ struct MergeOptions {
   std::string format = "text";
 };
 
-void PrintJson(const MergeOptions& o, const MergeReport& report) {
-  nlohmann::ordered_json json;
-  json["out"] = o.out;
-  json["created"] = report.created;
-  json["inputs"] = nlohmann::ordered_json::array();
-  for (const MergeSourceReport& s : report.sources) {
-    json["inputs"].push_back({{"path", s.path},
-                              {"runs", s.runs},
-                              {"copied", s.copied},
-                              {"duplicate_runs", s.duplicate_runs},
-                              {"duplicate_points", s.duplicate_points},
-                              {"running", s.running},
-                              {"experiments_added", s.experiments_added},
-                              {"calibrations_copied", s.calibrations_copied},
-                              {"rows_copied", s.rows_copied}});
-  }
-  std::cout << json.dump() << "\n";
-}
-
-void PrintText(const MergeOptions& o, const MergeReport& report) {
-  fmt::print("# pipette db merge: {} input{} into {} ({})\n", report.sources.size(),
-             report.sources.size() == 1 ? "" : "s", Printable(o.out),
-             report.created ? "created" : "existing");
-  fmt::print(
-      "# runs: in the input; copied; skipped as the same run (host, pid, start) already in OUT; "
-      "skipped as a point that already had a finished run; skipped as still running\n");
-  fmt::print("{:>6} {:>7} {:>9} {:>10} {:>8} {:>12} {:>12} {:>10}  {}\n", "runs", "copied",
-             "same_run", "dup_point", "running", "experiments", "calibrations", "rows", "input");
-  for (const MergeSourceReport& s : report.sources) {
-    fmt::print("{:>6} {:>7} {:>9} {:>10} {:>8} {:>12} {:>12} {:>10}  {}\n", s.runs, s.copied,
-               s.duplicate_runs, s.duplicate_points, s.running, s.experiments_added,
-               s.calibrations_copied, s.rows_copied, Printable(s.path));
-  }
-}
-
 int RunMerge(const MergeOptions& o) {
   Result<MergeReport> report = MergeDatabases(o.out, o.inputs);
   if (!report.ok()) return ReportError("db merge", report.status());
   if (o.format == "json") {
-    PrintJson(o, *report);
+    std::cout << MergeJson(o.out, *report).dump() << "\n";
   } else {
-    PrintText(o, *report);
+    std::cout << MergeText(o.out, *report);
   }
   return kExitOk;
 }

@@ -3,7 +3,6 @@
 //  [--link-slowdown A-B=F,..] [--format text|csv|json]` and `pipette schedule --list`.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -33,27 +32,13 @@ struct ScheduleOptions {
   CLI::Option* v_option = nullptr;
 };
 
-int PrintList() {
-  std::size_t name_width = 4, constraints_width = 11;
-  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
-    name_width = std::max(name_width, g->name().size());
-    constraints_width = std::max(constraints_width, g->constraints().size());
-  }
-  fmt::print(
-      "# built-in schedules (pipette schedule NAME -p P -m M [-v V]); csv:FILE loads your own\n");
-  fmt::print("# {:<{}}  {:<{}}  {}\n", "name", name_width, "constraints", constraints_width,
-             "what");
-  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
-    fmt::print("  {:<{}}  {:<{}}  {}\n", g->name(), name_width, g->constraints(), constraints_width,
-               g->summary());
-  }
-  return kExitOk;
-}
-
 int Fail(const Status& status) { return ReportError("schedule", status); }
 
 int Run(const ScheduleOptions& o) {
-  if (o.list) return PrintList();
+  if (o.list) {
+    std::cout << ScheduleListText();
+    return kExitOk;
+  }
   if (o.name.empty()) {
     return Fail(Status::InvalidArgument(
         "missing schedule NAME (see `pipette schedule --list`, or csv:FILE)"));

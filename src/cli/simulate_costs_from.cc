@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/simulate_options.h"
-#include "cli/store_options.h"
+#include "pipette/store/db_access.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/study/prediction.h"
 #include "pipette/study/simulation_report.h"

@@ -7,21 +7,16 @@
 // database.
 #include <fmt/core.h>
 
-#include <cerrno>
-#include <charconv>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
-#include "cli/store_options.h"
 #include "pipette/common/printable.h"
 #include "pipette/plot/figure.h"
 #include "pipette/report/run_list_report.h"
+#include "pipette/store/db_access.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/run_config.h"
 #include "pipette/store/trace_export.h"
@@ -75,41 +70,6 @@ struct ExportOptions {
   std::string out;  // empty: standard output
 };
 
-// Streams the export of `run` to --out or standard output. The file is created only once the run
-// proves exportable (a run without events leaves an existing file as it was).
-Status Export(const ExportOptions& o, const RunData& run) {
-  const bool chrome = o.format == "chrome";
-  std::string csv;
-  if (chrome) {
-    PIPETTE_RETURN_IF_ERROR(CheckHasEvents(run));
-  } else {
-    PIPETTE_ASSIGN_OR_RETURN(csv, ToExecutedComputeCsv(run, o.step));
-  }
-  std::ofstream file;
-  std::ostream* out = &std::cout;
-  const std::string where =
-      o.out.empty() ? std::string("standard output") : fmt::format("--out = '{}'", o.out);
-  const auto failed = [&where] {
-    return Status::IoError(fmt::format("{}: cannot write: {}", where, std::strerror(errno)));
-  };
-  if (!o.out.empty()) {
-    file.open(o.out, std::ios::binary | std::ios::trunc);
-    if (!file) return failed();
-    out = &file;
-  }
-  Status written = Status::Ok();
-  if (chrome) {
-    written = WriteChromeTrace(*out, run);
-    if (o.out.empty()) *out << "\n";
-  } else {
-    *out << csv;
-  }
-  out->flush();
-  if (file.is_open()) file.close();
-  if (!*out) return failed();
-  return written;
-}
-
 int RunExport(const ExportOptions& o) {
   if (!o.out.empty()) {
     if (Status s = CheckOutIsNotTheDatabase(o.out, o.db); !s.ok()) return ReportError("export", s);
@@ -124,7 +84,7 @@ int RunExport(const ExportOptions& o) {
   }
   Result<RunData> run = db->LoadRun(ids->front());
   if (!run.ok()) return ReportError("export", run.status());
-  if (Status s = Export(o, *run); !s.ok()) return ReportError("export", s);
+  if (Status s = ExportRun(*run, o.format, o.step, o.out); !s.ok()) return ReportError("export", s);
   return kExitOk;
 }
 

@@ -17,9 +17,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>

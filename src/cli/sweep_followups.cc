@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "cli/exit_code.h"
-#include "cli/store_options.h"
 #include "cli/sweep_command.h"
+#include "pipette/store/db_access.h"
 
 namespace pipette::cli {
 

@@ -4,8 +4,6 @@
 // (train_checks.cc). Called on world rank 0 unless said otherwise.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include "cli/train_options.h"
 #include "pipette/common/status.h"
 #include "pipette/engine/train_plan.h"

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "pipette/cluster/cluster_spec.h"

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "pipette/common/build_info.h"
+#include "pipette/schedule/registry.h"
 #include "pipette/store/run_config.h"
 
 namespace pipette {
@@ -223,6 +224,26 @@ nlohmann::ordered_json SearchJson(const SearchOptions& o, const SearchResult& r)
   j["improvements"] = r.improvements;
   j["seed"] = o.seed;
   return j;
+}
+
+// ---- the built-in schedules ----
+
+std::string ScheduleListText() {
+  std::string out;
+  std::size_t name_width = 4, constraints_width = 11;
+  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
+    name_width = std::max(name_width, g->name().size());
+    constraints_width = std::max(constraints_width, g->constraints().size());
+  }
+  out += fmt::format(
+      "# built-in schedules (pipette schedule NAME -p P -m M [-v V]); csv:FILE loads your own\n");
+  out += fmt::format("# {:<{}}  {:<{}}  {}\n", "name", name_width, "constraints", constraints_width,
+                     "what");
+  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
+    out += fmt::format("  {:<{}}  {:<{}}  {}\n", g->name(), name_width, g->constraints(),
+                       constraints_width, g->summary());
+  }
+  return out;
 }
 
 }  // namespace pipette

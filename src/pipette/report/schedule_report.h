@@ -43,4 +43,7 @@ std::string FormatAsciiTimeline(const ScheduleReport& report, int max_columns);
 std::string SearchText(const SearchOptions& options, const SearchResult& result);
 nlohmann::ordered_json SearchJson(const SearchOptions& options, const SearchResult& result);
 
+// The built-in schedules (`pipette schedule --list`): name, constraints and a line on each.
+std::string ScheduleListText();
+
 }  // namespace pipette

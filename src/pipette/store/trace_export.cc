@@ -3,6 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -204,6 +208,39 @@ Result<std::string> ToExecutedComputeCsv(const RunData& run, int step) {
   std::string out;
   for (const std::string& line : lines) out += line + '\n';
   return out;
+}
+
+Status ExportRun(const RunData& run, std::string_view format, int step, const std::string& path) {
+  const bool chrome = format == "chrome";
+  std::string csv;
+  if (chrome) {
+    PIPETTE_RETURN_IF_ERROR(CheckHasEvents(run));
+  } else {
+    PIPETTE_ASSIGN_OR_RETURN(csv, ToExecutedComputeCsv(run, step));
+  }
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  const std::string where =
+      path.empty() ? std::string("standard output") : fmt::format("--out = '{}'", path);
+  const auto failed = [&where] {
+    return Status::IoError(fmt::format("{}: cannot write: {}", where, std::strerror(errno)));
+  };
+  if (!path.empty()) {
+    file.open(path, std::ios::binary | std::ios::trunc);
+    if (!file) return failed();
+    out = &file;
+  }
+  Status written = Status::Ok();
+  if (chrome) {
+    written = WriteChromeTrace(*out, run);
+    if (path.empty()) *out << "\n";
+  } else {
+    *out << csv;
+  }
+  out->flush();
+  if (file.is_open()) file.close();
+  if (!*out) return failed();
+  return written;
 }
 
 }  // namespace pipette

@@ -12,6 +12,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "pipette/common/status.h"
 #include "pipette/store/run_data.h"
@@ -32,5 +33,11 @@ Status WriteChromeTrace(std::ostream& out, const RunData& run);
 // in PyTorch notation ("0F0,0F1,0B0,..."; overlapped cells "(0F7;7B3)OVERLAP_F_B"). Ranks with no
 // compute in that step give empty lines. FailedPrecondition when the run has no compute events.
 Result<std::string> ToExecutedComputeCsv(const RunData& run, int step = 0);
+
+// `pipette export`: writes `run` as `format` ("chrome": the Chrome trace; "csv": step `step`'s
+// executed compute order) to the file `path`, or to standard output when `path` is empty. The file
+// is created only once the run proves exportable (a run without events leaves an existing file as
+// it was). IoError naming --out (or standard output) when writing fails.
+Status ExportRun(const RunData& run, std::string_view format, int step, const std::string& path);
 
 }  // namespace pipette

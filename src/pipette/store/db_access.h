@@ -1,6 +1,7 @@
 // What the commands that read an experiment database share: opening one that must exist (read-only
-// unless the command writes), and turning --run values ("12", "3,4,9", "last", "last2") into run
-// ids.
+// unless the command writes), refusing an output file that is the database, and turning --run
+// values ("12", "3,4,9", "last", "last2") into run ids. Errors name the option (--db, --run,
+// --out) the value came from.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include "pipette/common/status.h"
 #include "pipette/store/experiment_db.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 // InvalidArgument when writing `out` (export --out, plot --out) would destroy the database `db`:
 // `out` is the database or its -wal, -shm or -journal file, by identity (another path or a link to
@@ -30,4 +31,4 @@ Result<ExperimentDb> OpenExistingDb(const std::string& path, DbAccess access = D
 // N newest finished runs, oldest first). Errors name --run, the value and the rule; ids must exist.
 Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::string& text);
 
-}  // namespace pipette::cli
+}  // namespace pipette

@@ -1,4 +1,4 @@
-#include "cli/store_options.h"
+#include "pipette/store/db_access.h"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,7 @@
 
 #include "pipette/common/split.h"
 
-namespace pipette::cli {
+namespace pipette {
 
 namespace {
 
@@ -91,4 +91,4 @@ Result<std::vector<std::int64_t>> ResolveRuns(ExperimentDb& db, const std::strin
   return ids;
 }
 
-}  // namespace pipette::cli
+}  // namespace pipette

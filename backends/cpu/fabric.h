@@ -12,24 +12,11 @@
 
 #include "param_set.h"
 #include "pipette/common/status.h"
+#include "pipette/engine/rank_place.h"
 #include "reference.h"
 #include "tensor.h"
 
 namespace pipette::cpu {
-
-// Where a process sits in the run: world rank w is pipeline rank w % p of replica w / p.
-struct RankPlace {
-  int world_rank = 0;
-  int pp_rank = 0;
-  int replica = 0;
-};
-
-// What rank 0 learns of a step: the loss summed over ranks, the earliest start and latest end.
-struct StepTotals {
-  double loss_sum = 0;
-  double earliest_start = 0;
-  double latest_end = 0;
-};
 
 class Fabric {
  public:

@@ -29,7 +29,7 @@ class NvtxRange {
 }  // namespace
 
 CudaRankRuntime::CudaRankRuntime(const TrainPlan& plan, const TrainOptions& options,
-                                 const CudaRankPlace& place, RankDevice& dev, Fabric& fabric,
+                                 const RankPlace& place, RankDevice& dev, Fabric& fabric,
                                  StepCallback on_step)
     : plan_(plan),
       options_(options),

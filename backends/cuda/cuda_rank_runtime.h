@@ -41,16 +41,10 @@
 
 namespace pipette::cuda {
 
-struct CudaRankPlace {
-  int world_rank = 0;
-  int pp_rank = 0;
-  int replica = 0;
-};
-
 class CudaRankRuntime final : public RankRuntime {
  public:
   // Builds the rank's stages and their optimizer state on `dev`.
-  CudaRankRuntime(const TrainPlan& plan, const TrainOptions& options, const CudaRankPlace& place,
+  CudaRankRuntime(const TrainPlan& plan, const TrainOptions& options, const RankPlace& place,
                   RankDevice& dev, Fabric& fabric, StepCallback on_step);
   ~CudaRankRuntime() override;
 
@@ -110,7 +104,7 @@ class CudaRankRuntime final : public RankRuntime {
 
   const TrainPlan& plan_;
   const TrainOptions& options_;
-  const CudaRankPlace place_;
+  const RankPlace place_;
   RankDevice& dev_;
   Fabric& fabric_;
   StepCallback on_step_;

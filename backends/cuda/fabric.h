@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "device_tensor.h"
+#include "pipette/engine/rank_place.h"
 #include "rank_device.h"
 
 namespace pipette::cuda {
@@ -33,13 +34,6 @@ inline void OrderStreams(cudaStream_t earlier, cudaStream_t later) {
 class PeerTimeout : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-// What rank 0 learns of a step: the loss summed over ranks, the earliest start and latest end.
-struct StepTotals {
-  double loss_sum = 0;
-  double earliest_start = 0;
-  double latest_end = 0;
 };
 
 class Fabric {

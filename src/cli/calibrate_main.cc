@@ -62,18 +62,6 @@ Status CheckOptions(const CalibrateOptions& o) {
                     "ranks 0 and 1) and at most {} (all on this machine)",
                     o.ranks, kMaxRanks));
   }
-  if (o.repeats < 1 || o.repeats > 10000) {
-    return Status::InvalidArgument(fmt::format(
-        "--repeats = {}: must be in [1, 10000] (the median of the repeats is kept)", o.repeats));
-  }
-  if (o.max_bytes < 4 || o.max_bytes > kLargestMaxBytes) {
-    return Status::InvalidArgument(fmt::format(
-        "--max-bytes = {}: must be in [4, {}] (messages are floats, 4 bytes each; at most 1 GiB)",
-        o.max_bytes, kLargestMaxBytes));
-  }
-  if (o.cores_option->count() > 0 && o.cores < 1) {
-    return Status::InvalidArgument(fmt::format("--cores = {}: must be at least 1", o.cores));
-  }
   if (!o.cluster_out.empty() && !o.cluster_out.ends_with(".toml")) {
     return Status::InvalidArgument(
         fmt::format("--cluster-out = '{}': a cluster file's name ends in .toml (pipette simulate "
@@ -193,10 +181,12 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
       ->check(DatabasePathValidator());
   app.add_flag("--no-db", o.no_db, "Do not record the calibration");
   app.add_option("--repeats", o.repeats, "Repeats of every measurement (the median is kept)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(1, 10000, "the median of the repeats is kept"));
   app.add_option("--max-bytes", o.max_bytes,
                  "Largest message and all-reduce (sizes 0 and 4, 8, ... up to it)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(4, kLargestMaxBytes, "messages are floats, 4 bytes each; at most 1 GiB"));
   app.add_option("--cluster-out", o.cluster_out,
                  "Also write a cluster file (.toml) for this machine (docs/clusters.md)")
       ->check(NonEmpty());
@@ -206,7 +196,8 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
   app.add_flag("--list", o.list, "List the calibrations in --db instead (as pipette calibrations)");
   o.cores_option =
       app.add_option("--cores", o.cores,
-                     "Usable cores of the machine (default: sched_getaffinity of this process)");
+                     "Usable cores of the machine (default: sched_getaffinity of this process)")
+          ->check(AtLeast(1));
 }
 
 }  // namespace

@@ -5,23 +5,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/report/catalog_report.h"
 
 namespace pipette::cli {
-namespace {
-
-int ListClustersCommand(int nodes) {
-  if (nodes < 1 || nodes > kMaxClusterGpus) {
-    return ReportError(
-        "clusters", Status::InvalidArgument(
-                        fmt::format("--nodes = {}: must be in [1, {}]", nodes, kMaxClusterGpus)));
-  }
-  std::cout << ClusterCatalogText(nodes);
-  return kExitOk;
-}
-
-}  // namespace
 
 void RegisterCatalogCommands(CLI::App& app, int& exit_code) {
   app.add_subcommand("models", "List the model presets")->callback([&exit_code] {
@@ -31,8 +19,12 @@ void RegisterCatalogCommands(CLI::App& app, int& exit_code) {
   auto nodes = std::make_shared<int>(128);
   CLI::App* clusters = app.add_subcommand("clusters", "List the cluster presets and their fabrics");
   clusters->add_option("--nodes", *nodes, "Nodes to size each preset's fabric at")
-      ->capture_default_str();
-  clusters->callback([&exit_code, nodes] { exit_code = ListClustersCommand(*nodes); });
+      ->capture_default_str()
+      ->check(InRange(1, kMaxClusterGpus));
+  clusters->callback([&exit_code, nodes] {
+    std::cout << ClusterCatalogText(*nodes);
+    exit_code = kExitOk;
+  });
 }
 
 }  // namespace pipette::cli

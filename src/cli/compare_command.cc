@@ -68,9 +68,6 @@ Status Compare(const CompareOptions& o) {
     return Status::InvalidArgument(
         "compare needs two runs A B (a prediction and a measurement) or --experiment NAME");
   }
-  if (o.worst < 0) {
-    return Status::InvalidArgument(fmt::format("--worst = {}: must be >= 0", o.worst));
-  }
   PIPETTE_ASSIGN_OR_RETURN(std::int64_t a_id, ParseRunId("A", o.a));
   PIPETTE_ASSIGN_OR_RETURN(std::int64_t b_id, ParseRunId("B", o.b));
   PIPETTE_ASSIGN_OR_RETURN(ExperimentDb db, OpenExistingDb(o.db));
@@ -105,7 +102,8 @@ void RegisterCompareCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--worst", o->worst, "How many of the worst events to list")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(AtLeast(0));
   cmd->callback([o, &exit_code] {
     const Status s = Compare(*o);
     exit_code = s.ok() ? kExitOk : ReportError("compare", s);

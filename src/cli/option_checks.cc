@@ -13,6 +13,12 @@
 #include "pipette/common/printable.h"
 
 namespace pipette::cli {
+namespace {
+
+// How a range check's message starts; CLI11 puts "--OPTION: " before it.
+constexpr std::string_view kValuePrefix = "= ";
+
+}  // namespace
 
 CLI::Validator NonEmpty() {
   return CLI::Validator(
@@ -36,6 +42,24 @@ CLI::Validator UnsignedDecimal() {
       "UINT64");
 }
 
+CLI::Validator InRange(std::int64_t lo, std::int64_t hi, std::string why) {
+  const std::string rule = hi == std::numeric_limits<std::int64_t>::max()
+                               ? fmt::format("must be at least {}", lo)
+                               : fmt::format("must be in [{}, {}]", lo, hi);
+  return CLI::Validator(
+      [lo, hi, rule, why = std::move(why)](const std::string& value) {
+        std::int64_t parsed = 0;
+        if (!CLI::detail::lexical_cast(value, parsed) || (parsed >= lo && parsed <= hi)) {
+          return std::string();
+        }
+        // "= VALUE: RULE": ReportParseError joins it to CLI11's "--OPTION: " as "--OPTION = ".
+        return fmt::format("{}{}: {}{}", kValuePrefix, parsed, rule,
+                           why.empty() ? "" : " (" + why + ")");
+      },
+      hi == std::numeric_limits<std::int64_t>::max() ? fmt::format("at least {}", lo)
+                                                     : fmt::format("in [{}, {}]", lo, hi));
+}
+
 int ReportParseError(const CLI::App& app, const CLI::ParseError& error, std::string_view command) {
   std::ostringstream err;
   const int code = app.exit(error, std::cout, err);
@@ -43,8 +67,16 @@ int ReportParseError(const CLI::App& app, const CLI::ParseError& error, std::str
   std::string name(command);
   // pipette's subcommand, when the parser got as far as choosing one.
   for (const CLI::App* sub : app.get_subcommands()) name = sub->get_name();
+  std::string text = err.str();
+  if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
+    // A range check's "--OPTION: = VALUE: rule" reads "--OPTION = VALUE: rule".
+    if (const std::size_t at = text.find(fmt::format(": {}", kValuePrefix));
+        at != std::string::npos) {
+      text.replace(at, 2 + kValuePrefix.size(), " = ");
+    }
+  }
   std::cerr << (name.empty() ? "pipette: " : fmt::format("pipette {}: ", name))
-            << PrintableLines(err.str());
+            << PrintableLines(text);
   return kExitBadInput;
 }
 

@@ -4,7 +4,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace pipette::cli {
 
@@ -15,6 +19,15 @@ CLI::Validator NonEmpty();
 // Accepts only a whole number in [0, 2^64 - 1] written in decimal digits: CLI11 itself reads "-1"
 // into an unsigned option as 2^64 - 1 and "0x10" as 16.
 CLI::Validator UnsignedDecimal();
+
+// Accepts a whole number (as CLI11 reads it into an integer option) in [lo, hi]; refuses any other
+// with the project's message, "--OPTION = VALUE: must be in [LO, HI] (WHY)" ("must be at least
+// LO" when `hi` is the type's largest value; " (WHY)" only with a `why`). A value that is no
+// whole number is left to CLI11's own conversion error.
+CLI::Validator InRange(std::int64_t lo, std::int64_t hi, std::string why = "");
+inline CLI::Validator AtLeast(std::int64_t lo, std::string why = "") {
+  return InRange(lo, std::numeric_limits<std::int64_t>::max(), std::move(why));
+}
 
 // Prints what CLI11 says about `error` (the help text on standard output; an error, with every
 // control byte of it escaped, on standard error, after "pipette COMMAND: " like every other error)

@@ -230,12 +230,6 @@ int RunModel(const SimulateOptions& o) {
 }
 
 int Run(const SimulateOptions& o) {
-  if (o.steps < 1 || o.steps > 1000) {
-    return Fail(Status::InvalidArgument(
-        fmt::format("--steps = {}: must be in [1, 1000] (steps repeat identically; the "
-                    "simulated time is what grows)",
-                    o.steps)));
-  }
   // Checked before anything is recorded, with or without --ideal-network (which alone uses it).
   if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
     return Fail(Status::InvalidArgument(

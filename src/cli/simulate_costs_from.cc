@@ -74,10 +74,6 @@ Status CheckCostsFromOptions(const SimulateOptions& o) {
         "apply)",
         given->get_lnames().front(), o.costs_from));
   }
-  if (o.cores_option->count() > 0 && (o.cores < 0 || o.cores > 1024)) {
-    return Status::InvalidArgument(
-        fmt::format("--cores = {}: must be in [0, 1024] (0: every rank its own core)", o.cores));
-  }
   if (o.alone_costs && o.cores <= 0) {
     return Status::InvalidArgument(fmt::format(
         "--alone-costs with --cores = {}: takes out the sharing of the cores the simulation "

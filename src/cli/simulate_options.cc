@@ -80,6 +80,7 @@ void AddProgramOptions(CLI::App* cmd, SimulateOptions& o) {
                          ->group(kProgramGroup);
   cmd->add_option("--steps", o.steps, "Training steps, back to back")
       ->capture_default_str()
+      ->check(InRange(1, 1000, "steps repeat identically; the simulated time is what grows"))
       ->group(kProgramGroup);
 }
 
@@ -127,6 +128,7 @@ void AddPredictionOptions(CLI::App* cmd, SimulateOptions& o) {
                       "With --costs-from: share N cores among the ranks' compute (default 0: a "
                       "core each; the measured durations already include the run's own "
                       "sharing)")
+          ->check(InRange(0, 1024, "0: every rank its own core"))
           ->group(kPredictionGroup);
   cmd->add_flag("--alone-costs", o.alone_costs,
                 "With --costs-from and --cores N: cost each compute as it ran alone, the run's "

@@ -103,29 +103,18 @@ const Batch& CpuRankRuntime::BatchOf(int microbatch) {
 }
 
 void CpuRankRuntime::Forward(const Action& a) {
-  const StageRange& route = plan_.program.routes[a.microbatch];
   const Batch& batch = BatchOf(a.microbatch);
-  Tensor x = a.stage == route.first ? Tensor() : io_.TakeInput(a.stage, a.microbatch, false);
-  std::vector<Cache>& caches = io_.CachesOf(a.stage, a.microbatch);
-  Tensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
-  StageMemory& memory = stage_memory_[a.stage];
-  memory.activation_bytes = std::max(memory.activation_bytes, ModuleChain::CacheBytes(caches));
-  if (a.stage == route.last) {
-    loss_sum_ += plan_.loss_weight(a.microbatch) * caches.back().loss;
-  } else {
-    io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+  if (const std::vector<Cache>* last =
+          ForwardPass(a, plan_.program.routes[a.microbatch], chains_.at(a.stage), batch, io_,
+                      stage_memory_[a.stage])) {
+    loss_sum_ += plan_.loss_weight(a.microbatch) * last->back().loss;
   }
 }
 
 void CpuRankRuntime::InputGrad(const Action& a) {
-  const StageRange& route = plan_.program.routes[a.microbatch];
   const Batch& batch = BatchOf(a.microbatch);
-  Tensor dy = a.stage == route.last ? Tensor() : io_.TakeInput(a.stage, a.microbatch, true);
-  std::vector<Cache>& caches = io_.CachesOf(a.stage, a.microbatch);
-  Tensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
-  StageMemory& memory = stage_memory_[a.stage];
-  memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, ModuleChain::CacheBytes(caches));
-  if (a.stage > route.first) io_.Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+  InputGradPass(a, plan_.program.routes[a.microbatch], chains_.at(a.stage), batch, io_,
+                stage_memory_[a.stage]);
 }
 
 void CpuRankRuntime::WeightGrad(const Action& a) {

@@ -221,28 +221,16 @@ void CudaRankRuntime::ClearBatches() {
 }
 
 void CudaRankRuntime::Forward(const Action& a) {
-  const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
-  DeviceTensor x =
-      a.stage == route.first ? DeviceTensor() : io_.TakeInput(a.stage, a.microbatch, false);
-  std::vector<DeviceCache>& caches = io_.CachesOf(a.stage, a.microbatch);
-  DeviceTensor y = chains_.at(a.stage).Forward(batch, std::move(x), caches);
-  StageMemory& memory = stage_memory_[a.stage];
-  memory.activation_bytes = std::max(memory.activation_bytes, DeviceChain::CacheBytes(caches));
   // The last stage's loss module added the microbatch's loss into loss_device_ (read at EndStep).
-  if (a.stage != route.last) io_.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+  ForwardPass(a, plan_.program.routes[a.microbatch], chains_.at(a.stage), batch, io_,
+              stage_memory_[a.stage]);
 }
 
 void CudaRankRuntime::InputGrad(const Action& a) {
-  const StageRange& route = plan_.program.routes[a.microbatch];
   const DeviceBatch& batch = BatchOf(a.microbatch);
-  DeviceTensor dy =
-      a.stage == route.last ? DeviceTensor() : io_.TakeInput(a.stage, a.microbatch, true);
-  std::vector<DeviceCache>& caches = io_.CachesOf(a.stage, a.microbatch);
-  DeviceTensor dx = chains_.at(a.stage).InputGrad(batch, std::move(dy), caches);
-  StageMemory& memory = stage_memory_[a.stage];
-  memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, DeviceChain::CacheBytes(caches));
-  if (a.stage > route.first) io_.Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+  InputGradPass(a, plan_.program.routes[a.microbatch], chains_.at(a.stage), batch, io_,
+                stage_memory_[a.stage]);
 }
 
 void CudaRankRuntime::WeightGrad(const Action& a) {

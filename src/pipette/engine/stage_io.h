@@ -1,14 +1,17 @@
 // What a real engine's runtime keeps between the instructions of one rank, whatever its tensors
 // are (the CPU engine's host matrices, the CUDA engine's device ones): the inputs of computes
 // (arrived or handed over locally), the outputs awaiting their SEND, and the caches of forwards
-// awaiting their backward; and how one compute action splits into its passes. Header-only
+// awaiting their backward; how one compute action splits into its passes, and the forward and
+// input-gradient passes themselves (ForwardPass, InputGradPass). Header-only
 // templates; one object serves one rank's thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
 
+#include "pipette/engine/memory_timeline.h"
 #include "pipette/schedule/action.h"
 #include "pipette/schedule/message.h"
 #include "pipette/schedule/program.h"
@@ -97,5 +100,34 @@ class StageIo {
   std::unordered_map<std::int64_t, Tensor> outbox_;
   std::unordered_map<std::int64_t, Caches> caches_;
 };
+
+// The forward and input-gradient passes of a compute on one stage, alike in every real engine:
+// the input taken from `io` (none on the microbatch route's first stage for F, its last for I),
+// the stage's `chain` run on the microbatch's `batch`, the largest cache the stage held recorded
+// in `memory`, and the output handed to the next (F) or the previous (I) stage of the route.
+// Chain: Forward and InputGrad over (batch, tensor, caches), and a static CacheBytes(caches).
+
+// Returns the caches when `a` ran on the route's last stage (the loss is in them), else nullptr.
+template <typename Chain, typename Batch, typename Tensor, typename Caches>
+Caches* ForwardPass(const Action& a, const StageRange& route, Chain& chain, const Batch& batch,
+                    StageIo<Tensor, Caches>& io, StageMemory& memory) {
+  Tensor x = a.stage == route.first ? Tensor() : io.TakeInput(a.stage, a.microbatch, false);
+  Caches& caches = io.CachesOf(a.stage, a.microbatch);
+  Tensor y = chain.Forward(batch, std::move(x), caches);
+  memory.activation_bytes = std::max(memory.activation_bytes, Chain::CacheBytes(caches));
+  if (a.stage == route.last) return &caches;
+  io.Deliver(a.stage + 1, a.microbatch, false, std::move(y));
+  return nullptr;
+}
+
+template <typename Chain, typename Batch, typename Tensor, typename Caches>
+void InputGradPass(const Action& a, const StageRange& route, Chain& chain, const Batch& batch,
+                   StageIo<Tensor, Caches>& io, StageMemory& memory) {
+  Tensor dy = a.stage == route.last ? Tensor() : io.TakeInput(a.stage, a.microbatch, true);
+  Caches& caches = io.CachesOf(a.stage, a.microbatch);
+  Tensor dx = chain.InputGrad(batch, std::move(dy), caches);
+  memory.wgrad_input_bytes = std::max(memory.wgrad_input_bytes, Chain::CacheBytes(caches));
+  if (a.stage > route.first) io.Deliver(a.stage - 1, a.microbatch, true, std::move(dx));
+}
 
 }  // namespace pipette

@@ -310,6 +310,43 @@ TEST(ExperimentDb, PathsThatRecordNowhereAreRefused) {
   EXPECT_FALSE(std::filesystem::exists("x"));
 }
 
+// A database under the name of another's companion file would be consumed when the other opens
+// (issue 34: run 1 recorded in w.db-wal vanished at the next `--db w.db`); a device, FIFO or
+// directory holds none (and a FIFO would block the open). Refused before anything is created.
+TEST(ExperimentDb, CompanionNamesAndPathsThatAreNotRegularFilesAreRefused) {
+  const std::string dir = FreshPath("companions");
+  std::filesystem::create_directories(dir);
+  for (const std::string name : {"w.db-wal", "w.db-shm", "w.db-journal"}) {
+    const std::string path = dir + "/" + name;
+    Result<ExperimentDb> db = ExperimentDb::Open(path);
+    ASSERT_FALSE(db.ok()) << path;
+    EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument);
+    const std::string kind = name.substr(name.find('-') + 1);
+    EXPECT_NE(db.status().message().find("--db = '" + path + "': names the " + kind +
+                                         " file SQLite keeps beside database '" + dir + "/w.db'"),
+              std::string::npos)
+        << db.status().message();
+    EXPECT_EQ(ExperimentDb::OpenReadOnly(path).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_FALSE(std::filesystem::exists(path));
+  }
+  const std::string fifo = dir + "/fifo.db";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, kind] :
+       {std::pair<std::string, std::string>{"/dev/null", "character device"},
+        {fifo, "FIFO"},
+        {dir, "directory"}}) {
+    Result<ExperimentDb> db = ExperimentDb::Open(path);  // returns at once: the FIFO is not opened
+    ASSERT_FALSE(db.ok()) << path;
+    EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(db.status().message(),
+              "--db = '" + path + "': must name a regular file (or a new path), not a " + kind);
+    EXPECT_EQ(ExperimentDb::OpenReadOnly(path).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/null-journal"));
+  EXPECT_TRUE(ExperimentDb::Open(dir + "/w.db").ok());  // the database's own name is fine
+  std::filesystem::remove_all(dir);
+}
+
 // ---- read-only opening ---------------------------------------------------------------------
 
 std::string Bytes(const std::string& path) {

@@ -70,6 +70,29 @@ Status CheckDatabasePath(std::string_view path) {
                     "URI records nowhere a later command can read (give a plain path, or --no-db)",
                     path));
   }
+  // A database made under the name of another's -wal, -shm or -journal file is consumed (and that
+  // database's changes lost) the next time the other is opened.
+  for (const std::string_view companion : {"-wal", "-shm", "-journal"}) {
+    if (!path.ends_with(companion)) continue;
+    const std::string_view owner = path.substr(0, path.size() - companion.size());
+    return Status::InvalidArgument(fmt::format(
+        "--db = '{}': names the {} file SQLite keeps beside database '{}', which it would take "
+        "as its own and destroy; give the database's own name",
+        path, companion.substr(1), owner));
+  }
+  // A device, FIFO, socket or directory holds no database (and opening a FIFO would block).
+  std::error_code error;
+  const std::filesystem::file_status st = std::filesystem::status(std::string(path), error);
+  if (!error && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    return Status::InvalidArgument(
+        fmt::format("--db = '{}': must name a regular file (or a new path), not a {}", path,
+                    std::filesystem::is_directory(st)        ? "directory"
+                    : std::filesystem::is_fifo(st)           ? "FIFO"
+                    : std::filesystem::is_socket(st)         ? "socket"
+                    : std::filesystem::is_character_file(st) ? "character device"
+                    : std::filesystem::is_block_file(st)     ? "block device"
+                                                             : "file of another kind"));
+  }
   return Status::Ok();
 }
 

@@ -44,7 +44,9 @@ inline constexpr int kSchemaVersion = 5;
 inline constexpr int kOldestReadableSchema = 2;
 
 // OK for a path that names a database file; InvalidArgument naming --db otherwise: empty (an unset
-// variable), ":memory:" and "file:" URIs record nowhere a later command can read.
+// variable), ":memory:" and "file:" URIs record nowhere a later command can read; a name ending in
+// -wal, -shm or -journal is another database's companion file (SQLite would consume it); an
+// existing path that is not a regular file (a device, FIFO, socket or directory) holds none.
 Status CheckDatabasePath(std::string_view path);
 
 // Who holds a sweep point (ClaimPoint).

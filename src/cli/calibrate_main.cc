@@ -220,13 +220,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return ReportParseError(app, e, "calibrate");
+    return FinishOutput("calibrate", ReportParseError(app, e, "calibrate"));
   }
   try {
     if (pipette::Status checked = CheckOptions(options); !checked.ok()) return Fail(checked);
-    if (options.list) return List(options);
+    if (options.list) return FinishOutput("calibrate", List(options));
     if (!pipette::cpu::LaunchedByMpi()) return Launch(options, argc, argv);
-    return RunUnderMpi(options);
+    return FinishOutput("calibrate", RunUnderMpi(options));
   } catch (const std::exception& e) {
     fmt::print(stderr, "pipette calibrate: internal error: {}\n", e.what());
     return kExitFailure;

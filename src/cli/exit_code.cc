@@ -2,6 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
 #include "pipette/common/printable.h"
 
 namespace pipette::cli {
@@ -9,6 +14,18 @@ namespace pipette::cli {
 int ReportError(std::string_view command, const Status& status) {
   fmt::print(stderr, "pipette {}: {}\n", command, PrintableLines(status.message()));
   return ExitCodeOf(status);
+}
+
+int FinishOutput(std::string_view command, int code) {
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int cause = errno;
+  // A command that failed has said why; a failed write is news only after a success.
+  if (code != kExitOk || (flushed && !std::ferror(stdout) && std::cout.good())) return code;
+  fmt::print(stderr, "pipette{}{}: cannot write standard output: {}\n", command.empty() ? "" : " ",
+             command, cause != 0 ? std::strerror(cause) : "an earlier write failed");
+  return kExitFailure;
 }
 
 }  // namespace pipette::cli

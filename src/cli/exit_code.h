@@ -14,4 +14,11 @@ namespace pipette::cli {
 // REQUIRES: !status.ok().
 int ReportError(std::string_view command, const Status& status);
 
+// The exit code once a command has printed everything: `code`, unless the command succeeded but
+// standard output could not be written (a full disk, /dev/full): then an I/O failure that says so
+// on standard error ("pipette COMMAND: cannot write standard output: <cause>"), kExitFailure. A
+// command that failed has reported its own error. Call once, as the command returns (it flushes
+// standard output).
+int FinishOutput(std::string_view command, int code);
+
 }  // namespace pipette::cli

@@ -48,17 +48,23 @@ int Run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return pipette::cli::ReportParseError(app, e);  // help on stdout, or the error on stderr
+    // Help on standard output (which may not be writable), or the error on standard error.
+    return pipette::cli::FinishOutput("", pipette::cli::ReportParseError(app, e));
   }
   if (version) {
     PrintVersion();
-    return pipette::kExitOk;
+    return pipette::cli::FinishOutput("", pipette::kExitOk);
   }
   if (app.get_subcommands().empty()) {
     std::cout << app.help();
-    return pipette::kExitOk;
+    return pipette::cli::FinishOutput("", pipette::kExitOk);
   }
-  return exit_code;
+  std::string command;  // "db merge", "schedule search": the chosen subcommand's path
+  for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().front();
+    command += (command.empty() ? "" : " ") + sub->get_name();
+  }
+  return pipette::cli::FinishOutput(command, exit_code);
 }
 
 }  // namespace

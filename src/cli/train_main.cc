@@ -253,11 +253,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return ReportParseError(app, e, "train");
+    return FinishOutput("train", ReportParseError(app, e, "train"));
   }
   TakeCsvCountsFromFile(*options);
   try {
-    return RunTrain(*options);
+    return FinishOutput("train", RunTrain(*options));
   } catch (const std::exception& e) {
     fmt::print(stderr, "pipette train: internal error: {}\n", e.what());
     return kExitFailure;

@@ -424,3 +424,19 @@ TEST(Validation, TheCudaEngineWithoutAGpuSaysWhatTheMachineHas) {
   EXPECT_TRUE(Contains(run.err, "pipette train: --engine cuda: this machine has no CUDA device"))
       << run.err;
 }
+
+// Output that cannot be written is an I/O failure, not a success (issue 34, item 7): a full
+// device as standard output makes the command exit 1 and say why, whatever it was printing.
+TEST(Validation, AStandardOutputThatCannotBeWrittenIsExit1) {
+  for (const std::string args :
+       {"schedule 1f1b -p 2 -m 4", "schedule --list", "models", "clusters",
+        "simulate --times F=1,I=1,W=1 --ideal-network --no-db", "--version", "--help"}) {
+    const CommandResult run = Shell(std::string(PIPETTE_BINARY) + " " + args + " >/dev/full");
+    EXPECT_EQ(run.exit_code, 1) << args << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "cannot write standard output: No space left on device"))
+        << args << ": " << run.err;
+  }
+  const CommandResult ok = Pipette("schedule 1f1b -p 2 -m 4 >/dev/null");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err, "");
+}

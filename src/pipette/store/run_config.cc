@@ -1,6 +1,7 @@
 #include "pipette/store/run_config.h"
 
 #include <type_traits>
+#include <utility>
 
 #include "pipette/schedule/uneven_work.h"
 
@@ -27,25 +28,28 @@ bool HasTypeOf(const Json& value) {
   }
 }
 
-// The tolerant reader: `field` takes `key`'s value when the configuration has it with the right
-// type, and keeps what it had otherwise (an older pipette's run, a hand-written row).
+// The tolerant reader: `key`'s value when the configuration has it with the right type (an older
+// pipette's run or a hand-written row may lack it or hold another type), else nothing.
+template <typename T>
+std::optional<T> Get(const Json& json, const char* key) {
+  const auto it = json.find(key);
+  if (it == json.end() || !HasTypeOf<T>(*it)) return std::nullopt;
+  try {
+    return it->template get<T>();
+  } catch (const nlohmann::json::exception&) {  // an array of the wrong element type
+    return std::nullopt;
+  }
+}
+
+// `field` takes `key`'s value when Get finds one, and keeps what it had otherwise.
 template <typename T>
 void Read(const Json& json, const char* key, T& field) {
-  const auto it = json.find(key);
-  if (it == json.end() || !HasTypeOf<T>(*it)) return;
-  try {
-    field = it->template get<T>();
-  } catch (const nlohmann::json::exception&) {  // an array of the wrong element type
-  }
+  if (std::optional<T> value = Get<T>(json, key)) field = std::move(*value);
 }
 
 template <typename T>
 void Read(const Json& json, const char* key, std::optional<T>& field) {
-  T value{};
-  const auto it = json.find(key);
-  if (it == json.end() || !HasTypeOf<T>(*it)) return;
-  Read(json, key, value);
-  field = value;
+  if (std::optional<T> value = Get<T>(json, key)) field = std::move(value);
 }
 
 // Reads an object-valued key into an optional struct (absent unless it is an object).

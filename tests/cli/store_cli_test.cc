@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -475,6 +476,37 @@ TEST(StoreCli, ARunThatCannotBeRecordedEndsFailedWithTheReason) {
     EXPECT_TRUE(Contains(r.error, "recording the run failed:")) << r.error;
     EXPECT_TRUE(Contains(r.error, "the disk is full")) << r.error;
   }
+}
+
+// A run whose loss stops being finite is a result: every step's loss and time is recorded (a NaN
+// loss as SQL NULL), with the step it diverged at, and the run is ok (before schema 6 the NOT NULL
+// metric failed the whole recording and lost every measurement).
+TEST(StoreCli, ADivergedTrainingRunIsRecordedWithTheStepItDivergedAt) {
+  const std::string path = Fresh("diverged.db");
+  CommandResult run = Pipette("train --steps 3 --lr 1.5 --db diverged.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(Contains(run.out, "      2       nan")) << run.out;
+  EXPECT_TRUE(Contains(run.out, "# the loss is not finite from step 2 on: the run diverged"))
+      << run.out;
+  Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  Result<RunData> data = db->LoadRun(1, /*with_events=*/true);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  EXPECT_EQ(data->run.status, kRunOk);
+  EXPECT_TRUE(std::isfinite(data->Metric("loss[0]", NAN)));
+  EXPECT_GT(data->Metric("loss[0]", NAN), 1.0);
+  EXPECT_TRUE(std::isnan(data->Metric("loss[1]", 0)));
+  EXPECT_TRUE(std::isnan(data->Metric("final_loss", 0)));
+  EXPECT_EQ(data->Metric("loss_nonfinite_from", -1), 1);
+  for (const char* name : {"step_times_s[0]", "step_times_s[1]", "step_times_s[2]"}) {
+    EXPECT_GT(data->Metric(name, 0), 0) << name;
+  }
+  EXPECT_FALSE(data->events.empty());
+  CommandResult json = Pipette("train --steps 3 --lr 1.5 --no-db --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json parsed = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(parsed["losses"][1].is_null()) << json.out;
+  EXPECT_EQ(parsed["loss_nonfinite_from"], 1) << json.out;
 }
 
 }  // namespace

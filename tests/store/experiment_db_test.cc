@@ -4,6 +4,7 @@
 // read-only opening; claiming sweep points across connections.
 #include "pipette/store/experiment_db.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -119,6 +121,46 @@ TEST(ExperimentDb, MigratesAVersionOneDatabaseKeepingItsRows) {
   db = ExperimentDb::Open(path);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(db->schema_version(), kSchemaVersion);
+}
+
+// Schema 6 lets a metric be NULL (a diverged run's NaN loss) and rebuilds the metrics table: a
+// version-5 database keeps every metric, in its order, and a NaN reads back as NaN.
+TEST(ExperimentDb, MigratingToSixKeepsMetricsInOrderAndANanIsRecorded) {
+  const std::string path = FreshPath("metrics6");
+  {
+    Result<ExperimentDb> v5 = ExperimentDb::Open(path, 5);
+    ASSERT_TRUE(v5.ok()) << v5.status().message();
+    const std::int64_t id = *v5->BeginRun(SimRun());
+    RunData rows;
+    rows.metrics = {{"z", 3, "s"}, {"a", 1, "s"}, {"m", 2, "B"}};
+    ASSERT_TRUE(v5->FinishRun(id, rows, kRunOk).ok());
+    const std::int64_t nan_run = *v5->BeginRun(SimRun());
+    rows.metrics = {{"loss[0]", NAN, "nats"}};
+    EXPECT_FALSE(v5->FinishRun(nan_run, rows, kRunOk).ok());  // NOT NULL before 6
+  }
+  Result<ExperimentDb> db = ExperimentDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
+  Result<RunData> old = db->LoadRun(1);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->metrics.size(), 3u);
+  EXPECT_EQ(old->metrics[0].name, "z");
+  EXPECT_EQ(old->metrics[1].name, "a");
+  EXPECT_EQ(old->metrics[2].name, "m");
+  EXPECT_EQ(old->metrics[2].value, 2);
+  EXPECT_EQ(old->metrics[2].unit, "B");
+  const std::int64_t id = *db->BeginRun(SimRun());
+  RunData rows;
+  rows.metrics = {{"loss[0]", NAN, "nats"}, {"loss[1]", INFINITY, "nats"}};
+  ASSERT_TRUE(db->FinishRun(id, rows, kRunOk).ok());
+  Result<RunData> back = db->LoadRun(id);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(std::isnan(back->Metric("loss[0]", 0)));
+  EXPECT_EQ(back->Metric("loss[1]", 0), INFINITY);
+  EXPECT_EQ(Query(path, fmt::format("SELECT quote(value) FROM metrics WHERE run_id = {} AND "
+                                    "name = 'loss[0]'",
+                                    id)),
+            "NULL");
 }
 
 TEST(ExperimentDb, RefusesADatabaseFromANewerPipette) {

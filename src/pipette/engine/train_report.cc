@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "pipette/common/byte_codec.h"
 
@@ -106,6 +107,13 @@ double PeakRssBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
+std::optional<int> FirstNonFiniteLoss(const std::vector<double>& losses) {
+  for (std::size_t k = 0; k < losses.size(); ++k) {
+    if (!std::isfinite(losses[k])) return static_cast<int>(k);
+  }
+  return std::nullopt;
 }
 
 }  // namespace pipette

@@ -98,4 +98,7 @@ MessageSizes MessageSizesOf(const TrainPlan& plan);
 // This process's peak resident set in bytes.
 double PeakRssBytes();
 
+// The index of the first loss that is not finite (NaN or infinite: the run diverged), if any.
+std::optional<int> FirstNonFiniteLoss(const std::vector<double>& losses);
+
 }  // namespace pipette

@@ -2,6 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
+#include <optional>
+#include <string>
+
 #include "pipette/common/build_info.h"
 #include "pipette/schedule/uneven_work.h"
 #include "pipette/store/training_run.h"
@@ -38,7 +42,8 @@ nlohmann::ordered_json TrainingJson(const TrainingReportSettings& o, const Train
   json["dp"] = plan.dp;
   json["steps"] = o.steps;
   json["tokens_per_step"] = plan.tokens_per_step();
-  json["losses"] = r.losses;
+  json["losses"] = r.losses;  // a NaN or infinite loss is null
+  if (const std::optional<int> k = FirstNonFiniteLoss(r.losses)) json["loss_nonfinite_from"] = *k;
   json["step_time_s"] = r.step_times;
   json["tokens_per_s"] = r.tokens_per_s;
   json["peak_memory_bytes"] = r.peak_memory_bytes;
@@ -81,7 +86,11 @@ std::string TrainingHeader(const TrainingReportSettings& o, const TrainPlan& pla
 
 std::string TrainingStepLine(const TrainPlan& plan, int step, double loss, double seconds) {
   const double step_tokens = static_cast<double>(plan.tokens_per_step());
-  return fmt::format("{:7d} {:9.4f} {:11.2f} {:10.0f}\n", step + 1, loss, seconds * 1e3,
+  // A loss that is not finite reads "nan", "inf" or "-inf" in the loss column.
+  const std::string loss_text =
+      std::isfinite(loss) ? fmt::format("{:.4f}", loss)
+                          : (std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
+  return fmt::format("{:7d} {:>9} {:11.2f} {:10.0f}\n", step + 1, loss_text, seconds * 1e3,
                      step_tokens / seconds);
 }
 
@@ -91,6 +100,9 @@ std::string TrainingSummary(const TrainReport& r, double tolerance) {
       r.tokens_per_s);
   for (const double b : r.peak_memory_bytes) out += fmt::format(" {:.2f} MiB", b / (1 << 20));
   out += fmt::format("\n");
+  if (const std::optional<int> k = FirstNonFiniteLoss(r.losses)) {
+    out += fmt::format("# the loss is not finite from step {} on: the run diverged\n", *k + 1);
+  }
   if (r.verification) AddVerification(out, *r.verification, tolerance);
   return out;
 }

@@ -233,7 +233,9 @@ Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
     PIPETTE_RETURN_IF_ERROR(s.status("load metrics"));
     s.Bind(1, run_id);
     int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) data.metrics.push_back({s.Text(0), s.Real(1), s.Text(2)});
+    while ((rc = s.Step()) == SQLITE_ROW) {  // NULL: a value that is not a number
+      data.metrics.push_back({s.Text(0), s.IsNull(1) ? std::nan("") : s.Real(1), s.Text(2)});
+    }
     PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load metrics"));
   }
   return data;

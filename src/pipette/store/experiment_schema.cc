@@ -121,6 +121,22 @@ CREATE TABLE merged_runs(
   merged_at TEXT NOT NULL
 ) STRICT;
 )sql",
+    // 6: a metric may be SQL NULL: a loss that is not a number (a diverged run) is a result, not an
+    // error (docs/metrics.md). SQLite cannot drop a NOT NULL constraint in place: the table is
+    // rebuilt with its rowids, so every run's metrics keep their order.
+    R"sql(
+CREATE TABLE metrics_v6(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value REAL,
+  unit TEXT NOT NULL,
+  PRIMARY KEY (run_id, name)
+) STRICT;
+INSERT INTO metrics_v6(rowid, run_id, name, value, unit)
+  SELECT rowid, run_id, name, value, unit FROM metrics ORDER BY rowid;
+DROP TABLE metrics;
+ALTER TABLE metrics_v6 RENAME TO metrics;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -160,11 +176,15 @@ Status ExperimentDb::Migrate(int up_to_version) {
   // Under the write lock, so two processes opening a new file do not both create the tables.
   Transaction tx(db_.get());
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
-  Statement read(db_.get(), "PRAGMA user_version");
-  if (read.Step() != SQLITE_ROW) {
-    return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_.get())));
+  int version = 0;
+  {  // finalized before the migrations: a pending statement would lock the tables they drop
+    Statement read(db_.get(), "PRAGMA user_version");
+    if (read.Step() != SQLITE_ROW) {
+      return Status::IoError(
+          fmt::format("read the schema version: {}", sqlite3_errmsg(db_.get())));
+    }
+    version = static_cast<int>(read.Int(0));
   }
-  const int version = static_cast<int>(read.Int(0));
   if (version < 0) return CorruptVersion("", version);
   if (version > kSchemaVersion) {
     return Status::FailedPrecondition(

@@ -50,7 +50,10 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& r, bool virtua
                   {"tokens_per_s", r.tokens_per_s, "tokens/s"},
                   {"final_loss", r.losses.back(), "nats"},
                   {"params", static_cast<double>(r.params), "count"}};
-  AddPerRank(data.metrics, "loss", r.losses, "nats");
+  AddPerRank(data.metrics, "loss", r.losses, "nats");  // NaN: SQL NULL
+  if (const std::optional<int> k = FirstNonFiniteLoss(r.losses)) {
+    data.metrics.push_back({"loss_nonfinite_from", static_cast<double>(*k), "step"});
+  }
   AddPerRank(data.metrics, "step_times_s", r.step_times, "s");
   AddPerRank(data.metrics, "peak_memory_bytes", r.peak_memory_bytes, "B");
   AddPerRank(data.metrics, "peak_rss_bytes", r.peak_rss_bytes, "B");

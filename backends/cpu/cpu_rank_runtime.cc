@@ -44,7 +44,7 @@ void CpuRankRuntime::ShareParameters() { owned_ = fabric_.ShareParameters(params
 // ---- the program's instructions ----
 
 void CpuRankRuntime::Compute(const Instruction& ins) {
-  fault_.AtCompute(place_.world_rank);
+  fault_.AtCompute(place_.world_rank, step_);
   // The instruction's temporaries: its peak above what it holds before and after (the process's
   // peak is restored afterwards). An overlapped cell's peak mixes its two halves' (the forward's
   // activations among them): only plain instructions are measured.

@@ -53,10 +53,57 @@ std::int64_t GradientBytes(const ParamSet& params) {
   return bytes;
 }
 
+// What this rank has sent of its log so far (StepGather).
+struct LogSent {
+  std::size_t trace = 0, allreduces = 0, updates = 0;
+};
+
+// Where a step gather runs: the rank, its runtime and its memory baselines.
+struct GatherPlace {
+  const TrainPlan& plan;
+  const TrainOptions& options;
+  const CpuRankRuntime& runtime;
+  Watchdog& dog;
+  RankPlace place;
+  std::int64_t bytes_before = 0;  // live tensor bytes before the runtime was built
+  double static_bytes = 0;
+};
+
+// After each step: this rank's part of the step (replica 0's new events, its memory figures)
+// gathered on world rank 0, which hands the step's report to `record_step`. The gather comes
+// before the next step's starting barrier, so the step times do not include it.
+std::function<void(int, const RankLog&)> StepGather(GatherPlace at,
+                                                    const StepReportCallback& record_step) {
+  return [at, &record_step, sent = LogSent()](int step, const RankLog& log) mutable {
+    const bool replica0 = at.place.replica == 0;
+    RankLog slice;
+    slice.trace.assign(log.trace.begin() + static_cast<std::ptrdiff_t>(sent.trace),
+                       log.trace.end());
+    slice.allreduces.assign(log.allreduces.begin() + static_cast<std::ptrdiff_t>(sent.allreduces),
+                            log.allreduces.end());
+    slice.updates.assign(log.updates.begin() + static_cast<std::ptrdiff_t>(sent.updates),
+                         log.updates.end());
+    sent = {log.trace.size(), log.allreduces.size(), log.updates.size()};
+    const std::vector<char> mine = PackContribution(ContributionOf(
+        at.runtime, std::move(slice), static_cast<double>(PeakTensorBytes() - at.bytes_before),
+        at.static_bytes, replica0));
+    Result<std::vector<std::vector<char>>> gathered = std::vector<std::vector<char>>();
+    Watched(at.dog, fmt::format("the other ranks to finish step {}", step + 1),
+            [&] { gathered = GatherBytes(mine, MPI_COMM_WORLD); });
+    if (!gathered.ok() || at.place.world_rank != 0) return;
+    std::vector<RankContribution> ranks;
+    for (const std::vector<char>& bytes : *gathered) {
+      ranks.push_back(UnpackContribution(bytes, at.plan.schedule.num_stages()));
+    }
+    record_step(step, AssembleReport(at.plan, at.options, {at.runtime.losses().back()},
+                                     {at.runtime.step_times().back()}, ranks));
+  };
+}
+
 }  // namespace
 
 Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& options, Watchdog& dog,
-                               const StepCallback& on_step) {
+                               const StepCallback& on_step, const StepReportCallback& record_step) {
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -77,6 +124,10 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   loop.steps = options.steps;
   loop.trace_steps = replica == 0 ? options.trace_steps : 0;  // replica 0 is traced
   loop.gradient_bytes = GradientBytes(runtime.params());
+  if (record_step) {
+    loop.after_step =
+        StepGather({plan, options, runtime, dog, place, bytes_before, static_bytes}, record_step);
+  }
   RankLog log;
   fabric.Barrier("the other ranks to start");
   runtime.set_start(fabric.Clock());

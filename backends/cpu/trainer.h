@@ -30,8 +30,11 @@ namespace pipette::cpu {
 
 // Trains on MPI_COMM_WORLD, whose size must be plan.world_size(). Every rank calls it; rank 0's
 // report is complete. With options.verify, rank 0 also trains the unpipelined reference. Every
-// wait on peers runs under `dog`.
+// wait on peers runs under `dog`. With `record_step` (given on every rank or on none: every rank
+// takes part in each step's gather), world rank 0 calls it after each step with that step's report,
+// so the run is recorded as it goes.
 Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& options, Watchdog& dog,
-                               const StepCallback& on_step = {});
+                               const StepCallback& on_step = {},
+                               const StepReportCallback& record_step = {});
 
 }  // namespace pipette::cpu

@@ -130,7 +130,7 @@ double CudaRankRuntime::TimeOf(cudaEvent_t event) const {
 // ---- the program's instructions ----
 
 void CudaRankRuntime::Compute(const Instruction& ins) {
-  fault_.AtCompute(place_.world_rank);
+  fault_.AtCompute(place_.world_rank, step_);
   const NvtxRange range(ToString(ins.action));
   fabric_.Flush(dev_);  // the sends and receives before this compute go out now
   // The instruction's temporaries: its peak above what it holds before and after (the rank's

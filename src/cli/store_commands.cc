@@ -36,10 +36,16 @@ int RunRuns(const RunsOptions& o) {
   Result<ExperimentDb> db = OpenExistingDb(o.db, o.repair ? DbAccess::kWrite : DbAccess::kRead);
   if (!db.ok()) return ReportError("runs", db.status());
   if (o.repair) {
-    Result<int> repaired = db->RepairStale(o.all_hosts);
+    Result<std::vector<RepairedRun>> repaired = db->RepairStale(o.all_hosts);
     if (!repaired.ok()) return ReportError("runs", repaired.status());
-    fmt::print(stderr, "pipette runs: marked {} stale run{} failed\n", *repaired,
-               *repaired == 1 ? "" : "s");
+    fmt::print(stderr, "pipette runs: marked {} stale run{} failed\n", repaired->size(),
+               repaired->size() == 1 ? "" : "s");
+    for (const RepairedRun& r : *repaired) {
+      if (r.steps_kept) {
+        fmt::print(stderr, "pipette runs: run {} kept its first {} step{}\n", r.run_id,
+                   *r.steps_kept, *r.steps_kept == 1 ? "" : "s");
+      }
+    }
   }
   RunFilter filter;
   if (!o.experiment.empty()) {

@@ -24,6 +24,7 @@
 #include "cli/train_report.h"
 #include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
+#include "pipette/common/printable.h"
 #include "pipette/store/training_run.h"
 #if PIPETTE_HAS_CUDA_ENGINE
 #include "cuda/nccl_trainer.h"
@@ -101,12 +102,33 @@ Result<TrainReport> TrainOnCuda(const TrainCommandOptions& o, const TrainPlan& p
 }
 #endif
 
+// The CPU engine records each finished step as the run goes, so a kill keeps every finished step
+// (every rank passes the callback, all take part in each step's gather; rank 0 writes). The first
+// write that fails is reported once and ends the step records: the run's end writes every row
+// again, and reports its own failure.
+StepReportCallback RecordEachStep(const TrainCommandOptions& o, const TrainPlan& plan,
+                                  std::optional<RunRecorder>& recorder) {
+  if (o.record.no_db) return {};
+  return [&o, &plan, &recorder, failed = false](int step, const TrainReport& r) mutable {
+    if (failed || !recorder || !recorder->enabled()) return;
+    const Status s =
+        recorder->RecordStep(TrainingStepData(plan, step, r, o.train.virtual_ranks), step + 1);
+    if (s.ok()) return;
+    failed = true;
+    fmt::print(stderr,
+               "pipette train: recording step {} failed: {}; the run's rows are written again at "
+               "its end\n",
+               step + 1, Printable(s.message()));
+  };
+}
+
 Result<TrainReport> TrainOnEngine(const TrainCommandOptions& o, const TrainPlan& plan,
-                                  Watchdog& dog, const StepCallback& on_step) {
+                                  Watchdog& dog, const StepCallback& on_step,
+                                  std::optional<RunRecorder>& recorder) {
 #if PIPETTE_HAS_CUDA_ENGINE
   if (o.engine == "cuda") return TrainOnCuda(o, plan, dog, on_step);
 #endif
-  return cpu::TrainOnMpi(plan, o.train, dog, on_step);
+  return cpu::TrainOnMpi(plan, o.train, dog, on_step, RecordEachStep(o, plan, recorder));
 }
 
 // What BeginRecording returns when another run holds the sweep point (--point-key): no rank
@@ -162,7 +184,7 @@ int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank
   const StepCallback on_step = [&](int step, double loss, double seconds) {
     if (text) std::cout << TrainingStepLine(plan, step, loss, seconds) << std::flush;
   };
-  Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step);
+  Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step, recorder);
   if (!report.ok()) {
     // A GPU rank's own failure (a CUDA, cuBLAS or NCCL error) is known to that rank alone: it
     // says so and ends the job, so that no peer waits for it until the watchdog.

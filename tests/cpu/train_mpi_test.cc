@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "../cli/pipette_runner.h"
@@ -320,6 +322,80 @@ TEST(RankFailure, AWatchdogExpiryOnRankZeroEndsItsRunFailed) {
   EXPECT_NE(runs->front().error.find("rank 0 waited"), std::string::npos) << runs->front().error;
   EXPECT_NE(runs->front().error.find("(--peer-timeout 2 s)"), std::string::npos)
       << runs->front().error;
+}
+
+// The rows of a run that a killed or hung rank cut short: its status and error, the steps in its
+// events, and its steps_recorded.
+struct CutShortRun {
+  RunRecord run;
+  std::set<int> event_steps;
+  RunData data;
+};
+
+CutShortRun ReadCutShortRun(const std::string& db) {
+  Result<ExperimentDb> store = ExperimentDb::OpenReadOnly(db);
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  CutShortRun cut;
+  if (!store.ok()) return cut;
+  Result<RunData> data = store->LoadRun(1);
+  EXPECT_TRUE(data.ok()) << data.status().message();
+  if (!data.ok()) return cut;
+  cut.run = data->run;
+  for (const EventRow& e : data->events) cut.event_steps.insert(e.step);
+  cut.data = std::move(*data);
+  return cut;
+}
+
+// Rank 1 is killed (SIGKILL) at its first compute of step 4, after the barrier that starts it:
+// steps 1-3 are finished on every rank, and recorded as they finished. mpirun then ends rank 0
+// (SIGTERM) before it can write the run's end; `runs --repair` fails the run and says how many
+// steps it kept, with every event, loss and time of those steps.
+TEST(RankFailure, AKilledRankKeepsEveryFinishedStepInTheDatabase) {
+  const std::string db = testing::ScratchDir() + "/killed.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const CommandResult run = Shell(
+      "PIPETTE_FAULT_STEP=3 " + FaultyRun("kill", "-p 2 --steps 20 --peer-timeout 20 --db " + db));
+  EXPECT_NE(run.exit_code, 0);
+  const CommandResult repair = Shell(std::string(PIPETTE_BINARY) + " runs --repair --db " + db);
+  EXPECT_EQ(repair.exit_code, 0) << repair.err;
+  const CutShortRun cut = ReadCutShortRun(db);
+  EXPECT_EQ(cut.run.status, kRunFailed);
+  EXPECT_NE(cut.run.error.find("it kept its first 3 steps"), std::string::npos) << cut.run.error;
+  if (cut.run.error.find("stale") != std::string::npos) {  // failed by the repair, as expected
+    EXPECT_NE(repair.err.find("run 1 kept its first 3 steps"), std::string::npos) << repair.err;
+  }
+  EXPECT_EQ(cut.event_steps, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(cut.data.Metric("steps_recorded", -1), 3);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_GT(cut.data.Metric(fmt::format("loss[{}]", k), 0), 1) << k;
+    EXPECT_GT(cut.data.Metric(fmt::format("step_times_s[{}]", k), 0), 0) << k;
+  }
+  EXPECT_EQ(cut.data.Metric("loss[3]", -1), -1);
+  // Every step kept all of its instructions: the same events per step, on both ranks.
+  std::map<std::pair<int, int>, int> per_rank_step;
+  for (const EventRow& e : cut.data.events) ++per_rank_step[{e.rank, e.step}];
+  ASSERT_EQ(per_rank_step.size(), 6u);
+  for (const int rank : {0, 1}) {
+    const int first = per_rank_step[std::make_pair(rank, 0)];
+    EXPECT_GT(first, 0);
+    EXPECT_EQ(per_rank_step[std::make_pair(rank, 1)], first);
+    EXPECT_EQ(per_rank_step[std::make_pair(rank, 2)], first);
+  }
+  EXPECT_FALSE(cut.data.memory.empty());
+}
+
+// A rank that hangs in step 3: rank 0's watchdog fails the run itself, keeping steps 1 and 2.
+TEST(RankFailure, AHungRankLeavesARunFailedWithTheStepsItFinished) {
+  const std::string db = testing::ScratchDir() + "/hung.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
+  const CommandResult run = Shell("PIPETTE_FAULT_STEP=2 " +
+                                  FaultyRun("hang", "-p 2 --steps 20 --peer-timeout 2 --db " + db));
+  EXPECT_NE(run.exit_code, 0);
+  const CutShortRun cut = ReadCutShortRun(db);
+  EXPECT_EQ(cut.run.status, kRunFailed);
+  EXPECT_NE(cut.run.error.find("rank 0 waited"), std::string::npos) << cut.run.error;
+  EXPECT_NE(cut.run.error.find("it kept its first 2 steps"), std::string::npos) << cut.run.error;
+  EXPECT_EQ(cut.event_steps, (std::set<int>{0, 1}));
 }
 
 // An MPMD launch whose ranks got different options: every rank refuses before training.

@@ -163,6 +163,45 @@ TEST(ExperimentDb, MigratingToSixKeepsMetricsInOrderAndANanIsRecorded) {
             "NULL");
 }
 
+// A training run records each finished step in its own transaction; its end replaces those rows
+// with the whole run's (no duplicates); a run failed after some steps keeps them and says how many.
+TEST(ExperimentDb, StepsRecordedAsTheRunGoesAreKeptOnFailureAndReplacedAtTheEnd) {
+  const std::string path = FreshPath("steps");
+  ExperimentDb db = *ExperimentDb::Open(path);
+  RunData step0;
+  step0.events = {{0, 0, 0, EventKind::kF, 0, 0, 0, 0.0, 1.0, 0}};
+  step0.metrics = {{"loss[0]", 4.0, "nats"}};
+  RunData step1 = step0;
+  step1.events[0].step = 1;
+  step1.metrics = {{"loss[1]", 3.5, "nats"}};
+
+  const std::int64_t failed = *db.BeginRun(SimRun());
+  ASSERT_TRUE(db.RecordStep(failed, step0, 1).ok());
+  ASSERT_TRUE(db.RecordStep(failed, step1, 2).ok());
+  EXPECT_EQ(**db.StepsRecorded(failed), 2);
+  ASSERT_TRUE(db.FailRun(failed, "rank 1 died").ok());
+  Result<RunData> kept = db.LoadRun(failed);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->run.error, "rank 1 died; it kept its first 2 steps");
+  EXPECT_EQ(kept->events.size(), 2u);
+  EXPECT_EQ(kept->Metric("loss[1]"), 3.5);
+  EXPECT_FALSE(db.RecordStep(failed, step0, 3).ok());  // a finished run takes no more steps
+
+  const std::int64_t finished = *db.BeginRun(SimRun());
+  ASSERT_TRUE(db.RecordStep(finished, step0, 1).ok());
+  RunData whole;
+  whole.events = {step0.events[0], step1.events[0]};
+  whole.metrics = {{"loss[0]", 4.0, "nats"}, {"loss[1]", 3.5, "nats"}, {"final_loss", 3.5, "nats"}};
+  ASSERT_TRUE(db.FinishRun(finished, whole, kRunOk).ok());
+  Result<RunData> done = db.LoadRun(finished);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->events.size(), 2u);
+  EXPECT_EQ(done->metrics.size(), 3u);  // steps_recorded went with the step rows
+  EXPECT_FALSE(db.StepsRecorded(finished)->has_value());
+  // The other run's rows are untouched.
+  EXPECT_EQ(db.LoadRun(failed)->events.size(), 2u);
+}
+
 TEST(ExperimentDb, RefusesADatabaseFromANewerPipette) {
   const std::string path = FreshPath("newer");
   { ASSERT_TRUE(ExperimentDb::Open(path).ok()); }
@@ -266,12 +305,12 @@ TEST(ExperimentDb, RepairMarksRunsOfDeadProcessesFailed) {
   elsewhere.pid = child;
   const std::int64_t remote = *db.BeginRun(elsewhere);
 
-  EXPECT_EQ(*db.RepairStale(), 1);
+  EXPECT_EQ(db.RepairStale()->size(), 1u);
   EXPECT_EQ(db.LoadRun(stale)->run.status, kRunFailed);
   EXPECT_NE(db.LoadRun(stale)->run.error.find("stale"), std::string::npos);
   EXPECT_EQ(db.LoadRun(alive)->run.status, kRunRunning);
   EXPECT_EQ(db.LoadRun(remote)->run.status, kRunRunning);
-  EXPECT_EQ(*db.RepairStale(/*all_hosts=*/true), 1);
+  EXPECT_EQ(db.RepairStale(/*all_hosts=*/true)->size(), 1u);
   EXPECT_EQ(db.LoadRun(remote)->run.status, kRunFailed);
   EXPECT_EQ(db.LoadRun(alive)->run.status, kRunRunning);
 }
@@ -595,7 +634,7 @@ TEST(ExperimentDb, RepairTakesZombiesAndReusedPidsForDeadProcesses) {
   Query(path, "UPDATE runs SET owner_start = '' WHERE id = " + std::to_string(old_run));
   const std::int64_t alive = *db.BeginRun(SimRun());
 
-  EXPECT_EQ(*db.RepairStale(), 3);
+  EXPECT_EQ(db.RepairStale()->size(), 3u);
   EXPECT_EQ(db.LoadRun(z)->run.status, kRunFailed);
   EXPECT_EQ(db.LoadRun(reused)->run.status, kRunFailed);
   EXPECT_EQ(db.LoadRun(old_run)->run.status, kRunFailed);

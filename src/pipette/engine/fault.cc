@@ -15,11 +15,12 @@ Fault Fault::FromEnv() {
     f.rank_ = std::atoi(rank);
     f.kind_ = kind;
   }
+  if (const char* step = std::getenv("PIPETTE_FAULT_STEP")) f.step_ = std::atoi(step);
   return f;
 }
 
-void Fault::AtCompute(int world_rank) {
-  if (triggered_ || world_rank != rank_) return;
+void Fault::AtCompute(int world_rank, int step) {
+  if (triggered_ || world_rank != rank_ || step < step_) return;
   triggered_ = true;
   if (kind_ == "kill") std::raise(SIGKILL);
   if (kind_ == "hang") {

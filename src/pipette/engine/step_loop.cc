@@ -27,6 +27,7 @@ Status RunSteps(const Program& program, int rank, const MessageSizes& sizes,
     const Span span{start, runtime.Now()};
     log.steps.push_back(span);
     runtime.EndStep(step, span);
+    if (options.after_step) options.after_step(step, log);
   }
   return Status::Ok();
 }

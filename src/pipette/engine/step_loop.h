@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -25,6 +26,14 @@
 
 namespace pipette {
 
+// What one rank did over a run.
+struct RankLog {
+  std::vector<TraceEvent> trace;           // traced steps, program order within each step
+  std::vector<AllReduceEvent> allreduces;  // traced steps
+  std::vector<AllReduceEvent> updates;     // traced steps: UpdateParameters' span (bytes 0)
+  std::vector<Span> steps;                 // every step: from BeginStep's end to its last part
+};
+
 struct StepLoopOptions {
   int steps = 1;
   // Steps 0 .. trace_steps-1 keep their instruction events and all-reduces in the log; later
@@ -32,14 +41,9 @@ struct StepLoopOptions {
   int trace_steps = std::numeric_limits<int>::max();
   // Bytes an all-reduce reduces, recorded with its event (0 when the engine does not know).
   std::int64_t gradient_bytes = 0;
-};
-
-// What one rank did over a run.
-struct RankLog {
-  std::vector<TraceEvent> trace;           // traced steps, program order within each step
-  std::vector<AllReduceEvent> allreduces;  // traced steps
-  std::vector<AllReduceEvent> updates;     // traced steps: UpdateParameters' span (bytes 0)
-  std::vector<Span> steps;                 // every step: from BeginStep's end to its last part
+  // Called after each step's EndStep with the log so far (a real engine hands the finished step to
+  // world rank 0, which records it as the run goes); none when empty.
+  std::function<void(int step, const RankLog& log)> after_step;
 };
 
 // Runs options.steps training steps of rank `rank` of `program` on `runtime`, appending to `log`.

@@ -69,6 +69,11 @@ struct TrainReport {                       // complete on world rank 0 only
 // Called on world rank 0 after each step of a real run (step from 0, its mean loss and time).
 using StepCallback = std::function<void(int step, double loss, double seconds)>;
 
+// Called on world rank 0 after each finished step of a run that records as it goes, with that
+// step's report: its loss and time (one value each), replica 0's events of it on every pipeline
+// rank (none for an untraced step) and every rank's memory figures so far.
+using StepReportCallback = std::function<void(int step, const TrainReport& step_report)>;
+
 // What one rank of a real run contributes to world rank 0's report.
 struct RankContribution {
   double peak_bytes = 0;      // tensor bytes at their peak

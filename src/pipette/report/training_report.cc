@@ -87,9 +87,9 @@ std::string TrainingHeader(const TrainingReportSettings& o, const TrainPlan& pla
 std::string TrainingStepLine(const TrainPlan& plan, int step, double loss, double seconds) {
   const double step_tokens = static_cast<double>(plan.tokens_per_step());
   // A loss that is not finite reads "nan", "inf" or "-inf" in the loss column.
-  const std::string loss_text =
-      std::isfinite(loss) ? fmt::format("{:.4f}", loss)
-                          : (std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
+  const std::string loss_text = std::isfinite(loss)
+                                    ? fmt::format("{:.4f}", loss)
+                                    : (std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
   return fmt::format("{:7d} {:>9} {:11.2f} {:10.0f}\n", step + 1, loss_text, seconds * 1e3,
                      step_tokens / seconds);
 }

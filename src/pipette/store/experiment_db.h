@@ -56,6 +56,12 @@ struct PointClaim {
   std::string holder;       // not claimed: the holder's status ("ok", "oom" or "running")
 };
 
+// A run `runs --repair` marked failed, with the steps it kept (a training run recorded as it went).
+struct RepairedRun {
+  std::int64_t run_id = 0;
+  std::optional<int> steps_kept;
+};
+
 struct RunFilter {
   std::optional<std::int64_t> experiment_id;
   std::optional<std::string> status;
@@ -110,13 +116,20 @@ class ExperimentDb {
   // `running` (as BeginRun). So a point runs once, whatever the interleaving of its claimers.
   Result<PointClaim> ClaimPoint(RunRecord run, std::string_view point_key);
 
-  // In one transaction: inserts `data`'s events, memory rows and metrics for run `run_id` and sets
-  // its status (ok, oom or failed), error and ended_at. FailedPrecondition if the run is not
-  // `running`.
+  // In one transaction: replaces the rows of run `run_id` (those RecordStep wrote as it went) with
+  // `data`'s events, memory rows and metrics and sets its status (ok, oom or failed), error and
+  // ended_at. FailedPrecondition if the run is not `running`.
   Status FinishRun(std::int64_t run_id, const RunData& data, std::string_view status,
                    std::string_view error = "");
-  // Marks a running run failed with `error` (no rows).
+  // In one transaction: appends the rows of one finished step of running run `run_id` (a training
+  // run recording as it goes, so a kill keeps every finished step) and sets its metric
+  // `steps_recorded` to `steps_recorded`. FailedPrecondition if the run is not `running`.
+  Status RecordStep(std::int64_t run_id, const RunData& step_rows, int steps_recorded);
+  // Marks a running run failed with `error`, keeping the rows it has; a run that recorded steps as
+  // it went says how many it kept ("; it kept its first N steps").
   Status FailRun(std::int64_t run_id, std::string_view error);
+  // The steps a running or failed training run recorded as it went (its `steps_recorded`), if any.
+  Result<std::optional<int>> StepsRecorded(std::int64_t run_id);
 
   // The run with its rows (events only if `with_events`). NotFound for an unknown id.
   Result<RunData> LoadRun(std::int64_t run_id, bool with_events = true);
@@ -125,9 +138,9 @@ class ExperimentDb {
   Result<std::optional<std::int64_t>> FindFinishedRun(std::int64_t experiment_id,
                                                       std::string_view point_key);
   // Marks `running` runs whose process ended as failed (this host: the pid is gone, a zombie, or
-  // reused by a process that started later; process_owner.h); returns how many. Runs of other hosts
-  // are left alone unless `all_hosts`.
-  Result<int> RepairStale(bool all_hosts = false);
+  // reused by a process that started later; process_owner.h); returns them with the steps each
+  // kept. Runs of other hosts are left alone unless `all_hosts`.
+  Result<std::vector<RepairedRun>> RepairStale(bool all_hosts = false);
 
   // Stores `calibration` and its points in one transaction; returns its id. Empty host, version
   // and created_at are filled in (this machine, this pipette, now).
@@ -147,6 +160,8 @@ class ExperimentDb {
   Status Migrate(int up_to_version);
   Result<std::int64_t> InsertRun(RunRecord run, std::string_view point_key);
   Status FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by);
+  // Inserts `data`'s events, memory rows and metrics of run `run_id` (inside a transaction).
+  Status InsertRows(std::int64_t run_id, const RunData& data);
 
   sqlite::Connection db_;
 };

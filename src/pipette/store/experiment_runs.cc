@@ -117,24 +117,39 @@ Status ExperimentDb::FailStale(std::int64_t run_id, const OwnerFacts& owner, std
                                      owner.pid, owner.host, by, UtcNow()));
 }
 
-Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::string_view status,
-                               std::string_view error) {
-  if (status != kRunOk && status != kRunOom && status != kRunFailed) {
-    return Status::Internal(fmt::format("run {}: final status '{}'", run_id, status));
+// The steps run `run_id` recorded as it went (its metric steps_recorded), if any.
+Result<std::optional<int>> ExperimentDb::StepsRecorded(std::int64_t run_id) {
+  Statement s(db_.get(), "SELECT value FROM metrics WHERE run_id = ? AND name = 'steps_recorded'");
+  PIPETTE_RETURN_IF_ERROR(s.status("read steps recorded"));
+  s.Bind(1, run_id);
+  const int rc = s.Step();
+  if (rc == SQLITE_ROW) return std::optional<int>(static_cast<int>(s.Real(0)));
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "read steps recorded"));
+  return std::optional<int>();
+}
+
+namespace {
+
+// FailedPrecondition unless run `run_id` is `running` (NotFound for no such run).
+Status CheckRunning(sqlite3* db, std::int64_t run_id) {
+  Statement check(db, "SELECT status FROM runs WHERE id = ?");
+  PIPETTE_RETURN_IF_ERROR(check.status("find run"));
+  check.Bind(1, run_id);
+  const int rc = check.Step();
+  if (rc != SQLITE_ROW) {
+    PIPETTE_RETURN_IF_ERROR(check.Done(rc, "find run"));
+    return Status::NotFound(fmt::format("run {}: no such run", run_id));
   }
-  Transaction tx(db_.get());
-  PIPETTE_RETURN_IF_ERROR(tx.Begin());
-  {
-    Statement check(db_.get(), "SELECT status FROM runs WHERE id = ?");
-    PIPETTE_RETURN_IF_ERROR(check.status("find run"));
-    check.Bind(1, run_id);
-    if (check.Step() != SQLITE_ROW)
-      return Status::NotFound(fmt::format("run {}: no such run", run_id));
-    if (check.Text(0) != kRunRunning) {
-      return Status::FailedPrecondition(
-          fmt::format("run {}: already finished with status '{}'", run_id, check.Text(0)));
-    }
+  if (check.Text(0) != kRunRunning) {
+    return Status::FailedPrecondition(
+        fmt::format("run {}: already finished with status '{}'", run_id, check.Text(0)));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ExperimentDb::InsertRows(std::int64_t run_id, const RunData& data) {
   Statement event(
       db_.get(),
       "INSERT INTO events(run_id, rank, step, instr_id, kind, stage, chunk, microbatch, "
@@ -166,6 +181,24 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
     metric.Bind(1, run_id).Bind(2, m.name).Bind(3, m.value).Bind(4, m.unit);
     PIPETTE_RETURN_IF_ERROR(metric.Run(fmt::format("metric '{}'", m.name)));
   }
+  return Status::Ok();
+}
+
+Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::string_view status,
+                               std::string_view error) {
+  if (status != kRunOk && status != kRunOom && status != kRunFailed) {
+    return Status::Internal(fmt::format("run {}: final status '{}'", run_id, status));
+  }
+  Transaction tx(db_.get());
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  PIPETTE_RETURN_IF_ERROR(CheckRunning(db_.get(), run_id));
+  // The rows recorded step by step give way to the whole run's.
+  for (const char* table : {"events", "memory", "metrics"}) {
+    Statement clear(db_.get(), fmt::format("DELETE FROM {} WHERE run_id = ?", table));
+    PIPETTE_RETURN_IF_ERROR(clear.status("replace the rows recorded by step"));
+    PIPETTE_RETURN_IF_ERROR(clear.Bind(1, run_id).Run("replace the rows recorded by step"));
+  }
+  PIPETTE_RETURN_IF_ERROR(InsertRows(run_id, data));
   Statement finish(db_.get(), "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?");
   PIPETTE_RETURN_IF_ERROR(finish.status("finish run"));
   finish.Bind(1, status).Bind(2, error).Bind(3, UtcNow()).Bind(4, run_id);
@@ -173,12 +206,30 @@ Status ExperimentDb::FinishRun(std::int64_t run_id, const RunData& data, std::st
   return tx.Commit();
 }
 
+Status ExperimentDb::RecordStep(std::int64_t run_id, const RunData& step_rows, int steps_recorded) {
+  Transaction tx(db_.get());
+  PIPETTE_RETURN_IF_ERROR(tx.Begin());
+  PIPETTE_RETURN_IF_ERROR(CheckRunning(db_.get(), run_id));
+  PIPETTE_RETURN_IF_ERROR(InsertRows(run_id, step_rows));
+  Statement count(db_.get(),
+                  "INSERT OR REPLACE INTO metrics(run_id, name, value, unit) VALUES (?, "
+                  "'steps_recorded', ?, 'steps')");
+  PIPETTE_RETURN_IF_ERROR(count.status("count the steps recorded"));
+  count.Bind(1, run_id).Bind(2, static_cast<double>(steps_recorded));
+  PIPETTE_RETURN_IF_ERROR(count.Run("count the steps recorded"));
+  return tx.Commit();
+}
+
 Status ExperimentDb::FailRun(std::int64_t run_id, std::string_view error) {
+  std::string why(error);
+  if (Result<std::optional<int>> kept = StepsRecorded(run_id); kept.ok() && kept->has_value()) {
+    why += fmt::format("; it kept its first {} step{}", **kept, **kept == 1 ? "" : "s");
+  }
   Statement s(db_.get(),
               "UPDATE runs SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND status "
               "= 'running'");
   PIPETTE_RETURN_IF_ERROR(s.status("fail run"));
-  return s.Bind(1, error).Bind(2, UtcNow()).Bind(3, run_id).Run("fail run");
+  return s.Bind(1, why).Bind(2, UtcNow()).Bind(3, run_id).Run("fail run");
 }
 
 Result<RunData> ExperimentDb::LoadRun(std::int64_t run_id, bool with_events) {
@@ -270,7 +321,7 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindFinishedRun(std::int64_t e
   return std::optional<std::int64_t>();
 }
 
-Result<int> ExperimentDb::RepairStale(bool all_hosts) {
+Result<std::vector<RepairedRun>> ExperimentDb::RepairStale(bool all_hosts) {
   std::vector<RunningRun> running;
   {
     Statement s(db_.get(),
@@ -284,12 +335,13 @@ Result<int> ExperimentDb::RepairStale(bool all_hosts) {
     PIPETTE_RETURN_IF_ERROR(s.Done(rc, "list running runs"));
   }
   const std::string host = HostName();
-  int repaired = 0;
+  std::vector<RepairedRun> repaired;
   for (const RunningRun& run : running) {
     const OwnerState state = CheckOwner(run.owner, host);
     if (state == OwnerState::kAlive || (state == OwnerState::kElsewhere && !all_hosts)) continue;
+    PIPETTE_ASSIGN_OR_RETURN(const std::optional<int> kept, StepsRecorded(run.id));
     PIPETTE_RETURN_IF_ERROR(FailStale(run.id, run.owner, "pipette runs --repair"));
-    ++repaired;
+    repaired.push_back({run.id, kept});
   }
   return repaired;
 }

@@ -180,8 +180,7 @@ Status ExperimentDb::Migrate(int up_to_version) {
   {  // finalized before the migrations: a pending statement would lock the tables they drop
     Statement read(db_.get(), "PRAGMA user_version");
     if (read.Step() != SQLITE_ROW) {
-      return Status::IoError(
-          fmt::format("read the schema version: {}", sqlite3_errmsg(db_.get())));
+      return Status::IoError(fmt::format("read the schema version: {}", sqlite3_errmsg(db_.get())));
     }
     version = static_cast<int>(read.Int(0));
   }

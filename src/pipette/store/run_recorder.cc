@@ -65,16 +65,31 @@ void RunRecorder::FailUnfinished() {
   (void)Fail("pipette ended before finishing the run (an error or exception after it began)");
 }
 
-Status RunRecorder::Finish(RunData data, std::string_view status) {
-  if (!enabled()) return Status::Ok();
-  if (level_ == TraceLevel::kNone) {
+namespace {
+
+// The rows the trace level keeps.
+void KeepLevel(TraceLevel level, RunData& data) {
+  if (level == TraceLevel::kNone) {
     data.events.clear();
     data.memory.clear();
-  } else if (level_ == TraceLevel::kSummary) {
+  } else if (level == TraceLevel::kSummary) {
     std::erase_if(data.events, [](const EventRow& e) {
       return e.kind != EventKind::kAllReduce && e.kind != EventKind::kOptimizer;
     });
   }
+}
+
+}  // namespace
+
+Status RunRecorder::RecordStep(RunData step_rows, int steps_recorded) {
+  if (!enabled() || finished_) return Status::Ok();
+  KeepLevel(level_, step_rows);
+  return db_->RecordStep(run_id_, step_rows, steps_recorded);
+}
+
+Status RunRecorder::Finish(RunData data, std::string_view status) {
+  if (!enabled()) return Status::Ok();
+  KeepLevel(level_, data);
   Status written = db_->FinishRun(run_id_, data, status);
   finished_ = true;
   if (!written.ok()) {

@@ -59,6 +59,10 @@ class RunRecorder {
   // The run that holds this run's sweep point, when Begin() could not claim it.
   const std::optional<PointClaim>& held() const { return held_; }
 
+  // Writes the rows of one finished step (filtered by the trace level) in one transaction, as the
+  // run goes: a run killed later keeps them (ExperimentDb::RecordStep). Finish() replaces them
+  // with the whole run's rows.
+  Status RecordStep(RunData step_rows, int steps_recorded);
   // Writes `data` (filtered by the trace level) and the final status in one transaction; if that
   // fails, marks the run failed with the reason (and returns the error).
   Status Finish(RunData data, std::string_view status);

@@ -83,6 +83,19 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& r, bool virtua
   return data;
 }
 
+RunData TrainingStepData(const TrainPlan& plan, int step, const TrainReport& r,
+                         bool virtual_ranks) {
+  RunData data;
+  if (!r.trace.empty()) {
+    data.events = ToEventRows(plan.program, r.trace, r.allreduces, r.updates);
+    data.memory = ToMemoryRows(MemoryOverTime(r.trace, r.static_bytes, r.stage_memory,
+                                              /*message_buffers=*/!virtual_ranks));
+  }
+  data.metrics = {{fmt::format("loss[{}]", step), r.losses.at(0), "nats"},
+                  {fmt::format("step_times_s[{}]", step), r.step_times.at(0), "s"}};
+  return data;
+}
+
 TrainingConfig TrainingConfigOf(std::string_view engine, const TrainOptions& t,
                                 const TrainPlan& plan) {
   TrainingConfig c;

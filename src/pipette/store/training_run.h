@@ -15,6 +15,12 @@ namespace pipette {
 // virtual ranks (`virtual_ranks`: the receiver's copy frees it).
 RunData TrainingRunData(const TrainPlan& plan, const TrainReport& report, bool virtual_ranks);
 
+// The rows of step `step` alone, recorded as the run goes: its events and memory over time (from
+// `step_report`, which holds that step only, empty for an untraced step) and its metrics loss[k]
+// and step_times_s[k].
+RunData TrainingStepData(const TrainPlan& plan, int step, const TrainReport& step_report,
+                         bool virtual_ranks);
+
 // The mean of the report's step times.
 double MeanStepTime(const TrainReport& report);
 

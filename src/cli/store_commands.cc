@@ -1,5 +1,6 @@
-// `pipette runs [--db FILE] [--experiment NAME] [--repair [--all-hosts]] [--format text|json]`:
-// the runs in an experiment database; --repair marks runs whose process died as failed.
+// `pipette runs [--db FILE] [--experiment NAME] [--repair [--all-hosts]] [--check]
+// [--format text|json]`: the runs in an experiment database; --repair marks runs whose process died
+// as failed; --check checks the whole database's integrity.
 // `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
 // trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
 // `pipette plot timeline|bubble|memory|compare|steptime --db FILE --run ID[,ID...]|last|lastN
@@ -29,12 +30,36 @@ struct RunsOptions {
   std::string experiment;
   bool repair = false;
   bool all_hosts = false;
+  bool check = false;
   std::string format = "text";
 };
+
+// runs --check: the whole database's integrity (PRAGMA integrity_check), read-only. IoError listing
+// the damage when there is any.
+Status CheckWholeDatabase(ExperimentDb& db, const std::string& path) {
+  Result<std::vector<std::string>> found = db.CheckIntegrity(/*quick=*/false);
+  // A check that cannot even read the pages (SQLITE_CORRUPT) found damage too.
+  const std::vector<std::string> damage =
+      found.ok() ? *found : std::vector<std::string>{found.status().message()};
+  if (damage.empty()) {
+    fmt::print(stderr, "pipette runs: '{}' is intact (PRAGMA integrity_check)\n", Printable(path));
+    return Status::Ok();
+  }
+  std::string lines;
+  for (const std::string& line : damage) lines += "\n  " + line;
+  return Status::IoError(fmt::format("--db = '{}': the database is damaged ({} finding{}{}):{}",
+                                     path, damage.size(), damage.size() == 1 ? "" : "s",
+                                     damage.size() >= 100 ? ", the first 100" : "", lines));
+}
 
 int RunRuns(const RunsOptions& o) {
   Result<ExperimentDb> db = OpenExistingDb(o.db, o.repair ? DbAccess::kWrite : DbAccess::kRead);
   if (!db.ok()) return ReportError("runs", db.status());
+  if (o.check) {
+    if (Status intact = CheckWholeDatabase(*db, o.db); !intact.ok()) {
+      return ReportError("runs", intact);
+    }
+  }
   if (o.repair) {
     Result<std::vector<RepairedRun>> repaired = db->RepairStale(o.all_hosts);
     if (!repaired.ok()) return ReportError("runs", repaired.status());
@@ -148,9 +173,14 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(DatabasePathValidator());
   cmd->add_option("--experiment", runs->experiment, "Only this experiment's runs");
-  cmd->add_flag("--repair", runs->repair, "Mark runs whose process died as failed");
+  CLI::Option* repair =
+      cmd->add_flag("--repair", runs->repair, "Mark runs whose process died as failed");
   cmd->add_flag("--all-hosts", runs->all_hosts,
-                "With --repair: also runs still `running` on other hosts");
+                "With --repair: also runs still `running` on other hosts")
+      ->needs(repair);
+  cmd->add_flag("--check", runs->check,
+                "Check the whole database's integrity first (PRAGMA integrity_check); exit 1 "
+                "listing the damage");
   cmd->add_option("--format", runs->format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));

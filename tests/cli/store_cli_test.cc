@@ -245,7 +245,8 @@ void ExpectReadCommands(const std::string& db, int code, const std::string& mess
 }
 
 // Reading never writes: a read-only database is readable by every read command and left as it
-// was; an empty file, and a database of an older schema, are errors and stay untouched.
+// was; an empty file reads as an empty database and stays empty; a database of an older schema is
+// an error and stays untouched.
 TEST(StoreCli, ReadCommandsNeverWriteTheDatabase) {
   const std::string ro = Fresh("ro.db");
   ASSERT_EQ(Pipette("simulate --db ro.db --times F=1 --ideal-network").exit_code, 0);
@@ -255,9 +256,20 @@ TEST(StoreCli, ReadCommandsNeverWriteTheDatabase) {
   EXPECT_TRUE(StateOf(ro) == before) << "a read command wrote the database";
   chmod(ro.c_str(), 0644);
 
+  // An empty file is an empty database for every command (a writer creates the schema in it):
+  // readers find no runs and leave it empty.
   const std::string empty = Fresh("empty.db");
   std::ofstream(empty).close();
-  ExpectReadCommands("empty.db", 1, "--db = 'empty.db': not a pipette database (an empty file)");
+  for (const std::string command : {"runs", "runs --format json", "sweep ro.toml --dry-run"}) {
+    CommandResult run = Pipette(command + " --db empty.db");
+    EXPECT_EQ(run.exit_code, 0) << command << ": " << run.err;
+  }
+  for (const std::string command : {"export", "export --format csv", "plot timeline --out e.svg"}) {
+    CommandResult run = Pipette(command + " --db empty.db");
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, "the database has 0 finished runs"))
+        << command << ": " << run.err;
+  }
   EXPECT_EQ(std::filesystem::file_size(empty), 0u);
 
   const std::string old = Fresh("old.db");
@@ -337,6 +349,13 @@ void ExpectForeignReadsWork(const ForeignReaderTree& tree, const std::string& db
   CommandResult plot = tree.AsNobody("plot timeline --out t.svg --db " + quoted);
   EXPECT_EQ(plot.exit_code, 0) << plot.err;
   EXPECT_GT(std::filesystem::file_size(tree.out + "/t.svg"), 1000u);
+  // db merge reads its inputs as every read command does (it failed "attempt to write a readonly
+  // database" on the 0555 directory).
+  std::filesystem::remove(tree.out + "/merged.db");
+  CommandResult merge = tree.AsNobody("db merge merged.db " + quoted);
+  EXPECT_EQ(merge.exit_code, 0) << merge.err;
+  CommandResult merged = tree.AsNobody("runs --db merged.db");
+  EXPECT_TRUE(Contains(merged.out, "# 1 runs in merged.db")) << merged.out << merged.err;
   EXPECT_EQ(Listing(dir), listing) << "a read left files in " << dir;
   EXPECT_EQ(Bytes(db), bytes);
 }
@@ -507,6 +526,33 @@ TEST(StoreCli, ADivergedTrainingRunIsRecordedWithTheStepItDivergedAt) {
   const nlohmann::json parsed = nlohmann::json::parse(json.out);
   EXPECT_TRUE(parsed["losses"][1].is_null()) << json.out;
   EXPECT_EQ(parsed["loss_nonfinite_from"], 1) << json.out;
+}
+
+// A creator killed while it makes a new database leaves no database at all (killing it 20-30 ms
+// in left an empty or table-less file that `runs` and `db merge` refused while `simulate` adopted
+// it): the database is built aside and linked into place. The hook kills it after the build and
+// before the link, the latest moment it can leave anything; the next creator removes what it left.
+TEST(StoreCli, ACreatorKilledBeforeItsDatabaseIsCompleteLeavesNoDatabase) {
+  const std::string dir = ScratchDir() + "/killed_creator";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CommandResult killed = Pipette("--version > /dev/null; PIPETTE_FAULT_KILL_BEFORE_LINK=1 " +
+                                 std::string(PIPETTE_BINARY) +
+                                 " simulate --times F=1 --ideal-network --db " + dir + "/k.db");
+  EXPECT_NE(killed.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/k.db"));
+  CommandResult runs = Pipette("runs --db " + dir + "/k.db");
+  EXPECT_EQ(runs.exit_code, 2) << runs.err;
+  CommandResult merge = Pipette("db merge " + dir + "/m.db " + dir + "/k.db");
+  EXPECT_EQ(merge.exit_code, 2) << merge.err;
+  EXPECT_TRUE(Contains(merge.err, "no such file")) << merge.err;
+  ASSERT_EQ(Pipette("simulate --times F=1 --ideal-network --db " + dir + "/k.db").exit_code, 0);
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"k.db"}));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

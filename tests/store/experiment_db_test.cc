@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -466,15 +467,116 @@ TEST(ExperimentDbReadOnly, ReadsWithoutWritingAndRefusesWrites) {
   EXPECT_TRUE(SameTime(MTime(path), mtime));
 }
 
-TEST(ExperimentDbReadOnly, AnEmptyFileIsAnErrorAndStaysEmpty) {
+// An empty file (or an SQLite file with no tables, as a creator killed by an older pipette left)
+// is one thing for every command: an empty database. Readers find no runs and leave it as it was;
+// a writer creates the schema in it.
+TEST(ExperimentDbReadOnly, AnEmptyFileReadsAsAnEmptyDatabaseAndStaysEmpty) {
   const std::string path = FreshPath("empty");
   std::ofstream(path).close();
-  Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(path);
+  {
+    Result<ExperimentDb> db = ExperimentDb::OpenReadOnly(path);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    EXPECT_TRUE(db->empty_file());
+    EXPECT_TRUE(db->ListRuns()->empty());
+    EXPECT_EQ(db->LoadRun(1).status().code(), StatusCode::kNotFound);
+    EXPECT_TRUE(db->ListCalibrations()->empty());
+  }
+  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+  const std::string tableless = FreshPath("tableless");
+  Query(tableless, "PRAGMA journal_mode = WAL");  // a header, no tables
+  Result<ExperimentDb> read = ExperimentDb::OpenReadOnly(tableless);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(read->empty_file());
+  Result<ExperimentDb> written = ExperimentDb::Open(path);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(written->schema_version(), kSchemaVersion);
+  EXPECT_TRUE(written->BeginRun(SimRun()).ok());
+}
+
+// Someone else's database (tables, none of them pipette's) is refused by readers and writers
+// alike, naming its tables, and left exactly as it was (before, a writer added pipette's tables to
+// it and exited 0).
+TEST(ExperimentDb, AForeignDatabaseIsRefusedNamingItsTablesAndLeftAsItWas) {
+  const std::string path = FreshPath("people");
+  Query(path, "CREATE TABLE people(name TEXT)");
+  Query(path, "CREATE TABLE pets(name TEXT)");
+  const std::string before = Bytes(path);
+  for (const bool write : {false, true}) {
+    Result<ExperimentDb> db = write ? ExperimentDb::Open(path) : ExperimentDb::OpenReadOnly(path);
+    ASSERT_FALSE(db.ok()) << (write ? "write" : "read");
+    EXPECT_EQ(db.status().code(), StatusCode::kIoError);
+    EXPECT_NE(db.status().message().find("not a pipette database: it has tables (people, pets)"),
+              std::string::npos)
+        << db.status().message();
+  }
+  EXPECT_TRUE(Bytes(path) == before) << "the foreign database was written";
+  EXPECT_EQ(Query(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'runs'"), "0");
+}
+
+// A new database appears complete or not at all: it is built aside and linked into place, so the
+// path never names a file without the schema (killing a creator left an empty or table-less file
+// that readers refused and writers adopted), and nothing is left beside it.
+TEST(ExperimentDb, ANewDatabaseAppearsCompleteAndLeavesNothingAside) {
+  const std::string dir = ::testing::TempDir() + "pipette_aside_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/new.db";
+  // The aside name of a killed creator of this pid is reused, not an obstacle.
+  std::ofstream(dir + "/.new.db.creating-" + std::to_string(getpid())) << "partial";
+  {
+    Result<ExperimentDb> db = ExperimentDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    EXPECT_EQ(db->schema_version(), kSchemaVersion);
+  }
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"new.db"}));
+  EXPECT_EQ(Query(path, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(Query(path, "PRAGMA user_version"), std::to_string(kSchemaVersion));
+  // The database another creator linked first is used as it is.
+  Result<ExperimentDb> again = ExperimentDb::Open(path);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->BeginRun(SimRun()).ok());
+  std::filesystem::remove_all(dir);
+}
+
+// A database whose pages are damaged is refused before anything is written (a quick check when
+// opening to write), naming the damage; before, commands that did not touch the broken pages kept
+// appending to it.
+TEST(ExperimentDb, ADamagedDatabaseIsRefusedForWritingNamingTheDamage) {
+  const std::string path = FreshPath("damaged");
+  {
+    ExperimentDb db = *ExperimentDb::Open(path);
+    const std::int64_t id = *db.BeginRun(SimRun());
+    RunData rows;
+    for (int k = 0; k < 400; ++k) rows.events.push_back({0, 0, k, EventKind::kF, 0, 0, k, 0, 1, 0});
+    ASSERT_TRUE(db.FinishRun(id, rows, kRunOk).ok());
+  }
+  const int events_root =
+      std::stoi(Query(path, "SELECT rootpage FROM sqlite_schema WHERE name = 'events'"));
+  const int page_size = std::stoi(Query(path, "PRAGMA page_size"));
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(events_root - 1) * page_size + 8);
+    const std::string garbage(64, '\xff');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  const std::string before = Bytes(path);
+  Result<ExperimentDb> db = ExperimentDb::Open(path);
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), StatusCode::kIoError);
-  EXPECT_NE(db.status().message().find("not a pipette database (an empty file)"), std::string::npos)
+  EXPECT_NE(db.status().message().find("the database is damaged (PRAGMA quick_check:"),
+            std::string::npos)
       << db.status().message();
-  EXPECT_EQ(std::filesystem::file_size(path), 0u);
+  EXPECT_TRUE(Bytes(path) == before) << "the damaged database was written";
+  // A reader of the runs table alone still reads it (to copy out what reads).
+  Result<ExperimentDb> read = ExperimentDb::OpenReadOnly(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->ListRuns()->size(), 1u);
+  Result<std::vector<std::string>> damage = read->CheckIntegrity(/*quick=*/false);
+  EXPECT_TRUE(!damage.ok() || !damage->empty());
 }
 
 TEST(ExperimentDbReadOnly, AForeignOrCorruptFileIsAnIoErrorAndStaysAsItWas) {
@@ -492,7 +594,7 @@ TEST(ExperimentDbReadOnly, AForeignOrCorruptFileIsAnIoErrorAndStaysAsItWas) {
   Query(foreign, "CREATE TABLE notes(text)");
   db = ExperimentDb::OpenReadOnly(foreign);
   ASSERT_FALSE(db.ok());
-  EXPECT_NE(db.status().message().find("not a pipette database (it has no runs table)"),
+  EXPECT_NE(db.status().message().find("not a pipette database: it has tables (notes)"),
             std::string::npos)
       << db.status().message();
 }

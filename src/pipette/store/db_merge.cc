@@ -351,25 +351,24 @@ Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Lay
   return read.Done(rc, "read runs");
 }
 
-// Opens input `path` for reading: a pipette database of exactly this schema version.
+// Opens input `path` for reading, as every read command does (ExperimentDb::OpenReadOnly: never a
+// write, so another user's file in a directory this user cannot write, or one on a read-only file
+// system, is read): a pipette database of exactly this schema version (an empty file is an empty
+// database; a FIFO or other file that is not a regular one is refused before it is opened).
 Result<Connection> OpenInput(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
     return Status::NotFound(fmt::format("input '{}': no such file", path));
   }
-  {
-    Result<ExperimentDb> checked = ExperimentDb::OpenReadOnly(path);
-    if (!checked.ok()) return InInput(path, checked.status());
-    if (checked->schema_version() != kSchemaVersion) {
-      return Status::FailedPrecondition(fmt::format(
-          "input '{}': schema version {}, this pipette merges only version {} (`pipette runs --db "
-          "{} --repair` migrates an older one in place; merge a newer one with a newer pipette)",
-          path, checked->schema_version(), kSchemaVersion, path));
-    }
+  Result<ExperimentDb> checked = ExperimentDb::OpenReadOnly(path);
+  if (!checked.ok()) return InInput(path, checked.status());
+  if (checked->schema_version() != kSchemaVersion) {
+    return Status::FailedPrecondition(fmt::format(
+        "input '{}': schema version {}, this pipette merges only version {} (`pipette runs --db "
+        "{} --repair` migrates an older one in place; merge a newer one with a newer pipette)",
+        path, checked->schema_version(), kSchemaVersion, path));
   }
-  Connection connection = Connection::Open(path, SQLITE_OPEN_READONLY);
-  PIPETTE_RETURN_IF_ERROR(connection.OpenStatus(fmt::format("input '{}'", path)));
-  return connection;
+  return std::move(*checked).TakeConnection();
 }
 
 // True when `a` and `b` name the same file (or the same path, for files not there yet).

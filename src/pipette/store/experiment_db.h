@@ -70,13 +70,20 @@ struct RunFilter {
 class ExperimentDb {
  public:
   // Opens (creating if missing) `path` and migrates it to kSchemaVersion. `up_to_version` (tests
-  // only) stops the migration early. Errors: IoError naming the path and SQLite's message;
-  // FailedPrecondition for a database made by a newer pipette.
+  // only) stops the migration early. A new database appears complete or not at all: it is built
+  // beside `path` (".NAME.creating-PID") and hard-linked into place, so no process ever sees it
+  // half made (a file system without hard links: created in place, the schema in its first
+  // transaction). An empty file, or one with no tables, is an empty database: its schema is
+  // created. A file up to 16 MB is checked (PRAGMA quick_check) before anything is written.
+  // Errors: IoError naming the path and SQLite's message, for a database with tables that are not
+  // pipette's (naming them) and for a damaged one (naming the damage); FailedPrecondition for a
+  // database made by a newer pipette.
   static Result<ExperimentDb> Open(const std::string& path, int up_to_version = kSchemaVersion);
-  // Opens an existing database for reading only (writes fail). IoError "not a pipette database"
-  // for a file that is not one (empty, foreign or corrupt), "cannot read" when the read itself
-  // failed (permissions, locks, I/O); FailedPrecondition for a schema older than
-  // kOldestReadableSchema (naming the command that migrates it) or newer than kSchemaVersion.
+  // Opens an existing database for reading only (writes fail). An empty file, or one with no
+  // tables, reads as an empty database (no runs; empty_file() is true). IoError "not a pipette
+  // database" for a file that is not one (foreign, naming its tables, or corrupt), "cannot read"
+  // when the read itself failed (permissions, locks, I/O); FailedPrecondition for a schema older
+  // than kOldestReadableSchema (naming the command that migrates it) or newer than kSchemaVersion.
   //
   // Reading a WAL database normally takes shared locks in a -shm file beside it, creating it (and
   // an empty -wal) if missing, and a read-only connection never removes them. So when this user
@@ -97,6 +104,14 @@ class ExperimentDb {
   ~ExperimentDb();
 
   int schema_version() const;
+  // True when OpenReadOnly found an empty file (or one with no tables): read as an empty database.
+  bool empty_file() const { return empty_file_; }
+  // The damage PRAGMA quick_check (`quick`) or integrity_check finds, at most 100 lines; empty
+  // when the database is intact.
+  Result<std::vector<std::string>> CheckIntegrity(bool quick);
+  // The connection, for a reader that queries it directly (db merge's inputs); this object is left
+  // without one.
+  sqlite::Connection TakeConnection() && { return std::move(db_); }
 
   // The id of experiment `name`, created with `description` and `spec` if it does not exist (an
   // existing one keeps its own).
@@ -158,12 +173,21 @@ class ExperimentDb {
   // kOldestReadableSchema.
   static Status CheckReadableVersion(std::string_view path, int version);
   Status Migrate(int up_to_version);
+  // IoError naming the tables of a database with tables and no pipette schema (user_version 0).
+  Status RefuseForeign();
+  // Open() without the creation aside and the integrity check.
+  static Result<ExperimentDb> OpenInPlace(const std::string& path, int up_to_version);
+  // Builds a new database at `path` aside and links it into place (Open()).
+  static Status CreateAside(const std::string& path, int up_to_version);
+  // IoError naming the damage when a file of at most kQuickCheckMaxBytes fails PRAGMA quick_check.
+  Status QuickCheck(std::string_view path);
   Result<std::int64_t> InsertRun(RunRecord run, std::string_view point_key);
   Status FailStale(std::int64_t run_id, const OwnerFacts& owner, std::string_view by);
   // Inserts `data`'s events, memory rows and metrics of run `run_id` (inside a transaction).
   Status InsertRows(std::int64_t run_id, const RunData& data);
 
   sqlite::Connection db_;
+  bool empty_file_ = false;
 };
 
 }  // namespace pipette

@@ -172,6 +172,22 @@ Status ExperimentDb::CheckReadableVersion(std::string_view path, int version) {
   return Status::Ok();
 }
 
+Status ExperimentDb::RefuseForeign() {
+  Statement s(db_.get(),
+              "SELECT (SELECT user_version FROM pragma_user_version), (SELECT "
+              "ifnull(group_concat(name, ', '), '') FROM (SELECT name FROM sqlite_schema WHERE "
+              "type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))");
+  PIPETTE_RETURN_IF_ERROR(s.status("list the tables"));
+  if (s.Step() != SQLITE_ROW) {
+    return Status::IoError(fmt::format("list the tables: {}", sqlite3_errmsg(db_.get())));
+  }
+  if (s.Int(0) != 0 || s.Text(1).empty()) return Status::Ok();
+  return Status::IoError(
+      fmt::format("not a pipette database: it has tables ({}) and not pipette's (runs, events, "
+                  "...); pipette records only into its own databases: give another --db",
+                  s.Text(1)));
+}
+
 Status ExperimentDb::Migrate(int up_to_version) {
   // Under the write lock, so two processes opening a new file do not both create the tables.
   Transaction tx(db_.get());

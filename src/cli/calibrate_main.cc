@@ -189,7 +189,7 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
       ->check(InRange(4, kLargestMaxBytes, "messages are floats, 4 bytes each; at most 1 GiB"));
   app.add_option("--cluster-out", o.cluster_out,
                  "Also write a cluster file (.toml) for this machine (docs/clusters.md)")
-      ->check(NonEmpty());
+      ->check(OutputPath());
   app.add_option("--format", o.format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
@@ -209,6 +209,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 #endif
 
 int main(int argc, char** argv) {
+  pipette::cli::IgnoreFileSizeSignal();
   using namespace pipette::cli;
   using pipette::kExitFailure;
   CLI::App app{

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -27,5 +28,7 @@ int FinishOutput(std::string_view command, int code) {
              command, cause != 0 ? std::strerror(cause) : "an earlier write failed");
   return kExitFailure;
 }
+
+void IgnoreFileSizeSignal() { std::signal(SIGXFSZ, SIG_IGN); }
 
 }  // namespace pipette::cli

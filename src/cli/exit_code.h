@@ -21,4 +21,8 @@ int ReportError(std::string_view command, const Status& status);
 // standard output).
 int FinishOutput(std::string_view command, int code);
 
+// Ignores SIGXFSZ, so a write past `ulimit -f` fails with EFBIG and the command says so (exit 1,
+// a run ends `failed`) instead of dying silently with the run left `running`. Call first in main.
+void IgnoreFileSizeSignal();
+
 }  // namespace pipette::cli

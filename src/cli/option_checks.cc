@@ -1,7 +1,11 @@
 #include "cli/option_checks.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <iostream>
@@ -27,6 +31,28 @@ CLI::Validator NonEmpty() {
         return "must not be empty (leave the option out to get its default)";
       },
       "NOT EMPTY");
+}
+
+CLI::Validator OutputPath() {
+  return CLI::Validator(
+      [](const std::string& value) -> std::string {
+        // "= 'VALUE': RULE": ReportParseError joins it to CLI11's "--OPTION: ".
+        auto refuse = [&](std::string_view rule) {
+          return fmt::format("{}'{}': {}", kValuePrefix, value, rule);
+        };
+        if (value.empty()) return refuse("must name a file (leave the option out for its default)");
+        struct stat st {};
+        if (stat(value.c_str(), &st) != 0) return std::string();  // a new file
+        if (S_ISDIR(st.st_mode)) return refuse("must name a file, not a directory");
+        if (S_ISSOCK(st.st_mode)) return refuse("must name a file, not a socket");
+        if (!S_ISFIFO(st.st_mode)) return std::string();
+        // The probe stays open until the process ends: closing it would be the end of the stream
+        // for a reader that has no other writer (`cat FIFO` would exit before the command writes).
+        if (open(value.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC) >= 0) return std::string();
+        if (errno != ENXIO) return std::string();  // the write says why it cannot
+        return refuse("is a FIFO that no process reads: writing would wait until one opens it");
+      },
+      "FILE");
 }
 
 CLI::Validator UnsignedDecimal() {

@@ -16,6 +16,12 @@ namespace pipette::cli {
 // option out is how its default is asked for.
 CLI::Validator NonEmpty();
 
+// Refuses an output path that names nothing or would block: empty (an unset variable; leave the
+// option out for its default), a directory or a socket, and a FIFO that no process reads (opening
+// it to write would wait forever). A FIFO with a reader (a shell's process substitution) and a
+// device such as /dev/stdout are taken.
+CLI::Validator OutputPath();
+
 // Accepts only a whole number in [0, 2^64 - 1] written in decimal digits: CLI11 itself reads "-1"
 // into an unsigned option as 2^64 - 1 and "0x10" as 16.
 CLI::Validator UnsignedDecimal();

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/run_store.h"
 #include "pipette/common/printable.h"
 #include "pipette/plot/figure.h"
@@ -196,7 +197,7 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"chrome", "csv"}));
   cmd->add_option("--step", exp->step, "csv: the training step")->capture_default_str();
-  cmd->add_option("--out", exp->out, "Output file (default: standard output)");
+  cmd->add_option("--out", exp->out, "Output file (default: standard output)")->check(OutputPath());
   cmd->callback([exp, &exit_code] { exit_code = RunExport(*exp); });
 
   auto plot = std::make_shared<PlotCommandOptions>();
@@ -209,7 +210,8 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
                   "Run ids (comma-separated), last or lastN; compare: simulated and measured runs, "
                   "paired by configuration")
       ->capture_default_str();
-  cmd->add_option("--out", plot->out, "Output .png or .svg (default: KIND.png)");
+  cmd->add_option("--out", plot->out, "Output .png or .svg (default: KIND.png)")
+      ->check(OutputPath());
   cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
       ->capture_default_str();
   cmd->add_option("--x", plot->x, "bubble, steptime: the configuration key on the x axis")

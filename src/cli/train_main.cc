@@ -264,6 +264,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 #endif
 
 int main(int argc, char** argv) {
+  pipette::cli::IgnoreFileSizeSignal();
   using namespace pipette::cli;
   using pipette::kExitFailure;
   CLI::App app{

@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,8 +194,8 @@ TEST(StoreCli, ExportRefusesToOverwriteTheDatabaseAndSaysWhyItCannotWrite) {
                        "No such file or directory"))
       << missing.err;
   CommandResult directory = Pipette("export --db export.db --run last --out sub");
-  EXPECT_EQ(directory.exit_code, 1) << directory.err;
-  EXPECT_TRUE(Contains(directory.err, "--out = 'sub': cannot write: Is a directory"))
+  EXPECT_EQ(directory.exit_code, 2) << directory.err;  // refused while parsing, before any work
+  EXPECT_TRUE(Contains(directory.err, "--out = 'sub': must name a file, not a directory"))
       << directory.err;
   CommandResult good = Pipette("export --db export.db --run last --out sub/trace.json");
   EXPECT_EQ(good.exit_code, 0) << good.err;
@@ -553,6 +554,65 @@ TEST(StoreCli, ACreatorKilledBeforeItsDatabaseIsCompleteLeavesNoDatabase) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"k.db"}));
   std::filesystem::remove_all(dir);
+}
+
+// An output that names nothing or would block is refused before any work: `--out ''` wrote nothing
+// and exited 0; a FIFO no process reads blocked forever. A FIFO with a reader is written.
+TEST(StoreCli, OutputsThatNameNothingOrWouldBlockAreRefused) {
+  ASSERT_EQ(Pipette("simulate --times F=1 --ideal-network -p 2 -m 2 --db out.db").exit_code, 0);
+  const std::string fifo = Fresh("nobody_reads.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"export --db out.db --out ''", "pipette export: --out = '': must name a file"},
+      {"plot timeline --db out.db --out ''", "pipette plot: --out = '': must name a file"},
+      {"export --db out.db --out nobody_reads.fifo",
+       "--out = 'nobody_reads.fifo': is a FIFO that no process reads"},
+      {"export --db out.db --out /tmp", "--out = '/tmp': must name a file, not a directory"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult run = testing::Shell("timeout 20 " + std::string(PIPETTE_BINARY) + " " + args);
+    EXPECT_EQ(run.exit_code, 2) << args << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err, message)) << args << ": " << run.err;
+  }
+  // With a reader (this test, which opens the FIFO before the command starts), the FIFO is an
+  // output like any other.
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  CommandResult read = testing::Shell("timeout 20 " + std::string(PIPETTE_BINARY) +
+                                      " export --db out.db --format csv --out nobody_reads.fifo");
+  EXPECT_EQ(read.exit_code, 0) << read.err;
+  std::string text(256, '\0');
+  const ssize_t got = ::read(reader, text.data(), text.size());
+  close(reader);
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  EXPECT_EQ(text, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  std::filesystem::remove(fifo);
+}
+
+// Past `ulimit -f` a write fails with EFBIG (SIGXFSZ is ignored) and the command says so: it used
+// to die by the signal with no message, leaving its run `running`.
+TEST(StoreCli, AFileSizeLimitIsAnErrorAndTheRunEndsFailed) {
+  const std::string db = Fresh("limited.db");
+  ASSERT_EQ(Pipette("simulate --times F=1 --ideal-network -p 2 -m 2 --db limited.db").exit_code, 0);
+  CommandResult run =
+      testing::Shell("ulimit -f 200 && " + std::string(PIPETTE_BINARY) +
+                     " simulate --model gpt2-124m -p 8 -m 256 --db limited.db > /dev/null");
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(Contains(run.err, "disk I/O error")) << run.err;
+  Result<ExperimentDb> read = ExperimentDb::OpenReadOnly(db);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Result<std::vector<RunRecord>> runs = read->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ(runs->back().status, kRunFailed);
+  EXPECT_TRUE(Contains(runs->back().error, "recording the run failed")) << runs->back().error;
+  CommandResult exported = testing::Shell("ulimit -f 64 && " + std::string(PIPETTE_BINARY) +
+                                          " export --db limited.db --run 1 --out limited.json");
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;  // small enough
+  CommandResult big = testing::Shell("ulimit -f 8 && " + std::string(PIPETTE_BINARY) +
+                                     " schedule 1f1b -p 8 -m 256 --format csv > limited.csv");
+  EXPECT_EQ(big.exit_code, 1) << big.err;
+  EXPECT_TRUE(Contains(big.err, "pipette schedule: cannot write standard output")) << big.err;
 }
 
 }  // namespace

@@ -105,6 +105,25 @@ TEST(TomlReader, BoolsStringsAndChoices) {
             "f.toml:5: t = 'torus': unknown topology (expected fat-tree or single-switch)");
 }
 
+// A name with an ESC or BEL was printed raw by every command that shows it (simulate, partition,
+// runs): strings in a file are printable, a line break or tab allowed in free text only.
+TEST(TomlReader, StringsWithControlBytesAreRefusedNamingThePosition) {
+  const Doc doc(
+      "name = \"ab\\u001b[2J\"\nbell = \"\\u0007\"\nsource = \"line one\\nline\\u0001two\"\n"
+      "in = ['ok', \"x\\u0000y\"]\n");
+  const TomlTableReader& reader = doc.reader;
+  EXPECT_EQ(Message(reader.String("name").status()),
+            "f.toml:1: name = 'ab\\x1b[2J': a control byte at position 3: strings in a file must "
+            "be printable");
+  EXPECT_EQ(Message(reader.String("bell").status()),
+            "f.toml:2: bell = '\\x07': a control byte at position 1: strings in a file must be "
+            "printable");
+  EXPECT_EQ(*reader.String("source"), "line one\nline\x01two");  // free text, printed escaped
+  EXPECT_EQ(Message(reader.FindStringArray("in", "names").status()),
+            "f.toml:4: in: 'x\\x00y' has a control byte at position 2: strings in a file must be "
+            "printable");
+}
+
 TEST(TomlReader, TablesAndStringArrays) {
   const Doc doc("in = ['a', 'b']\ntwice = ['a', 'a']\nnum = [1]\nflat = 3\n[sub]\nk = 1\n");
   const TomlTableReader& reader = doc.reader;

@@ -225,10 +225,12 @@ TEST(SweepSpec, ControlBytesInStringsAreRejectedNamingTheKey) {
             std::string::npos);
   EXPECT_NE(ParseError("[fixed]\ntimes = \"F=1\\tI=1\"\n").find("control byte 0x09"),
             std::string::npos);
-  EXPECT_NE(ParseError("name = \"a\\u001bb\"\n").find("name: byte 2 is the control byte 0x1b"),
-            std::string::npos);
+  // Strings the TOML reader reads itself are refused there, like every file's strings.
+  EXPECT_NE(
+      ParseError("name = \"a\\u001bb\"\n").find("name = 'a\\x1bb': a control byte at position 2"),
+      std::string::npos);
   EXPECT_NE(ParseError("[[figures]]\nkind = \"bubble\"\nout = \"a\\u0000.png\"\n")
-                .find("figures[0].out: byte 2 is the control byte 0x00"),
+                .find("out = 'a\\x00.png': a control byte at position 2"),
             std::string::npos);
   // The message itself carries no raw control byte.
   const std::string message = ParseError("[fixed]\nschedule = \"\\u0000\"\n");

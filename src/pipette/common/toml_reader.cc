@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
+
+#include "pipette/common/printable.h"
 
 namespace pipette {
 namespace {
@@ -194,6 +197,22 @@ Result<bool> TomlTableReader::Bool(std::string_view key, bool fallback) const {
   return ValueOr(FindBool(key), fallback);
 }
 
+namespace {
+
+// The position of the first control byte in `value` (0x00-0x1f, 0x7f), if any. Names with an ESC
+// or BEL reached the terminal raw through every command that prints them. Free text (`source`,
+// `description`) is not checked: it may quote a host name (calibrate writes it escaped, and it
+// reads back as it was); every command prints it escaped (common/printable.h).
+std::optional<std::size_t> ControlByteIn(std::string_view key, std::string_view value) {
+  if (key == "source" || key == "description") return std::nullopt;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (IsControlByte(value[i])) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> TomlTableReader::FindString(std::string_view key, Presence need,
                                                                EmptyString empty) const {
   return Find<std::string>(*this, key, need, [&](const toml::node& node) -> Result<std::string> {
@@ -203,6 +222,11 @@ Result<std::optional<std::string>> TomlTableReader::FindString(std::string_view 
     const std::string& value = node.as_string()->get();
     if (value.empty() && empty == EmptyString::kRejected) {
       return Error(&node, fmt::format("{} = '': must not be empty", Path(key)));
+    }
+    if (const std::optional<std::size_t> at = ControlByteIn(key, value)) {
+      return Error(&node, fmt::format("{} = '{}': a control byte at position {}: strings in a file "
+                                      "must be printable",
+                                      Path(key), Printable(value), *at + 1));
     }
     return value;
   });
@@ -267,6 +291,11 @@ Result<std::optional<std::vector<std::string>>> TomlTableReader::FindStringArray
         return Error(&element, fmt::format("{}: every element must be a non-empty string", shown));
       }
       const std::string& value = element.as_string()->get();
+      if (const std::optional<std::size_t> at = ControlByteIn(key, value)) {
+        return Error(&element, fmt::format("{}: '{}' has a control byte at position {}: strings "
+                                           "in a file must be printable",
+                                           Path(key), Printable(value), *at + 1));
+      }
       if (std::find(values.begin(), values.end(), value) != values.end()) {
         return Error(&element, fmt::format("{}: lists '{}' twice", shown, value));
       }

@@ -38,8 +38,10 @@ std::string RunListText(const std::vector<RunRecord>& runs, std::string_view db)
                                value->is_string() ? value->get<std::string>() : value->dump());
       }
     }
+    // A name from a model or cluster file of an older pipette, or an error quoting one, may hold
+    // control bytes: printed as \xHH, never raw.
     out += fmt::format("{:>6}  {:<6}  {:<7}  {:<24} {}{}\n", r.id, r.engine, r.status, r.started_at,
-                       summary, r.error.empty() ? "" : "  error: " + r.error);
+                       Printable(summary), r.error.empty() ? "" : "  error: " + Printable(r.error));
   }
   return out;
 }

@@ -8,12 +8,29 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <iterator>
 #include <utility>
 
 namespace pipette::sqlite {
+namespace {
+
+// SQLite's message for the last failure on `db`, with the system's reason when an I/O call failed
+// ("disk I/O error (File too large)" under `ulimit -f`; "(No space left on device)").
+std::string ErrorOf(sqlite3* db) {
+  std::string message = sqlite3_errmsg(db);
+  if (const int system = sqlite3_system_errno(db);
+      system != 0 && (sqlite3_errcode(db) == SQLITE_IOERR || sqlite3_errcode(db) == SQLITE_FULL ||
+                      sqlite3_errcode(db) == SQLITE_CANTOPEN)) {
+    message += fmt::format(" ({})", std::strerror(system));
+  }
+  return message;
+}
+
+}  // namespace
+
 namespace {
 
 std::atomic<LockWaitObserver> lock_wait_observer{nullptr};
@@ -98,7 +115,7 @@ Status Connection::OpenStatus(std::string_view who) const {
 Status Connection::Exec(const char* sql) const {
   char* error = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error != nullptr ? error : sqlite3_errmsg(db_);
+    std::string message = error != nullptr ? error : ErrorOf(db_);
     sqlite3_free(error);
     return Status::IoError(message);
   }
@@ -130,7 +147,7 @@ Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Status Statement::status(std::string_view what) const {
   if (rc_ == SQLITE_OK) return Status::Ok();
-  return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  return Status::IoError(fmt::format("{}: {}", what, ErrorOf(db_)));
 }
 
 Statement& Statement::Bind(int i, std::int64_t v) {
@@ -173,7 +190,7 @@ Status Statement::Run(std::string_view what) {
 
 Status Statement::Done(int rc, std::string_view what) const {
   if (rc == SQLITE_DONE) return Status::Ok();
-  return Status::IoError(fmt::format("{}: {}", what, sqlite3_errmsg(db_)));
+  return Status::IoError(fmt::format("{}: {}", what, ErrorOf(db_)));
 }
 
 std::int64_t Statement::Int(int c) const { return sqlite3_column_int64(stmt_, c); }
@@ -197,7 +214,7 @@ Transaction::~Transaction() {
 
 Status Transaction::Begin() {
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return Status::IoError(fmt::format("begin transaction: {}", sqlite3_errmsg(db_)));
+    return Status::IoError(fmt::format("begin transaction: {}", ErrorOf(db_)));
   }
   open_ = true;
   return Status::Ok();
@@ -205,7 +222,7 @@ Status Transaction::Begin() {
 
 Status Transaction::Commit() {
   if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return Status::IoError(fmt::format("commit: {}", sqlite3_errmsg(db_)));
+    return Status::IoError(fmt::format("commit: {}", ErrorOf(db_)));
   }
   open_ = false;
   return Status::Ok();

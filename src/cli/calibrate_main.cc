@@ -193,11 +193,18 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
   app.add_option("--format", o.format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
-  app.add_flag("--list", o.list, "List the calibrations in --db instead (as pipette calibrations)");
   o.cores_option =
       app.add_option("--cores", o.cores,
                      "Usable cores of the machine (default: sched_getaffinity of this process)")
           ->check(AtLeast(1));
+  // --list measures nothing: the options of a measurement would be taken silently.
+  CLI::Option* list = app.add_flag(
+      "--list", o.list, "List the calibrations in --db instead (as pipette calibrations)");
+  for (const char* measuring :
+       {"--ranks", "--repeats", "--max-bytes", "--cluster-out", "--cores", "--no-db", "--engine"}) {
+    list->excludes(app.get_option(measuring));
+  }
+  app.get_option("--no-db")->excludes(app.get_option("--db"));
 }
 
 }  // namespace
@@ -218,6 +225,7 @@ int main(int argc, char** argv) {
   app.name("pipette calibrate");
   CalibrateOptions options;
   AddOptions(app, options);
+  pipette::cli::RequireWellFormedValues(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -45,6 +45,7 @@ int Run(int argc, char** argv) {
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   pipette::cli::AddTrainSubcommand(app);
 
+  pipette::cli::RequireWellFormedValues(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -26,6 +26,13 @@ CLI::Validator OutputPath();
 // into an unsigned option as 2^64 - 1 and "0x10" as 16.
 CLI::Validator UnsignedDecimal();
 
+// Puts before the checks of every option of `app` and its subcommands that takes a value the one
+// rule for values: not empty (an unset variable; leaving the option out is how its default is
+// asked for), and a number (CLI11 types INT, UINT, FLOAT) written in decimal ("0x10", "010",
+// "1e400", "nan" and values beyond 64 bits are refused), quoting the text given: "--OPTION =
+// 'TEXT': RULE". Call once every option is added.
+void RequireWellFormedValues(CLI::App& app);
+
 // Accepts a whole number (as CLI11 reads it into an integer option) in [lo, hi]; refuses any other
 // with the project's message, "--OPTION = VALUE: must be in [LO, HI] (WHY)" ("must be at least
 // LO" when `hi` is the type's largest value; " (WHY)" only with a `why`). A value that is no

@@ -111,7 +111,7 @@ void RegisterPartitionCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--cluster", o->cluster, "Cluster preset (see `pipette clusters`) or .toml")
       ->capture_default_str()
       ->check(NonEmpty());
-  cmd->add_option("--nodes", o->nodes, "Nodes (default: the cluster's)");
+  cmd->add_option("--nodes", o->nodes, "Nodes (0 or left out: the cluster's)");
   cmd->add_option("--schedule", o->schedule,
                   "Schedule whose placement and in-flight counts apply (default 1f1b, or "
                   "interleaved-1f1b for v > 1)")

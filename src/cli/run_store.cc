@@ -24,11 +24,11 @@ CLI::Validator DatabasePathValidator() {
 }
 
 void AddRecordOptions(CLI::App* cmd, RecordOptions& o) {
-  cmd->add_option("--db", o.db, "Experiment database (SQLite)")
-      ->capture_default_str()
-      ->check(DatabasePathValidator())
-      ->group(kOutputGroup);
-  cmd->add_flag("--no-db", o.no_db, "Do not record the run")->group(kOutputGroup);
+  CLI::Option* db = cmd->add_option("--db", o.db, "Experiment database (SQLite)")
+                        ->capture_default_str()
+                        ->check(DatabasePathValidator())
+                        ->group(kOutputGroup);
+  cmd->add_flag("--no-db", o.no_db, "Do not record the run")->excludes(db)->group(kOutputGroup);
   cmd->add_option("--trace", o.trace,
                   "What the run records: none (metrics), summary (+ memory, all-reduces), full "
                   "(+ every instruction)")

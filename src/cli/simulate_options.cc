@@ -7,7 +7,7 @@ namespace {
 
 // The model path's parallelism: nodes, dp, tp, the rank-to-GPU order, expert parallelism.
 void AddParallelismOptions(CLI::App* cmd, SimulateOptions& o) {
-  cmd->add_option("--nodes", o.nodes, "Nodes (default: the cluster's)")->group(kModelGroup);
+  cmd->add_option("--nodes", o.nodes, "Nodes (0 or left out: the cluster's)")->group(kModelGroup);
   cmd->add_option("--dp", o.dp, "Data-parallel replicas")
       ->capture_default_str()
       ->group(kModelGroup);
@@ -44,8 +44,9 @@ void AddGradientOptions(CLI::App* cmd, SimulateOptions& o) {
                     "overlap_grad_reduce) instead of after the program")
           ->group(kModelGroup);
   o.grad_bucket_option =
-      cmd->add_option("--grad-bucket-params", o.grad_bucket_params,
-                      "Parameters per gradient bucket (default: Megatron's max(40M, 1M x dp))")
+      cmd->add_option(
+             "--grad-bucket-params", o.grad_bucket_params,
+             "Parameters per gradient bucket (0 or left out: Megatron's max(40M, 1M x dp))")
           ->group(kModelGroup);
 }
 
@@ -139,6 +140,7 @@ void AddPredictionOptions(CLI::App* cmd, SimulateOptions& o) {
                   "With --costs-from: median (default) or mean of the run's durations")
       ->capture_default_str()
       ->check(CLI::IsMember({"median", "mean"}))
+      ->needs(o.costs_from_option)
       ->group(kPredictionGroup);
   o.calibration_option =
       cmd->add_option(
@@ -154,6 +156,12 @@ void AddSimulateOptions(CLI::App* cmd, SimulateOptions& o) {
   o.command = cmd;
   AddProgramOptions(cmd, o);
   AddModelOptions(cmd, o);
+  // --times bypasses the model: what only the model uses would be taken silently. (--cluster stays:
+  // a cluster of mixed GPU types scales the times; --seq-len is checked with --microbatch-seqlens.)
+  for (const char* model_only :
+       {"--model", "--dtype", "--efficiency", "--zero", "--recompute", "--micro-batch-size"}) {
+    o.times_option->excludes(cmd->get_option(model_only));
+  }
   AddUnevenWorkOptions(cmd, o.uneven, /*seq_len=*/false, /*attention_share=*/true);
   AddPredictionOptions(cmd, o);
   cmd->add_option("--format", o.format, "text or json")

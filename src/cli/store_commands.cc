@@ -99,10 +99,17 @@ struct ExportOptions {
   std::string run = "last";
   std::string format = "chrome";
   int step = 0;
+  CLI::Option* step_option = nullptr;
   std::string out;  // empty: standard output
 };
 
 int RunExport(const ExportOptions& o) {
+  if (o.step_option->count() > 0 && o.format != "csv") {
+    return ReportError("export", Status::InvalidArgument(fmt::format(
+                                     "--step = {}: applies only with --format csv (a Chrome "
+                                     "trace holds every step of the run)",
+                                     o.step)));
+  }
   if (!o.out.empty()) {
     if (Status s = CheckOutIsNotTheDatabase(o.out, o.db); !s.ok()) return ReportError("export", s);
   }
@@ -127,6 +134,7 @@ struct PlotCommandOptions {
   std::string out;  // default: KIND.png
   std::string size = "1200x0";
   std::string x = std::string(NameOf(RunKey::kM));
+  CLI::Option* x_option = nullptr;
   int step = -1;
 };
 
@@ -138,6 +146,12 @@ int RunPlot(const PlotCommandOptions& o) {
   if (Status s = CheckOutIsNotTheDatabase(options.out, o.db); !s.ok())
     return ReportError("plot", s);
   options.x_key = o.x;
+  if (o.x_option->count() > 0 && *kind != PlotKind::kBubble && *kind != PlotKind::kStepTime) {
+    return ReportError("plot", Status::InvalidArgument(fmt::format(
+                                   "--x = '{}': applies only to the bubble and steptime figures, "
+                                   "not to {} (its x axis is fixed)",
+                                   o.x, o.kind)));
+  }
   if (o.step < -1 || (o.step >= 0 && *kind != PlotKind::kTimeline)) {
     return ReportError(
         "plot", Status::InvalidArgument(
@@ -196,7 +210,8 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", exp->format, "chrome or csv")
       ->capture_default_str()
       ->check(CLI::IsMember({"chrome", "csv"}));
-  cmd->add_option("--step", exp->step, "csv: the training step")->capture_default_str();
+  exp->step_option =
+      cmd->add_option("--step", exp->step, "csv: the training step")->capture_default_str();
   cmd->add_option("--out", exp->out, "Output file (default: standard output)")->check(OutputPath());
   cmd->callback([exp, &exit_code] { exit_code = RunExport(*exp); });
 
@@ -214,8 +229,9 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
       ->check(OutputPath());
   cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
       ->capture_default_str();
-  cmd->add_option("--x", plot->x, "bubble, steptime: the configuration key on the x axis")
-      ->capture_default_str();
+  plot->x_option =
+      cmd->add_option("--x", plot->x, "bubble, steptime: the configuration key on the x axis")
+          ->capture_default_str();
   cmd->add_option("--step", plot->step, "timeline: draw only this step, from its start")
       ->capture_default_str();
   cmd->callback([plot, &exit_code] { exit_code = RunPlot(*plot); });

@@ -54,6 +54,11 @@ Status CheckOptions(const TrainCommandOptions& o) {
     return Status::InvalidArgument(fmt::format("--tolerance {}: must be in (0, 1)", o.tolerance));
   }
   PIPETTE_RETURN_IF_ERROR(CheckPeerTimeout(t.peer_timeout_s));  // before the watchdog runs
+  if (o.trace_steps_option != nullptr && o.trace_steps_option->count() > 0 &&
+      o.record.trace == "none") {
+    return Status::InvalidArgument(fmt::format(
+        "--trace-steps = {}: --trace none records no instruction of any step", t.trace_steps));
+  }
   // -p and --dp are checked against their limits later (PlanTraining): multiply in 64 bits.
   const std::int64_t processes = std::int64_t{t.p} * t.dp;
   if (!cpu::LaunchedByMpi() && processes > 1 && !t.virtual_ranks) {

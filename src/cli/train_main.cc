@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
   app.name("pipette train");
   auto options = std::make_shared<TrainCommandOptions>();
   AddTrainOptions(&app, options);
+  pipette::cli::RequireWellFormedValues(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,15 +39,18 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
   cmd->add_option("--lr", t.lr, "AdamW learning rate")->capture_default_str();
   cmd->add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (matrices)")
       ->capture_default_str();
-  cmd->add_flag("--verify", t.verify,
-                "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
-                "and parameters (end); exit 1 beyond --tolerance");
+  CLI::Option* verify =
+      cmd->add_flag("--verify", t.verify,
+                    "Rank 0 also trains the unpipelined reference and compares gradients (step 1) "
+                    "and parameters (end); exit 1 beyond --tolerance");
   cmd->add_option("--tolerance", o->tolerance, "Relative error --verify accepts")
-      ->capture_default_str();
-  cmd->add_option("--trace-steps", t.trace_steps,
-                  "Steps whose every instruction is recorded (the first ones; losses and step "
-                  "times cover all steps)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(verify);
+  o->trace_steps_option =
+      cmd->add_option("--trace-steps", t.trace_steps,
+                      "Steps whose every instruction is recorded (the first ones; losses and step "
+                      "times cover all steps; not with --trace none)")
+          ->capture_default_str();
   cmd->add_option("--peer-timeout", t.peer_timeout_s,
                   "Seconds a rank waits on a peer before it ends the run")
       ->capture_default_str();

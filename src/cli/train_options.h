@@ -20,6 +20,7 @@ struct TrainCommandOptions {
   RecordOptions record;
   CLI::Option* p_option = nullptr;
   CLI::Option* m_option = nullptr;
+  CLI::Option* trace_steps_option = nullptr;
 };
 
 // Adds every option of `pipette train` to `cmd`, bound to `o`.

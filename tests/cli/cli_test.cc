@@ -400,7 +400,10 @@ TEST(CliStore, BadInputWritesNothing) {
   if (std::filesystem::exists(ScratchDir() + "/bad.db")) {
     EXPECT_EQ(RunsJson("bad.db").size(), 0u);
   }
-  EXPECT_EQ(Pipette("simulate --no-db --db nodb.db").exit_code, 0);
+  // --no-db with --db would take one of them silently.
+  CommandResult both = Pipette("simulate --no-db --db nodb.db");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--db excludes --no-db"), std::string::npos) << both.err;
   EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/nodb.db"));
   CommandResult missing = Pipette("runs --db nosuch.db");
   EXPECT_EQ(missing.exit_code, 2);

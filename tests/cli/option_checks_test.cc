@@ -45,8 +45,15 @@ TEST(InRange, RefusesAValueOutsideWithTheOptionTheValueTheRuleAndWhy) {
             "pipette probe: --n = 0: must be in [1, 10] (a reason)");
   EXPECT_NE(Parse({"--n=11"}).err.find("--n = 11: must be in [1, 10] (a reason)"),
             std::string::npos);
-  // As CLI11 reads integers (hexadecimal too), the message shows the value it read.
-  EXPECT_NE(Parse({"--n", "0x20"}).err.find("--n = 32: must be in [1, 10]"), std::string::npos);
+  // CLI11 alone reads hexadecimal too ("0x20" as 32): numbers are decimal, quoted as given.
+  EXPECT_NE(
+      Parse({"--n", "0x20"}).err.find("--n = '0x20': must be a whole number in decimal digits"),
+      std::string::npos);
+  EXPECT_NE(Parse({"--n", "011"})
+                .err.find("--n = '011': must be a whole number in decimal digits, "
+                          "without leading zeros"),
+            std::string::npos);  // CLI11 alone reads it as octal 9
+  EXPECT_NE(Parse({"--n", "12"}).err.find("--n = 12: must be in [1, 10]"), std::string::npos);
   const Parsed negative = Parse({"--k", "-1"});
   EXPECT_EQ(negative.code, kExitBadInput);
   EXPECT_NE(negative.err.find("--k = -1: must be at least 0\n"), std::string::npos) << negative.err;

@@ -156,6 +156,12 @@ std::vector<std::int64_t> CalibrationSizes(std::int64_t max_bytes) {
   return sizes;
 }
 
+double EstimateCalibrationSeconds(int repeats, std::int64_t max_bytes) {
+  const double per_repeat =
+      0.002 + 8.0 * static_cast<double>(max_bytes) / 3e9 + 128.0 * (1 << 20) / 1e10;
+  return 2.0 + (static_cast<double>(repeats) + 1.0) * per_repeat;
+}
+
 std::vector<TimedSize> MeasureP2p(const std::vector<std::int64_t>& sizes, int repeats,
                                   MPI_Comm comm) {
   const int rank = RankOf(comm);

@@ -44,6 +44,18 @@ struct TimedSize {
 // 0 and every power of two from 4 bytes (one float) up to `max_bytes`.
 std::vector<std::int64_t> CalibrationSizes(std::int64_t max_bytes);
 
+// The seconds a calibration of `repeats` repeats up to `max_bytes` takes, about: each repeat moves
+// about 8 x max_bytes between the ranks (the sizes sum to 2 x max_bytes; a round trip, and an
+// all-reduce, move each twice) at 3 GB/s, copies 128 MiB at 10 GB/s and spends 2 ms on small
+// messages and barriers; one warm-up repeat; 2 s to start. Measured on a 2-core machine (2 ranks):
+// up to 16 MiB, 64 MiB and 256 MiB at 3 repeats 1.8, 2.6 and 5.3 s (estimates 2.2, 2.8, 4.9),
+// 256 MiB at 12 repeats 11.2 s (11.5), 4 bytes at 200 repeats 3.7 s (5.1); 10,000 repeats up to
+// 1 GiB about 7.7 h (8.0 h).
+double EstimateCalibrationSeconds(int repeats, std::int64_t max_bytes);
+
+// The longest calibration `pipette calibrate` starts (the defaults take seconds).
+inline constexpr double kMaxCalibrationSeconds = 1800;
+
 // REQUIRES: comm has at least 2 ranks; every size a multiple of 4.
 std::vector<TimedSize> MeasureP2p(const std::vector<std::int64_t>& sizes, int repeats,
                                   MPI_Comm comm);

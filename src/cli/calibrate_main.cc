@@ -62,6 +62,14 @@ Status CheckOptions(const CalibrateOptions& o) {
                     "ranks 0 and 1) and at most {} (all on this machine)",
                     o.ranks, kMaxRanks));
   }
+  if (const double seconds = cpu::EstimateCalibrationSeconds(o.repeats, o.max_bytes);
+      !o.list && seconds > cpu::kMaxCalibrationSeconds) {
+    return Status::InvalidArgument(fmt::format(
+        "--repeats = {} --max-bytes = {}: would take about {:.1f} h (each repeat moves about 8 x "
+        "--max-bytes at about 3 GB/s), more than the limit of {:.0f} min: give fewer --repeats or "
+        "a smaller --max-bytes",
+        o.repeats, o.max_bytes, seconds / 3600, cpu::kMaxCalibrationSeconds / 60));
+  }
   if (!o.cluster_out.empty() && !o.cluster_out.ends_with(".toml")) {
     return Status::InvalidArgument(
         fmt::format("--cluster-out = '{}': a cluster file's name ends in .toml (pipette simulate "

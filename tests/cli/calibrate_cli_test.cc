@@ -124,6 +124,10 @@ TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {
       {"--ranks two", "--ranks"},
       {"--cluster-out no/such/dir/host.toml",
        "--cluster-out = 'no/such/dir/host.toml': the directory 'no/such/dir' does not exist"},
+      // About 7.7 h measured; refused in milliseconds with the estimate.
+      {"--repeats 10000 --max-bytes 1073741824",
+       "--repeats = 10000 --max-bytes = 1073741824: would take about 8.0 h"},
+      {"--repeats 700 --max-bytes 1073741824", "more than the limit of 30 min"},
   };
   for (const auto& [args, message] : cases) {
     const CommandResult run = Pipette("calibrate " + args + " --db " + db);

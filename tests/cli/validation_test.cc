@@ -337,7 +337,8 @@ TEST(Validation, LargeScheduleJsonStreamsInBoundedMemory) {
 TEST(Validation, OptionsWithNoEffectAndNumbersNotInDecimalAreRefused) {
   ASSERT_EQ(Pipette("simulate --times F=1 --ideal-network --db combos.db").exit_code, 0);
   const std::pair<const char*, const char*> cases[] = {
-      {"simulate --times F=1 --ideal-network --model gpt2-124m --no-db", "--times excludes --model"},
+      {"simulate --times F=1 --ideal-network --model gpt2-124m --no-db",
+       "--times excludes --model"},
       {"simulate --times F=1 --ideal-network --zero 1 --no-db", "--times excludes --zero"},
       {"simulate --times F=1 --ideal-network --recompute --no-db", "excludes"},
       {"simulate --cost-statistic mean --no-db", "--cost-statistic requires --costs-from"},
@@ -350,7 +351,8 @@ TEST(Validation, OptionsWithNoEffectAndNumbersNotInDecimalAreRefused) {
        "--trace-steps = 1: --trace none records no instruction"},
       {"calibrate --list --repeats 3 --db combos.db", "excludes"},
       {"simulate -p 0x10 --no-db", "--pp = '0x10': must be a whole number in decimal digits"},
-      {"simulate -m 010 --no-db", "--microbatches = '010': must be a whole number in decimal digits"},
+      {"simulate -m 010 --no-db",
+       "--microbatches = '010': must be a whole number in decimal digits"},
       {"simulate -p '' --no-db", "--pp = '': must not be empty"},
       {"simulate --efficiency nan --no-db", "--efficiency = 'nan': must be a number in decimal"},
       {"simulate --grad-bucket-params 99999999999999999999999999 --no-db",
@@ -361,6 +363,40 @@ TEST(Validation, OptionsWithNoEffectAndNumbersNotInDecimalAreRefused) {
     EXPECT_EQ(run.exit_code, 2) << args << ": " << run.err;
     EXPECT_TRUE(Contains(run.err, message)) << args << " -> " << run.err;
   }
+}
+
+// A CSV schedule bypassed the limit of 16,384 pipeline ranks (16,385 and 40,000 were accepted).
+TEST(Validation, ACsvScheduleIsHeldToTheRankLimit) {
+  {
+    std::ofstream csv(ScratchDir() + "/ranks16385.csv");
+    for (int r = 0; r < 16385; ++r) csv << r << "F0," << r << "B0\n";
+  }
+  for (const char* command : {"schedule csv:ranks16385.csv",
+                              "simulate --schedule "
+                              "csv:ranks16385.csv --times F=1 "
+                              "--ideal-network --no-db"}) {
+    CommandResult run = Pipette(command);
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.err;
+    EXPECT_TRUE(Contains(run.err,
+                         "csv:ranks16385.csv: 16385 ranks (lines): more than the limit "
+                         "of 16384 pipeline ranks"))
+        << command << ": " << run.err;
+  }
+}
+
+// `schedule 1f1b -p 16384 -m 976` passed every limit and took 33 s and 5.0 GB: the report's memory
+// is estimated first (about 310 bytes per chunk for text, 200 for json) and refused past 2 GB.
+TEST(Validation, AScheduleReportTooLargeForMemoryIsRefusedWithTheEstimate) {
+  CommandResult text = Pipette("schedule 1f1b -p 16384 -m 976");
+  EXPECT_EQ(text.exit_code, 2) << text.err;
+  EXPECT_TRUE(Contains(text.err,
+                       "-p 16384 -v 1 -m 976: 15990784 chunks; the text report would "
+                       "need about 5.0 GB"))
+      << text.err;
+  CommandResult json = Pipette("schedule 1f1b -p 16384 -m 976 --format json");
+  EXPECT_EQ(json.exit_code, 2) << json.err;
+  EXPECT_TRUE(Contains(json.err, "the json report would need about 3.2 GB")) << json.err;
+  EXPECT_EQ(Pipette("schedule 1f1b -p 4096 -m 61 --format csv > /dev/null").exit_code, 0);
 }
 
 // CLI11's own parse errors read like every other error: "pipette COMMAND: ", the option once.

@@ -26,6 +26,20 @@ Result<Schedule> MakeCsvSchedule(std::string_view path, const ScheduleParams& pa
         "--group-size = {}: does not apply to a schedule loaded from CSV", params.group_size));
   }
   PIPETTE_ASSIGN_OR_RETURN(Schedule schedule, LoadComputeCsv(std::string(path)));
+  // The limits of the built-in schedules hold for a file's too (16,385 and 40,000 ranks were
+  // accepted from CSV).
+  if (schedule.p > kMaxPipelineRanks) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} ranks (lines): more than the limit of {} pipeline ranks",
+                    Printable(schedule.name), schedule.p, kMaxPipelineRanks));
+  }
+  if (const std::int64_t chunks = std::int64_t{schedule.num_stages()} * schedule.m;
+      chunks > kMaxScheduleChunks) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: {} stages x {} microbatches: more than the "
+        "limit of {} chunks",
+        Printable(schedule.name), schedule.num_stages(), schedule.m, kMaxScheduleChunks));
+  }
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-p", params.p, schedule.p, schedule));
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-v", params.v, schedule.v, schedule));
   PIPETTE_RETURN_IF_ERROR(CheckAgreesWithFile("-m", params.m, schedule.m, schedule));

@@ -169,12 +169,13 @@ Result<std::string> TimelineScript(const std::vector<RunData>& given, const Plot
   const bool stacked = runs.size() > 1;
   double span = 0;
   int rows = 0;
-  std::vector<int> first_row;
+  std::vector<int> first_row, ranks;  // NumRanks() reads every row: once per run, not per rank
   for (const RunData& run : runs) {
     for (const EventRow& e : run.events) span = std::max(span, e.end_s);
     rows += stacked ? 1 : 0;  // the panel's header row
     first_row.push_back(rows);
-    rows += run.NumRanks();
+    ranks.push_back(run.NumRanks());
+    rows += ranks.back();
   }
   const bool ms = span < 10;
   const double scale = ms ? 1e3 : 1;
@@ -183,7 +184,7 @@ Result<std::string> TimelineScript(const std::vector<RunData>& given, const Plot
   const TimelineBoxes drawn = Boxes(runs, first_row, scale, px_per_unit);
   std::string ytics;
   for (std::size_t k = 0; k < runs.size(); ++k) {
-    for (int r = 0; r < runs[k].NumRanks(); ++r) {
+    for (int r = 0; r < ranks[k]; ++r) {
       ytics += fmt::format("{}\"{}{}\" {}", ytics.empty() ? "" : ", ", stacked ? "r" : "", r,
                            first_row[k] + r);
     }

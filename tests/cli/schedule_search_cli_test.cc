@@ -131,4 +131,15 @@ TEST(ScheduleSearchCli, TheScheduleCommandStillTakesANamedSchedule) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(run.out)["makespan"].get<double>(), 27.0);
 }
 
+// `schedule search -p 64 -m 1024 --time-limit 0` ran 297 s: without a time limit only the
+// iterations bound the search, and a budget whose estimate passes 600 s is refused up front.
+TEST(ScheduleSearchCli, AnUnboundedSearchBeyondTheEstimateLimitIsRefused) {
+  CommandResult run = Pipette("schedule search -p 64 -m 1024 --time-limit 0");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--time-limit 0 --iterations 2000: the search of 65536 chunks could take "
+                         "up to about 1049 s"),
+            std::string::npos)
+      << run.err;
+}
+
 }  // namespace

@@ -78,6 +78,9 @@ Result<SearchResult> SearchSchedule(const SearchOptions& options);
 // The largest S*m the search accepts: each local-search move lowers and evaluates the whole
 // schedule, so it is meant for the sizes one studies, not the generators' limit.
 inline constexpr long long kMaxSearchChunks = 65'536;
+// Without a time limit (--time-limit 0), the longest search the iteration budget may ask for,
+// estimated at 8 us per chunk and iteration; a given --time-limit bounds the search itself.
+inline constexpr double kMaxSearchSeconds = 600;
 
 // Returns a lower bound on the makespan of any valid schedule of the problem: the largest, over
 // ranks, of the earliest time the rank can start (its first stage's forward chain from stage 0,

@@ -38,10 +38,8 @@ struct RunsOptions {
 // runs --check: the whole database's integrity (PRAGMA integrity_check), read-only. IoError listing
 // the damage when there is any.
 Status CheckWholeDatabase(ExperimentDb& db, const std::string& path) {
-  Result<std::vector<std::string>> found = db.CheckIntegrity(/*quick=*/false);
-  // A check that cannot even read the pages (SQLITE_CORRUPT) found damage too.
-  const std::vector<std::string> damage =
-      found.ok() ? *found : std::vector<std::string>{found.status().message()};
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<std::string> damage,
+                           db.CheckIntegrity(/*quick=*/false));
   if (damage.empty()) {
     fmt::print(stderr, "pipette runs: '{}' is intact (PRAGMA integrity_check)\n", Printable(path));
     return Status::Ok();

@@ -42,11 +42,10 @@ ReadProbe OpenAndProbe(const std::string& path, bool immutable, sqlite::Connecti
     return probe;
   }
   sqlite3* db = connection->get();
-  Statement s(db,
-              "SELECT (SELECT user_version FROM pragma_user_version), "
-              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs'), "
-              "(SELECT ifnull(group_concat(name, ', '), '') FROM (SELECT name FROM sqlite_schema "
-              "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))");
+  Statement s(db, fmt::format("SELECT (SELECT user_version FROM pragma_user_version), "
+                              "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name "
+                              "= 'runs'), {}",
+                              internal::kOwnTablesSql));
   if (s.status("").ok() && s.Step() == SQLITE_ROW) {
     probe.version = static_cast<int>(s.Int(0));
     probe.has_runs = s.Int(1) > 0;
@@ -193,10 +192,7 @@ Status ExperimentDb::QuickCheck(std::string_view path) {
   std::error_code error;
   const std::uintmax_t bytes = std::filesystem::file_size(std::string(path), error);
   if (error || bytes > kQuickCheckMaxBytes) return Status::Ok();
-  Result<std::vector<std::string>> found = CheckIntegrity(/*quick=*/true);
-  // A check that cannot even read the pages (SQLITE_CORRUPT) found damage too.
-  const std::vector<std::string> damage =
-      found.ok() ? *found : std::vector<std::string>{found.status().message()};
+  PIPETTE_ASSIGN_OR_RETURN(const std::vector<std::string> damage, CheckIntegrity(/*quick=*/true));
   if (damage.empty()) return Status::Ok();
   return Status::IoError(fmt::format(
       "--db = '{}': the database is damaged (PRAGMA quick_check: {}{}); nothing was written: "
@@ -212,6 +208,12 @@ Result<std::vector<std::string>> ExperimentDb::CheckIntegrity(bool quick) {
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) {
     if (std::string line = s.Text(0); line != "ok") damage.push_back(std::move(line));
+  }
+  // A check that cannot even read the pages found damage too; any other failure (a lock, I/O) is
+  // an error, which says nothing about the pages.
+  if (const int primary = rc & 0xff; primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
+    damage.push_back(sqlite3_errmsg(db_.get()));
+    return damage;
   }
   PIPETTE_RETURN_IF_ERROR(s.Done(rc, "check the database's integrity"));
   return damage;

@@ -67,6 +67,14 @@ struct RunFilter {
   std::optional<std::string> status;
 };
 
+namespace internal {
+// A scalar subquery: the file's own tables (not SQLite's), by name, comma-separated; '' for none
+// (the read probe and the writer's refusal of a foreign database share it).
+inline constexpr const char* kOwnTablesSql =
+    "(SELECT ifnull(group_concat(name, ', '), '') FROM (SELECT name FROM sqlite_schema WHERE "
+    "type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))";
+}  // namespace internal
+
 class ExperimentDb {
  public:
   // Opens (creating if missing) `path` and migrates it to kSchemaVersion. `up_to_version` (tests
@@ -106,8 +114,9 @@ class ExperimentDb {
   int schema_version() const;
   // True when OpenReadOnly found an empty file (or one with no tables): read as an empty database.
   bool empty_file() const { return empty_file_; }
-  // The damage PRAGMA quick_check (`quick`) or integrity_check finds, at most 100 lines; empty
-  // when the database is intact.
+  // The damage PRAGMA quick_check (`quick`) or integrity_check finds, at most 100 lines (SQLite's
+  // message when the check cannot read the pages at all); empty when the database is intact.
+  // IoError when the check fails otherwise (a lock, I/O).
   Result<std::vector<std::string>> CheckIntegrity(bool quick);
   // The connection, for a reader that queries it directly (db merge's inputs); this object is left
   // without one.
@@ -175,6 +184,7 @@ class ExperimentDb {
   Status Migrate(int up_to_version);
   // IoError naming the tables of a database with tables and no pipette schema (user_version 0).
   Status RefuseForeign();
+
   // Open() without the creation aside and the integrity check.
   static Result<ExperimentDb> OpenInPlace(const std::string& path, int up_to_version);
   // Builds a new database at `path` aside and links it into place (Open()).

@@ -173,10 +173,8 @@ Status ExperimentDb::CheckReadableVersion(std::string_view path, int version) {
 }
 
 Status ExperimentDb::RefuseForeign() {
-  Statement s(db_.get(),
-              "SELECT (SELECT user_version FROM pragma_user_version), (SELECT "
-              "ifnull(group_concat(name, ', '), '') FROM (SELECT name FROM sqlite_schema WHERE "
-              "type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name))");
+  Statement s(db_.get(), fmt::format("SELECT (SELECT user_version FROM pragma_user_version), {}",
+                                     internal::kOwnTablesSql));
   PIPETTE_RETURN_IF_ERROR(s.status("list the tables"));
   if (s.Step() != SQLITE_ROW) {
     return Status::IoError(fmt::format("list the tables: {}", sqlite3_errmsg(db_.get())));

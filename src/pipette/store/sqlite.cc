@@ -29,10 +29,6 @@ std::string ErrorOf(sqlite3* db) {
   return message;
 }
 
-}  // namespace
-
-namespace {
-
 std::atomic<LockWaitObserver> lock_wait_observer{nullptr};
 
 // Tells the test hooks that this process waits for a lock (SetLockWaitObserverForTesting).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "pipette/schedule/message.h"
@@ -45,6 +46,11 @@ void CpuRankRuntime::ShareParameters() { owned_ = fabric_.ShareParameters(params
 
 void CpuRankRuntime::Compute(const Instruction& ins) {
   fault_.AtCompute(place_.world_rank, step_);
+  if (fault_.PoisonWeights(place_.world_rank, step_)) {
+    for (Param* copy : params_.entries().begin()->second.copies) {
+      std::fill(copy->value.data(), copy->value.data() + copy->value.size(), NAN);
+    }
+  }
   // The instruction's temporaries: its peak above what it holds before and after (the process's
   // peak is restored afterwards). An overlapped cell's peak mixes its two halves' (the forward's
   // activations among them): only plain instructions are measured.

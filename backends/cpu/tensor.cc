@@ -7,6 +7,11 @@
 #include <cmath>
 #include <cstring>
 
+// glibc's math.h declares the vector variants of expf in libmvec (_ZGVbN4v_expf and wider) only
+// under the whole of -ffast-math; this file is built with fast math but keeps infinities (see
+// CMakeLists.txt), so it says itself that expf has them, and GCC vectorises GELU and softmax.
+extern "C" __attribute__((simd("notinbranch"))) float expf(float) noexcept;
+
 namespace pipette::cpu {
 namespace {
 
@@ -177,10 +182,12 @@ void AffineWeightGrad(const Tensor& dy, const Tensor& xhat, Tensor& dgamma, Tens
 namespace {
 constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluA = 0.044715f;
+constexpr float kGeluDerivativeClamp = 20.0f;
 }  // namespace
 
 // gelu(x) = x * (1 + tanh(u)) / 2 with u = c (x + a x^3), computed as x * sigmoid(2u): the same
-// function with one expf instead of tanhf (twice as fast here).
+// function with one expf instead of tanhf (twice as fast here). At any finite x: where x^3 or
+// exp(-2u) overflow, x / inf is x or 0 as it should be (IEEE division; see CMakeLists.txt).
 void GeluForward(const Tensor& x, Tensor& y) {
   const float* in = x.data();
   float* out = y.data();
@@ -196,7 +203,9 @@ void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx) {
   const float* g = dy.data();
   float* out = dx.data();
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float v = in[i];
+    // Past |x| = 20 the derivative is 1 or 0 to float precision (s (1 - s) is 0), and du would be
+    // infinite from |x| = 1.8e19, making 0 * inf = NaN: x is held to [-20, 20].
+    const float v = std::clamp(in[i], -kGeluDerivativeClamp, kGeluDerivativeClamp);
     const float u = kGeluC * (v + kGeluA * v * v * v);
     const float s = 1.0f / (1.0f + std::exp(-2.0f * u));  // (1 + tanh u) / 2
     const float du = kGeluC * (1.0f + 3.0f * kGeluA * v * v);

@@ -34,4 +34,10 @@ bool Fault::SkipWeightGrad(int world_rank) {
   return true;
 }
 
+bool Fault::PoisonWeights(int world_rank, int step) {
+  if (poisoned_ || world_rank != rank_ || kind_ != "nan" || step < step_) return false;
+  poisoned_ = true;
+  return true;
+}
+
 }  // namespace pipette

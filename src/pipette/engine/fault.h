@@ -2,13 +2,15 @@
 // tests that prove a dead, hung or wrong rank ends the run with an error instead of a hang or a
 // silent wrong answer.
 //
-// PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang|skip-w [PIPETTE_FAULT_STEP=k]: at its first compute
-// instruction (of step k, counted from 0, when PIPETTE_FAULT_STEP is set), world rank r kills
-// itself with SIGKILL, or stops making progress; or it skips the weight gradient of its first
-// backward (a wrong result that --verify must catch). A step's first compute comes after the
-// barrier that starts the step, so every earlier step is finished on every rank (and recorded:
-// the kill test of per-step recording relies on it). Without the variables nothing happens. Plain
-// value type.
+// PIPETTE_FAULT_RANK=r PIPETTE_FAULT=kill|hang|skip-w|nan [PIPETTE_FAULT_STEP=k]: at its first
+// compute instruction (of step k, counted from 0, when PIPETTE_FAULT_STEP is set), world rank r
+// kills itself with SIGKILL, or stops making progress; or it skips the weight gradient of its
+// first backward (a wrong result that --verify must catch); or (nan, CPU engine) it makes one of
+// its weights NaN, as a diverged run's weights become, so that the loss is NaN from step k on
+// (the recording of a diverged run relies on it: no learning rate diverges reproducibly on every
+// build). A step's first compute comes after the barrier that starts the step, so every earlier
+// step is finished on every rank (and recorded: the kill test of per-step recording relies on
+// it). Without the variables nothing happens. Plain value type.
 #pragma once
 
 #include <string>
@@ -25,6 +27,9 @@ class Fault {
   void AtCompute(int world_rank, int step);
   // True once, at the first weight gradient of the faulty rank under skip-w: skip it.
   bool SkipWeightGrad(int world_rank);
+  // True once, at the first compute of step k or later of the faulty rank under nan: make a weight
+  // NaN.
+  bool PoisonWeights(int world_rank, int step);
 
  private:
   int rank_ = -1;
@@ -32,6 +37,7 @@ class Fault {
   std::string kind_;
   bool triggered_ = false;
   bool skipped_ = false;
+  bool poisoned_ = false;
 };
 
 }  // namespace pipette

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 #include "pipette/common/printable.h"
 
@@ -281,14 +283,18 @@ Result<std::optional<std::vector<std::string>>> TomlTableReader::FindStringArray
     std::string_view key, std::string_view what, Presence need) const {
   using Strings = std::vector<std::string>;
   return Find<Strings>(*this, key, need, [&](const toml::node& node) -> Result<Strings> {
-    const std::string shown = fmt::format("{} = {}", Path(key), ShowToml(node));
+    // Built only for an error: an array of thousands of inputs is shown in full there.
+    const auto shown = [&] { return fmt::format("{} = {}", Path(key), ShowToml(node)); };
     const toml::array* array = node.as_array();
     if (array == nullptr)
-      return Error(&node, fmt::format("{}: must be an array of {}", shown, what));
+      return Error(&node, fmt::format("{}: must be an array of {}", shown(), what));
     Strings values;
+    values.reserve(array->size());
+    std::unordered_set<std::string_view> seen;  // views of the array's own strings
     for (const toml::node& element : *array) {
       if (!element.is_string() || element.as_string()->get().empty()) {
-        return Error(&element, fmt::format("{}: every element must be a non-empty string", shown));
+        return Error(&element,
+                     fmt::format("{}: every element must be a non-empty string", shown()));
       }
       const std::string& value = element.as_string()->get();
       if (const std::optional<std::size_t> at = ControlByteIn(key, value)) {
@@ -296,8 +302,8 @@ Result<std::optional<std::vector<std::string>>> TomlTableReader::FindStringArray
                                            "in a file must be printable",
                                            Path(key), Printable(value), *at + 1));
       }
-      if (std::find(values.begin(), values.end(), value) != values.end()) {
-        return Error(&element, fmt::format("{}: lists '{}' twice", shown, value));
+      if (!seen.insert(value).second) {
+        return Error(&element, fmt::format("{}: lists '{}' twice", shown(), value));
       }
       values.push_back(value);
     }

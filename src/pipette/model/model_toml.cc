@@ -415,9 +415,32 @@ Result<ModelGraph> Build(const TomlOrigin& origin, const toml::table& root,
 
 }  // namespace
 
+double EstimateModelFileMemory(std::string_view text) {
+  constexpr double kBytesPerLayerTable = 3400;
+  constexpr double kBytesPerString = 440;
+  std::int64_t tables = 0, delimiters = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"' || text[i] == '\'') {
+      ++delimiters;
+    } else if (text[i] == '[' && i + 1 < text.size() && text[i + 1] == '[') {
+      ++tables;
+      ++i;
+    }
+  }
+  return static_cast<double>(tables) * kBytesPerLayerTable +
+         static_cast<double>(delimiters) / 2 * kBytesPerString;
+}
+
 Result<ModelGraph> ParseModelToml(std::string_view text, const std::string& origin,
                                   const Workload& workload) {
   PIPETTE_RETURN_IF_ERROR(ValidateWorkload(workload).WithContext(origin));
+  if (const double bytes = EstimateModelFileMemory(text); bytes > kMaxModelFileMemory) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: reading it would take about {:.1f} GB of memory (3.4 KB per layer and 440 bytes per "
+        "string: name, type or input), more than the {:g} GB a model file may take: a model "
+        "graph needs a few inputs per layer, not thousands",
+        origin, bytes / 1e9, kMaxModelFileMemory / 1e9));
+  }
   const TomlOrigin file(origin);
   PIPETTE_ASSIGN_OR_RETURN(const toml::table root, file.Parse(text));
   return Build(file, root, workload);

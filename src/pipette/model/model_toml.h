@@ -49,8 +49,17 @@ namespace pipette {
 // Errors: NotFound for a missing file; IoError when it cannot be read; InvalidArgument for the
 // rest, each naming "<path>:<line>", the layer, the key, the value and the rule broken (TOML
 // syntax, unknown top-level key, missing or unknown key, wrong type, value out of range, unknown
-// type, duplicate name, unknown input, cycle) or the workload key.
+// type, duplicate name, unknown input, cycle) or the workload key, or the memory reading it would
+// take (EstimateModelFileMemory) beyond kMaxModelFileMemory, refused before it is parsed.
 Result<ModelGraph> LoadModelToml(const std::string& path, const Workload& workload);
+
+// Bytes reading model file `text` takes at most (its parsed document, layers and graph), from its
+// text before it is parsed: 3.4 KB per layer table and 440 bytes per string (names, types, inputs),
+// both counted from above ("[[" and string delimiters). Measured with `pipette partition --pp 8`
+// (docs/models.md, section 6): a chain of 262,144 layers 1.1 GB; dense graphs of 2.0, 3.5 and 9.7
+// million inputs 0.86, 1.40 and 4.29 GB (about 440 bytes per input, against 6 bytes of text).
+double EstimateModelFileMemory(std::string_view text);
+inline constexpr double kMaxModelFileMemory = 2e9;
 
 // Builds the model from TOML `text`; `origin` names it in errors (a path, or "<test>") and its
 // stem is the model's default name.

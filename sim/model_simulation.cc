@@ -292,10 +292,13 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t comms =
       o.ideal_network ? 0 : ExpertAllToAll::InstructionEquivalents(ExpertsOf(p), p.program);
+  // Alike replicas may run once (CaseOf's replica_symmetry): only one is certain to run then.
+  const bool all_run = o.every_replica || g.simulated() || comms > 0;
   return CheckSimulationSize(
       EstimateSimulationSize(
           static_cast<std::int64_t>(p.program.num_instructions()) + messages + comms,
-          std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes),
+          std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, messages + comms,
+          all_run ? replicas : 1),
       fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
                   o.steps));
 }

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pipette {
@@ -28,7 +29,8 @@ constexpr double kBytesPerRoute = 150;
 
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
-                                      std::int64_t routes) {
+                                      std::int64_t routes, std::int64_t messages,
+                                      std::int64_t timed_replicas) {
   SimulationSize size;
   size.instructions = Times(Times(instructions, replicas), steps);
   size.actors = Times(p, replicas);
@@ -36,15 +38,25 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
   size.bytes = static_cast<double>(size.instructions) * kBytesPerInstruction +
                static_cast<double>(size.actors) * kBytesPerActor +
                static_cast<double>(routes) * kBytesPerRoute;
+  const double timed = static_cast<double>(timed_replicas < 0 ? replicas : timed_replicas);
+  const double actors = static_cast<double>(p) * timed;
+  const double program = static_cast<double>(instructions - messages) * timed;
+  const double between = static_cast<double>(messages) * timed;
+  const double per_step =
+      kSecondsPerInstruction * program +
+      (kSecondsPerInstructionPerRootActor * program + kSecondsPerMessagePerRootActor * between) *
+          std::sqrt(actors);
+  size.seconds = per_step * static_cast<double>(steps) + kSecondsPerActor * actors;
   return size;
 }
 
-SimulationSize EstimateSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
-                                      std::int64_t replicas, std::int64_t steps,
-                                      std::int64_t routes) {
+SimulationSize LowerBoundSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
+                                        std::int64_t replicas, std::int64_t steps,
+                                        std::int64_t routes) {
   const std::int64_t chunks = Times(Times(p, v), m);
   SimulationSize size =
-      EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes);
+      EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes,
+                             /*messages=*/0, /*timed_replicas=*/1);
   size.lower_bound = true;
   return size;
 }
@@ -59,17 +71,19 @@ Status CheckSimulationSize(const SimulationSize& size, const std::string& reques
     over = fmt::format("{} platform routes > {}", size.routes, kMaxPlatformRoutes);
   } else if (size.bytes > kMaxSimulationBytes) {
     over = fmt::format("{:.1f} GB > {:g} GB", size.bytes / 1e9, kMaxSimulationBytes / 1e9);
+  } else if (size.seconds > kMaxSimulationSeconds) {
+    over = fmt::format("{:.0f} s > {:g} s", size.seconds, kMaxSimulationSeconds);
   } else {
     return Status::Ok();
   }
   return Status::InvalidArgument(fmt::format(
       "{}: the simulation would execute {}{} instructions on {} actors over {} platform routes "
-      "(about {:.1f} GB of memory), more than pipette simulates ({}); the limits are {} "
-      "instructions, {} actors, {} routes and {:g} GB: use fewer ranks, microbatches, replicas "
-      "or steps",
+      "(about {:.1f} GB of memory and {:.0f} s), more than pipette simulates ({}); the limits are "
+      "{} instructions, {} actors, {} routes, {:g} GB and {:g} s: use fewer ranks, microbatches, "
+      "replicas or steps",
       request, size.lower_bound ? "at least " : "", size.instructions, size.actors, size.routes,
-      size.bytes / 1e9, over, kMaxSimulatedInstructions, kMaxSimulatedActors, kMaxPlatformRoutes,
-      kMaxSimulationBytes / 1e9));
+      size.bytes / 1e9, size.seconds, over, kMaxSimulatedInstructions, kMaxSimulatedActors,
+      kMaxPlatformRoutes, kMaxSimulationBytes / 1e9, kMaxSimulationSeconds));
 }
 
 }  // namespace pipette

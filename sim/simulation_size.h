@@ -22,38 +22,54 @@ inline constexpr int kMinInstructionsPerChunk = 2;
 // pages it touches are resident (MakeEngine has stacks mmap'd): about 8 KiB.
 inline constexpr int kActorStackKiB = 256;
 
-// The limits: about 90 s and 2 GB at the measured rates (9 us and 160 bytes per instruction,
-// simulated and recorded; 20 KB per actor; 0.7 us and 120 bytes per route).
+// The limits: 120 s of estimated time (below), 8 GB at the measured rates (200 bytes per
+// instruction, simulated and recorded; 24 KB per actor; 150 bytes per route), and the counts.
 inline constexpr std::int64_t kMaxSimulatedInstructions = 10'000'000;
 inline constexpr std::int64_t kMaxSimulatedActors = 65'536;
 inline constexpr std::int64_t kMaxPlatformRoutes = 4'000'000;
 inline constexpr double kMaxSimulationBytes = 8e9;
+inline constexpr double kMaxSimulationSeconds = 120;
+
+// The time model (sim/README.md, "What a simulation costs"), fitted to nine measured runs of
+// 1,024 to 32,768 actors, on clusters and the ideal network, within 20%: SimGrid's solver shares
+// the network among every active flow, so an instruction costs more the more actors run beside
+// it, a message between replicas (the gradient reduction's, the all-to-all's) about three times a
+// program instruction; and each actor costs its creation and its platform routes.
+inline constexpr double kSecondsPerInstruction = 9.3e-7;
+inline constexpr double kSecondsPerInstructionPerRootActor = 5.75e-8;
+inline constexpr double kSecondsPerMessagePerRootActor = 1.9e-7;
+inline constexpr double kSecondsPerActor = 1.11e-4;
 
 struct SimulationSize {
   std::int64_t instructions = 0;  // executed, over every actor and step
   std::int64_t actors = 0;        // one per rank of every replica
   std::int64_t routes = 0;        // of the cluster platform (cluster_platform.h); 0: ideal network
   double bytes = 0;               // memory estimate: stacks, instructions, traces, routes
+  double seconds = 0;             // time estimate (the time model above)
   bool lower_bound = false;       // counted before the schedule exists: at least these
 };
 
-// The size of simulating `instructions` program instructions (every rank of one replica) run by
-// `p` ranks in each of `replicas` replicas for `steps` steps on a platform of `routes` routes.
-// Saturates instead of overflowing.
+// The size of simulating `instructions` instructions per replica and step (every rank of one
+// replica; `messages` of them messages between replicas) run by `p` ranks in each of `replicas`
+// replicas for `steps` steps on a platform of `routes` routes. `timed_replicas` of the replicas
+// are certain to run (replica_symmetry.h may run fewer than all): the time is estimated for them,
+// a lower bound when fewer than `replicas`. Saturates instead of overflowing.
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
-                                      std::int64_t routes);
+                                      std::int64_t routes, std::int64_t messages = 0,
+                                      std::int64_t timed_replicas = -1);
 
 // The same before the schedule exists, as a lower bound (p*v*m chunks of kMinInstructionsPerChunk
-// instructions): a request it refuses is certainly too large, and building its schedule would
-// already cost time and memory in proportion. The lowered program is then checked exactly.
-SimulationSize EstimateSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
-                                      std::int64_t replicas, std::int64_t steps,
-                                      std::int64_t routes);
+// instructions; the time of one replica): a request it refuses is certainly too large, and building
+// its schedule would already cost time and memory in proportion. The lowered program is then
+// checked exactly.
+SimulationSize LowerBoundSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
+                                        std::int64_t replicas, std::int64_t steps,
+                                        std::int64_t routes);
 
 // OK within every limit, else InvalidArgument "<request>: the simulation would execute N
-// instructions on A actors ... (about X GB); the limits are ..." naming the first count over its
-// limit. `request` names the inputs ("--pp 16384 -m 976").
+// instructions on A actors ... (about X GB and Y s); the limits are ..." naming the first count
+// over its limit. `request` names the inputs ("--pp 16384 -m 976").
 Status CheckSimulationSize(const SimulationSize& size, const std::string& request);
 
 }  // namespace pipette

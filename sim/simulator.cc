@@ -47,9 +47,12 @@ SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes) {
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
+  // Alike replicas may run once (SimulatedReplicas): only one is certain to run then.
+  const bool all_run = !c.replica_symmetry || c.cores != 0 || g.simulated() || c.experts.active();
   return EstimateSimulationSize(
       static_cast<std::int64_t>(c.program->num_instructions()) + messages + alltoall,
-      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes);
+      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes,
+      messages + alltoall, all_run ? c.replicas : 1);
 }
 
 // OK without simulated gradient reduction, or with it on a cluster, without analytic all-reduce

@@ -55,8 +55,8 @@ int Fail(const Status& status) { return ReportError("simulate", status); }
 Status CheckRequestSize(const SimulateOptions& o, int replicas) {
   if (o.params.p > kMaxPipelineRanks) return Status::Ok();
   return CheckSimulationSize(
-      EstimateSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
-                             replicas, o.steps, 0),
+      LowerBoundSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
+                               replicas, o.steps, 0),
       fmt::format("--pp {} -m {}{}{} --steps {}", o.params.p, o.params.m,
                   o.params.v > 0 ? fmt::format(" -v {}", o.params.v) : "",
                   replicas > 1 ? fmt::format(" --dp {}", replicas) : "", o.steps));

@@ -22,13 +22,13 @@ TEST(SimulationSize, CountsInstructionsOverReplicasAndStepsAndActorsOverReplicas
   EXPECT_FALSE(size.lower_bound);
   EXPECT_DOUBLE_EQ(size.bytes, 6000 * 200.0 + 12 * 24 * 1024.0 + 50 * 150.0);  // measured rates
   // Before the schedule: p*v*m chunks of at least two instructions (forward, backward).
-  const SimulationSize before = EstimateSimulationSize(16384, 1, 976, 1, 1, 0);
+  const SimulationSize before = LowerBoundSimulationSize(16384, 1, 976, 1, 1, 0);
   EXPECT_EQ(before.instructions, 16384LL * 976 * kMinInstructionsPerChunk);
   EXPECT_TRUE(before.lower_bound);
 }
 
 TEST(SimulationSize, SaturatesInsteadOfOverflowing) {
-  const SimulationSize size = EstimateSimulationSize(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1000, 0);
+  const SimulationSize size = LowerBoundSimulationSize(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1000, 0);
   EXPECT_GT(size.instructions, kMaxSimulatedInstructions);
   EXPECT_GT(size.actors, 0);
   EXPECT_EQ(CheckSimulationSize(size, "huge").code(), StatusCode::kInvalidArgument);
@@ -37,7 +37,7 @@ TEST(SimulationSize, SaturatesInsteadOfOverflowing) {
 TEST(SimulationSize, RefusesPp16384M976WithTheEstimateAndTheLimits) {
   // This request ran for minutes and took 5.8 GB.
   const Status status =
-      CheckSimulationSize(EstimateSimulationSize(16384, 1, 976, 1, 1, 0), "--pp 16384 -m 976");
+      CheckSimulationSize(LowerBoundSimulationSize(16384, 1, 976, 1, 1, 0), "--pp 16384 -m 976");
   ASSERT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message().rfind("--pp 16384 -m 976: the simulation would execute at least "
                                    "31981568 instructions on 16384 actors over 0 platform routes",
@@ -45,9 +45,55 @@ TEST(SimulationSize, RefusesPp16384M976WithTheEstimateAndTheLimits) {
             0u)
       << status.message();
   EXPECT_NE(status.message().find("(31981568 instructions > 10000000); the limits are 10000000 "
-                                  "instructions, 65536 actors, 4000000 routes and 8 GB"),
+                                  "instructions, 65536 actors, 4000000 routes, 8 GB and 120 s"),
             std::string::npos)
       << status.message();
+}
+
+// The time model against runs measured on this 2-core machine (sim/README.md): each estimate
+// within 20% of the measured time, and the request that ran 275 s within every count limit is
+// refused by its time.
+TEST(SimulationSize, EstimatesTheTimeOfMeasuredRunsWithin20Percent) {
+  struct Measured {
+    const char* request;
+    std::int64_t program, messages, p, replicas;  // per replica and step
+    double seconds;
+  };
+  const Measured runs[] = {
+      // gpt3-175b --nodes 8192 --pp 16, ring reduction: --dp 64 -m 192, 256 -m 24, 1024 -m 24,
+      // 2048 -m 4, 2048 -m 24; the analytic reduction over every replica, 256 -m 24 and 2048 -m 4.
+      {"dp64 m192", 17664, 10920, 16, 64, 6.26},
+      {"dp256 m24", 2208, 2760, 16, 256, 14.5},
+      {"dp1024 m24", 2208, 708, 16, 1024, 40.4},
+      {"dp2048 m4", 368, 384, 16, 2048, 40.6},
+      {"dp2048 m24", 2208, 384, 16, 2048, 75.0},
+      {"dp256 m24 analytic", 2208, 0, 16, 256, 3.24},
+      {"dp2048 m4 analytic", 368, 0, 16, 2048, 11.7},
+      // llama2-7b --pp 16 --dp 1024 -m 64 --nodes 2048 (16,384 GPUs); zb-h1 -p 1024 -m 1024 on
+      // the ideal network.
+      {"llama2-7b dp1024 m64", 5888, 64, 16, 1024, 54.8},
+      {"zb-h1 p1024 m1024", 7335936, 0, 1024, 1, 21.7},
+  };
+  for (const Measured& run : runs) {
+    const SimulationSize size =
+        EstimateSimulationSize(run.program + run.messages, run.p, run.replicas, 1, 0, run.messages);
+    EXPECT_NEAR(size.seconds, run.seconds, 0.2 * run.seconds) << run.request;
+  }
+  // gpt3-175b --nodes 8192 --pp 16 --dp 4096 -m 24 --every-replica: 9,830,400 instructions (under
+  // 10 M) on 65,536 actors ran 275 s.
+  const SimulationSize big = EstimateSimulationSize(2208 + 192, 16, 4096, 1, 589824, 192);
+  EXPECT_EQ(big.instructions, 9830400);
+  EXPECT_NEAR(big.seconds, 187, 1);
+  const Status refused = CheckSimulationSize(big, "--dp 4096");
+  EXPECT_NE(refused.message().find("(about 3.7 GB of memory and 187 s), more than pipette "
+                                   "simulates (187 s > 120 s)"),
+            std::string::npos)
+      << refused.message();
+  // Alike replicas may run once: only one is certain to, and the time is a lower bound.
+  const SimulationSize alike = EstimateSimulationSize(2208, 16, 4096, 1, 589824, 0, 1);
+  EXPECT_EQ(alike.instructions, 2208LL * 4096);
+  EXPECT_LT(alike.seconds, 1);
+  EXPECT_TRUE(CheckSimulationSize(alike, "--dp 4096").ok());
 }
 
 TEST(SimulationSize, AcceptsWhatFitsAndNamesEachLimit) {

@@ -338,6 +338,30 @@ TEST(KernelMathActivations, GeluAndItsGradientMatchCpu) {
   ExpectClose(dx, dx_cpu, kRel, "gelu dx");
 }
 
+// At the magnitudes a diverging run reaches, both stay finite and equal to the CPU engine's (whose
+// GELU was NaN below about -10 under -ffinite-math-only; the derivative here was NaN past 1.8e19).
+TEST(KernelMathActivations, GeluAndItsGradientStayFiniteAtEveryMagnitude) {
+  const Floats x = {-1e30f, -1e13f, -1e4f,  -100.0f, -20.5f, -10.5f,
+                    10.5f,  20.5f,  100.0f, 1e4f,    1e13f,  1e30f};
+  const int n = static_cast<int>(x.size());
+  const Floats dy(n, 1.0f);
+  Tensor y_cpu(1, n), dx_cpu(1, n);
+  cpu::GeluForward(ToTensor(x, 1, n), y_cpu);
+  cpu::GeluInputGrad(ToTensor(dy, 1, n), ToTensor(x, 1, n), dx_cpu);
+  Floats y(n), dx(n);
+  ForEachIndex(n, [&](std::int64_t i) {
+    GeluAt(i, x.data(), y.data());
+    GeluInputGradAt(i, dy.data(), x.data(), dx.data());
+  });
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(y[i]) && std::isfinite(dx[i]))
+        << "x " << x[i] << ": gelu " << y[i] << ", gelu' " << dx[i];
+    EXPECT_NEAR(y[i], y_cpu[i], 1e-6 * std::max(1.0f, std::abs(x[i]))) << "x " << x[i];
+    EXPECT_EQ(dx[i], x[i] > 0 ? 1.0f : 0.0f) << "x " << x[i];
+    EXPECT_EQ(dx_cpu[i], dx[i]) << "x " << x[i];
+  }
+}
+
 // Independent references from the convention (LlamaAgainstCpuEngine compares with the CPU
 // engine's own kernels).
 double Silu(double a) { return a / (1.0 + std::exp(-a)); }

@@ -15,6 +15,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -27,6 +29,7 @@
 #include "cpu/mpi_launch.h"
 #include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
+#include "pipette/common/replacing_file.h"
 #include "pipette/report/calibration_report.h"
 #include "pipette/store/db_access.h"
 #include "pipette/store/experiment_db.h"
@@ -135,13 +138,15 @@ int Finish(const CalibrateOptions& o, Calibration& c) {
     c.id = *id;
   }
   if (!o.cluster_out.empty()) {
-    std::ofstream out(o.cluster_out);
+    ReplacingFile file(o.cluster_out);  // complete or not there
+    std::ofstream out(file.write_path());
     out << HostClusterToml(c);
     out.close();
     if (!out) {
-      return Fail(Status::IoError(
-          fmt::format("--cluster-out = '{}': cannot write the file", Printable(o.cluster_out))));
+      return Fail(Status::IoError(fmt::format("--cluster-out = '{}': cannot write the file: {}",
+                                              Printable(o.cluster_out), std::strerror(errno))));
     }
+    if (Status moved = file.Commit(); !moved.ok()) return Fail(moved);
   }
   if (o.format == "json") {
     nlohmann::ordered_json json = CalibrationJson(c);

@@ -626,5 +626,31 @@ TEST(StoreCli, AFileSizeLimitIsAnErrorAndTheRunEndsFailed) {
   EXPECT_TRUE(Contains(big.err, "pipette schedule: cannot write standard output")) << big.err;
 }
 
+// An export or figure is written aside and moved into place when complete: one that fails half-way
+// (here past `ulimit -f`, a 500 KB trace against 64 KB) leaves the file that was there, and nothing
+// beside it (it used to leave the first 64 KB of the trace under the name).
+TEST(StoreCli, AnExportThatFailsHalfWayLeavesThePreviousFile) {
+  const std::string dir = ScratchDir() + "/half_export";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(
+      Pipette("simulate --times F=1 --ideal-network -p 8 -m 64 --db " + dir + "/h.db").exit_code,
+      0);
+  std::ofstream(dir + "/trace.json") << "the previous export";
+  CommandResult failed =
+      testing::Shell("ulimit -f 64 && " + std::string(PIPETTE_BINARY) + " export --db " + dir +
+                     "/h.db --run 1 --out " + dir + "/trace.json");
+  EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_TRUE(Contains(failed.err, "trace.json': cannot write: File too large")) << failed.err;
+  EXPECT_EQ(ReadFile(dir + "/trace.json"), "the previous export");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_FALSE(Contains(entry.path().filename().string(), ".partial-")) << entry.path();
+  }
+  // Without the limit the same export replaces the file whole.
+  ASSERT_EQ(Pipette("export --db " + dir + "/h.db --run 1 --out " + dir + "/trace.json").exit_code,
+            0);
+  EXPECT_GT(ReadFile(dir + "/trace.json").size(), 100'000u);
+}
+
 }  // namespace
 }  // namespace pipette

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "pipette/common/printable.h"
+#include "pipette/common/replacing_file.h"
 #include "pipette/common/subprocess.h"
 #include "pipette/plot/figure_scripts.h"
 
@@ -115,7 +116,14 @@ Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs
 }
 
 Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOptions& options) {
+  // gnuplot draws aside and the figure is moved into place when it succeeded: a failed or killed
+  // gnuplot leaves the previous figure (or none), never a truncated one.
   PIPETTE_ASSIGN_OR_RETURN(std::string script, FigureScript(kind, runs, options));
+  ReplacingFile figure(options.out);
+  const std::string output = "\nset output " + internal::Quote(options.out) + "\n";
+  const std::size_t at = script.find(output);
+  if (at == std::string::npos) return Status::Internal("the figure's script sets no output");
+  script.replace(at, output.size(), "\nset output " + internal::Quote(figure.write_path()) + "\n");
   // gnuplot reads a script named /dev/stdin about 3x faster than its interactive standard input.
   Result<Subprocess> gnuplot =
       Subprocess::Run("gnuplot", {"gnuplot", "/dev/stdin"}, std::move(script));
@@ -126,11 +134,16 @@ Status DrawFigure(PlotKind kind, const std::vector<RunData>& runs, const PlotOpt
   }
   const ExitStatus exit = gnuplot->Wait();
   if (exit.code != 0) {
+    // gnuplot names the file it wrote: the user's.
+    std::string err = gnuplot->err();
+    for (std::size_t at = err.find(figure.write_path()); at != std::string::npos;
+         at = err.find(figure.write_path(), at + options.out.size())) {
+      err.replace(at, figure.write_path().size(), options.out);
+    }
     return Status::IoError(fmt::format("gnuplot failed ({}): {}\ngnuplot's output:\n{}",
-                                       exit.Describe(), GnuplotReason(gnuplot->err()),
-                                       gnuplot->err()));
+                                       exit.Describe(), GnuplotReason(err), err));
   }
-  return Status::Ok();
+  return figure.Commit();
 }
 
 std::string GnuplotReason(std::string_view err) {

@@ -9,9 +9,11 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <tuple>
 
+#include "pipette/common/replacing_file.h"
 #include "pipette/schedule/action.h"
 #include "pipette/store/trace_rows.h"
 
@@ -225,8 +227,11 @@ Status ExportRun(const RunData& run, std::string_view format, int step, const st
   const auto failed = [&where] {
     return Status::IoError(fmt::format("{}: cannot write: {}", where, std::strerror(errno)));
   };
+  // Written aside and moved into place when complete: a failed write leaves no partial trace.
+  std::optional<ReplacingFile> replacing;
   if (!path.empty()) {
-    file.open(path, std::ios::binary | std::ios::trunc);
+    replacing.emplace(path);
+    file.open(replacing->write_path(), std::ios::binary | std::ios::trunc);
     if (!file) return failed();
     out = &file;
   }
@@ -240,7 +245,8 @@ Status ExportRun(const RunData& run, std::string_view format, int step, const st
   out->flush();
   if (file.is_open()) file.close();
   if (!*out) return failed();
-  return written;
+  PIPETTE_RETURN_IF_ERROR(written);
+  return replacing ? replacing->Commit() : Status::Ok();
 }
 
 }  // namespace pipette

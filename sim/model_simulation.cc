@@ -292,12 +292,15 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t comms =
       o.ideal_network ? 0 : ExpertAllToAll::InstructionEquivalents(ExpertsOf(p), p.program);
-  // Alike replicas may run once (CaseOf's replica_symmetry): only one is certain to run then.
-  const bool all_run = o.every_replica || g.simulated() || comms > 0;
+  // Alike replicas may run once (CaseOf's replica_symmetry, as SimulatedReplicas decides): only
+  // one is certain to run then.
+  const bool experts = !o.ideal_network && c.ep > 1;
+  const bool all_run = o.every_replica || g.simulated() || experts;
+  const std::int64_t between = SaturatingAdd(messages, comms);
   return CheckSimulationSize(
       EstimateSimulationSize(
-          static_cast<std::int64_t>(p.program.num_instructions()) + messages + comms,
-          std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, messages + comms,
+          SaturatingAdd(static_cast<std::int64_t>(p.program.num_instructions()), between),
+          std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between,
           all_run ? replicas : 1),
       fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
                   o.steps));

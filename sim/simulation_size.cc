@@ -27,6 +27,12 @@ constexpr double kBytesPerRoute = 150;
 
 }  // namespace
 
+std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum) || sum > kSaturated) return kSaturated;
+  return sum;
+}
+
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
                                       std::int64_t routes, std::int64_t messages,
@@ -40,7 +46,8 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                static_cast<double>(routes) * kBytesPerRoute;
   const double timed = static_cast<double>(timed_replicas < 0 ? replicas : timed_replicas);
   const double actors = static_cast<double>(p) * timed;
-  const double program = static_cast<double>(instructions - messages) * timed;
+  const double program =
+      static_cast<double>(std::max<std::int64_t>(instructions - messages, 0)) * timed;
   const double between = static_cast<double>(messages) * timed;
   const double per_step =
       kSecondsPerInstruction * program +

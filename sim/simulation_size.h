@@ -30,15 +30,16 @@ inline constexpr std::int64_t kMaxPlatformRoutes = 4'000'000;
 inline constexpr double kMaxSimulationBytes = 8e9;
 inline constexpr double kMaxSimulationSeconds = 120;
 
-// The time model (sim/README.md, "What a simulation costs"), fitted to nine measured runs of
-// 1,024 to 32,768 actors, on clusters and the ideal network, within 20%: SimGrid's solver shares
-// the network among every active flow, so an instruction costs more the more actors run beside
-// it, a message between replicas (the gradient reduction's, the all-to-all's) about three times a
-// program instruction; and each actor costs its creation and its platform routes.
-inline constexpr double kSecondsPerInstruction = 9.3e-7;
-inline constexpr double kSecondsPerInstructionPerRootActor = 5.75e-8;
-inline constexpr double kSecondsPerMessagePerRootActor = 1.9e-7;
-inline constexpr double kSecondsPerActor = 1.11e-4;
+// The time model (sim/README.md, "What a simulation costs"), fitted to eleven measured runs of
+// 1,024 to 65,536 actors, on clusters and the ideal network, within 20% (the slowest, 252 s, is
+// estimated 203 s): SimGrid's solver shares the network among every active flow, so an
+// instruction costs more the more actors run beside it, a message between replicas (the gradient
+// reduction's, the all-to-all's) about three times a program instruction; and each actor costs
+// its creation and its platform routes.
+inline constexpr double kSecondsPerInstruction = 5.85e-7;
+inline constexpr double kSecondsPerInstructionPerRootActor = 6.65e-8;
+inline constexpr double kSecondsPerMessagePerRootActor = 1.92e-7;
+inline constexpr double kSecondsPerActor = 8.2e-5;
 
 struct SimulationSize {
   std::int64_t instructions = 0;  // executed, over every actor and step
@@ -48,6 +49,10 @@ struct SimulationSize {
   double seconds = 0;             // time estimate (the time model above)
   bool lower_bound = false;       // counted before the schedule exists: at least these
 };
+
+// a + b for counts that may already be saturated (ExpertAllToAll::InstructionEquivalents): at most
+// the saturated value, never an overflow.
+std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b);
 
 // The size of simulating `instructions` instructions per replica and step (every rank of one
 // replica; `messages` of them messages between replicas) run by `p` ranks in each of `replicas`

@@ -42,17 +42,19 @@ Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
 
 // The size of case `c` on a platform of `routes` routes, its gradient reduction's messages and
 // reducer actors included.
-SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes) {
+SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes, int running_replicas = -1) {
   const GradientReduction& g = c.grad_reduction;
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
-  // Alike replicas may run once (SimulatedReplicas): only one is certain to run then.
+  // Alike replicas may run once (SimulatedReplicas): before the platform exists only one is
+  // certain to run then; `running_replicas` >= 0 says how many do.
   const bool all_run = !c.replica_symmetry || c.cores != 0 || g.simulated() || c.experts.active();
+  const int timed = running_replicas >= 0 ? running_replicas : (all_run ? c.replicas : 1);
+  const std::int64_t between = SaturatingAdd(messages, alltoall);
   return EstimateSimulationSize(
-      static_cast<std::int64_t>(c.program->num_instructions()) + messages + alltoall,
-      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes,
-      messages + alltoall, all_run ? c.replicas : 1);
+      SaturatingAdd(static_cast<std::int64_t>(c.program->num_instructions()), between),
+      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes, between, timed);
 }
 
 // OK without simulated gradient reduction, or with it on a cluster, without analytic all-reduce
@@ -430,9 +432,20 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
   std::vector<ActorLogs> logs(cases.size());
   std::vector<std::unique_ptr<Channels>> channels;
   Collectives collectives;
+  std::vector<std::vector<int>> simulated(cases.size());
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    LaunchCase(cases[c], c, hosts[c], SimulatedReplicas(cases[c], hosts[c]), channels, logs[c],
-               collectives);
+    simulated[c] = SimulatedReplicas(cases[c], hosts[c]);
+    // Which alike replicas run once is known only now: the time of those that run, checked again
+    // before any runs (CheckCase could count only one of them).
+    const SimulationCase& sc = cases[c];
+    const std::int64_t routes =
+        sc.cluster == nullptr ? 0 : ClusterPlatformRoutes(*sc.cluster, sc.gpu_of_rank);
+    PIPETTE_RETURN_IF_ERROR(
+        CheckSimulationSize(SizeOf(sc, routes, static_cast<int>(simulated[c].size())),
+                            fmt::format("simulation case {}", c)));
+  }
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    LaunchCase(cases[c], c, hosts[c], simulated[c], channels, logs[c], collectives);
   }
   engine->run();
 

@@ -46,7 +46,7 @@ void CpuRankRuntime::ShareParameters() { owned_ = fabric_.ShareParameters(params
 
 void CpuRankRuntime::Compute(const Instruction& ins) {
   fault_.AtCompute(place_.world_rank, step_);
-  if (fault_.PoisonWeights(place_.world_rank, step_)) {
+  if (fault_.PoisonWeights(place_.world_rank, step_) && !params_.entries().empty()) {
     for (Param* copy : params_.entries().begin()->second.copies) {
       std::fill(copy->value.data(), copy->value.data() + copy->value.size(), NAN);
     }

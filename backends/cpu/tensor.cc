@@ -10,7 +10,11 @@
 // glibc's math.h declares the vector variants of expf in libmvec (_ZGVbN4v_expf and wider) only
 // under the whole of -ffast-math; this file is built with fast math but keeps infinities (see
 // CMakeLists.txt), so it says itself that expf has them, and GCC vectorises GELU and softmax.
+// GCC on x86-64 only: clang does not know the attribute, and other targets' glibc may lack the
+// variants it names (the loops then stay scalar).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 extern "C" __attribute__((simd("notinbranch"))) float expf(float) noexcept;
+#endif
 
 namespace pipette::cpu {
 namespace {

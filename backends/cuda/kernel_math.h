@@ -346,9 +346,10 @@ PIPETTE_HD inline void GeluAt(std::int64_t i, const float* x, float* y) {
 }
 
 // Past |x| = 20 the derivative is 1 or 0 to float precision (s (1 - s) is 0), and du would be
-// infinite from |x| = 1.8e19, making 0 * inf = NaN: x is held to [-20, 20] (as the CPU engine).
+// infinite from |x| = 1.8e19, making 0 * inf = NaN: x is held to [-20, 20] as the CPU engine's
+// std::clamp holds it, a NaN passing through (fminf/fmaxf would turn it into a bound).
 PIPETTE_HD inline void GeluInputGradAt(std::int64_t i, const float* dy, const float* x, float* dx) {
-  const float v = fminf(fmaxf(x[i], -20.0f), 20.0f);
+  const float v = x[i] < -20.0f ? -20.0f : (x[i] > 20.0f ? 20.0f : x[i]);
   const float u = kGeluC * (v + kGeluA * v * v * v);
   const float s = 1.0f / (1.0f + expf(-2.0f * u));  // (1 + tanh u) / 2
   const float du = kGeluC * (1.0f + 3.0f * kGeluA * v * v);

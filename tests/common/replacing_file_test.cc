@@ -76,6 +76,21 @@ TEST(ReplacingFile, WithoutTheCommitThePathKeepsWhatItHadAndNothingIsLeftBeside)
   EXPECT_EQ(dir.Names(), "trace.json;");  // a new path stays absent
 }
 
+TEST(ReplacingFile, TheReplacedFilesPermissionsCarryOver) {
+  const TempDir dir;
+  std::ofstream(dir / "private.toml") << "old";
+  ASSERT_EQ(chmod((dir / "private.toml").c_str(), 0600), 0);
+  ReplacingFile file(dir / "private.toml");
+  std::ofstream(file.write_path()) << "new";
+  ASSERT_TRUE(file.Commit().ok());
+  struct stat after {};
+  ASSERT_EQ(stat((dir / "private.toml").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0600u);
+  EXPECT_EQ(Read(dir / "private.toml"), "new");
+}
+
+// A FIFO, a device and a symbolic link (/dev/stdout is one, whatever standard output is; a link
+// the user made is written through to its target, as before) are written in place.
 TEST(ReplacingFile, APathThatIsNotARegularFileIsWrittenInPlace) {
   const TempDir dir;
   ASSERT_EQ(mkfifo((dir / "pipe").c_str(), 0600), 0);
@@ -84,6 +99,14 @@ TEST(ReplacingFile, APathThatIsNotARegularFileIsWrittenInPlace) {
   EXPECT_TRUE(fifo.Commit().ok());
   ReplacingFile out("/dev/stdout");
   EXPECT_EQ(out.write_path(), "/dev/stdout");
+  ReplacingFile null("/dev/null");
+  EXPECT_EQ(null.write_path(), "/dev/null");
+  std::ofstream(dir / "target.json") << "old";
+  fs::create_symlink(dir / "target.json", dir / "link.json");
+  ReplacingFile link(dir / "link.json");
+  EXPECT_EQ(link.write_path(), dir / "link.json");
+  ReplacingFile long_name(dir / (std::string(240, 'n') + ".json"));
+  EXPECT_EQ(long_name.write_path(), dir / (std::string(240, 'n') + ".json"));
 }
 
 TEST(ReplacingFile, ACommitThatCannotMoveTheFileIsAnIoErrorAndLeavesNothing) {

@@ -6,7 +6,9 @@
 // loop, not only its scalar tail, computes them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "cpu/tensor.h"
@@ -23,11 +25,11 @@ Tensor Row(const std::vector<float>& values) {
 
 // The tanh GELU and its derivative in double, from their definition.
 double Gelu(double x) {
-  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(u));
 }
 double GeluDerivative(double x) {
-  const double c = std::sqrt(2.0 / M_PI);
+  const double c = std::sqrt(2.0 / std::numbers::pi);
   const double t = std::tanh(c * (x + 0.044715 * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
 }
@@ -47,8 +49,28 @@ TEST(GeluKernel, IsFiniteAndEqualsTheDefinitionAtEveryMagnitude) {
     const double v = x[i];
     ASSERT_TRUE(std::isfinite(y[i])) << "gelu(" << v << ") = " << y[i];
     ASSERT_TRUE(std::isfinite(dx[i])) << "gelu'(" << v << ") = " << dx[i];
-    EXPECT_NEAR(y[i], Gelu(v), 1e-6 * std::max(1.0, v)) << "gelu(" << v << ")";
+    EXPECT_NEAR(y[i], Gelu(v), 1e-6 * std::max(1.0, std::abs(v))) << "gelu(" << v << ")";
     EXPECT_NEAR(dx[i], GeluDerivative(v), 1e-5) << "gelu'(" << v << ")";
+  }
+}
+
+// A NaN input stays NaN through every activation and derivative: a diverged run must not look
+// healthy (fast math without finite-math-only keeps NaN semantics; the clamp passes NaN).
+TEST(GeluKernel, ANanStaysANan) {
+  const Tensor x = Row({NAN});
+  Tensor y(1, 64), dx(1, 64), ones = Row({1.0f});
+  GeluForward(x, y);
+  GeluInputGrad(ones, x, dx);
+  Tensor gate_up = Row({NAN}), sy(1, 32), sdy(1, 32), sdg(1, 64);
+  for (int c = 0; c < 32; ++c) sdy[c] = 1.0f;
+  SwigluForward(gate_up, sy);
+  SwigluInputGrad(sdy, gate_up, sdg);
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(std::isnan(y[i]) && std::isnan(dx[i])) << i;
+    ASSERT_TRUE(std::isnan(sdg[i])) << i;
+    if (i < 32) {
+      ASSERT_TRUE(std::isnan(sy[i])) << i;
+    }
   }
 }
 
@@ -69,8 +91,8 @@ TEST(SwigluKernel, IsFiniteAndEqualsSiluTimesUpAtEveryGateMagnitude) {
                 std::isfinite(dgate_up[32 + c]))
         << "gate " << g << ": y " << y[c] << ", dgate " << dgate_up[c] << ", dup "
         << dgate_up[32 + c];
-    EXPECT_NEAR(y[c], 2.0 * g * s, 1e-6 * std::max(1.0, g)) << "gate " << g;
-    EXPECT_NEAR(dgate_up[32 + c], g * s, 1e-6 * std::max(1.0, g)) << "gate " << g;
+    EXPECT_NEAR(y[c], 2.0 * g * s, 1e-6 * std::max(1.0, std::abs(g))) << "gate " << g;
+    EXPECT_NEAR(dgate_up[32 + c], g * s, 1e-6 * std::max(1.0, std::abs(g))) << "gate " << g;
     EXPECT_NEAR(dgate_up[c], 2.0 * s * (1.0 + g * (1.0 - s)), 1e-5) << "gate " << g;
   }
 }

@@ -360,6 +360,13 @@ TEST(KernelMathActivations, GeluAndItsGradientStayFiniteAtEveryMagnitude) {
     EXPECT_EQ(dx[i], x[i] > 0 ? 1.0f : 0.0f) << "x " << x[i];
     EXPECT_EQ(dx_cpu[i], dx[i]) << "x " << x[i];
   }
+  // A NaN stays a NaN in both engines (a diverged run must not look healthy).
+  const Floats nan_x = {NAN}, one = {1.0f};
+  Floats nan_y(1), nan_dx(1);
+  GeluAt(0, nan_x.data(), nan_y.data());
+  GeluInputGradAt(0, one.data(), nan_x.data(), nan_dx.data());
+  EXPECT_TRUE(std::isnan(nan_y[0]));
+  EXPECT_TRUE(std::isnan(nan_dx[0]));
 }
 
 // Independent references from the convention (LlamaAgainstCpuEngine compares with the CPU

@@ -51,8 +51,8 @@ TEST(SimulationSize, RefusesPp16384M976WithTheEstimateAndTheLimits) {
 }
 
 // The time model against runs measured on this 2-core machine (sim/README.md): each estimate
-// within 20% of the measured time, and the request that ran 275 s within every count limit is
-// refused by its time.
+// within 20% of the measured time, and the request that ran 252-275 s within every count limit
+// is refused by its time.
 TEST(SimulationSize, EstimatesTheTimeOfMeasuredRunsWithin20Percent) {
   struct Measured {
     const char* request;
@@ -73,6 +73,10 @@ TEST(SimulationSize, EstimatesTheTimeOfMeasuredRunsWithin20Percent) {
       // the ideal network.
       {"llama2-7b dp1024 m64", 5888, 64, 16, 1024, 54.8},
       {"zb-h1 p1024 m1024", 7335936, 0, 1024, 1, 21.7},
+      // 65,536 actors: gpt3-175b --nodes 8192 --pp 16 --dp 4096, -m 4, and -m 24 --every-replica
+      // (the request that ran 275 s in the issue; 252 s here, its limit raised for the run).
+      {"dp4096 m4", 368, 192, 16, 4096, 73.4},
+      {"dp4096 m24", 2208, 192, 16, 4096, 251.9},
   };
   for (const Measured& run : runs) {
     const SimulationSize size =
@@ -83,10 +87,10 @@ TEST(SimulationSize, EstimatesTheTimeOfMeasuredRunsWithin20Percent) {
   // 10 M) on 65,536 actors ran 275 s.
   const SimulationSize big = EstimateSimulationSize(2208 + 192, 16, 4096, 1, 589824, 192);
   EXPECT_EQ(big.instructions, 9830400);
-  EXPECT_NEAR(big.seconds, 187, 1);
+  EXPECT_NEAR(big.seconds, 203, 1);
   const Status refused = CheckSimulationSize(big, "--dp 4096");
-  EXPECT_NE(refused.message().find("(about 3.7 GB of memory and 187 s), more than pipette "
-                                   "simulates (187 s > 120 s)"),
+  EXPECT_NE(refused.message().find("(about 3.7 GB of memory and 203 s), more than pipette "
+                                   "simulates (203 s > 120 s)"),
             std::string::npos)
       << refused.message();
   // Alike replicas may run once: only one is certain to, and the time is a lower bound.

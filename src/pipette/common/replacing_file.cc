@@ -1,6 +1,7 @@
 #include "pipette/common/replacing_file.h"
 
 #include <fmt/core.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,13 +14,27 @@
 #include "pipette/common/printable.h"
 
 namespace pipette {
+namespace {
+
+// Room left in a file name for ".partial-<pid>" and a dot (NAME_MAX is 255 on Linux file systems).
+constexpr std::size_t kMaxReplacedNameBytes = 200;
+
+}  // namespace
 
 ReplacingFile::ReplacingFile(std::string path) : path_(std::move(path)), write_path_(path_) {
   namespace fs = std::filesystem;
   std::error_code error;
-  const fs::file_status status = fs::status(path_, error);
+  // The link itself, not what it names: a symbolic link (/dev/stdout, a link the user made) is
+  // written through, as are FIFOs and devices.
+  const fs::file_status status = fs::symlink_status(path_, error);
   if (fs::exists(status) && !fs::is_regular_file(status)) return;
   const fs::path target(path_);
+  if (target.filename().string().size() > kMaxReplacedNameBytes) return;
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  // A writable file in a directory this process cannot write to is still written, in place.
+  if (access(dir.c_str(), W_OK) != 0) return;
+  struct stat existing {};
+  if (stat(path_.c_str(), &existing) == 0) mode_ = existing.st_mode & 07777;
   const std::string name = fmt::format(".{}.partial-{}{}", target.stem().string(),
                                        static_cast<long>(getpid()), target.extension().string());
   write_path_ = (target.parent_path() / name).string();
@@ -32,7 +47,9 @@ ReplacingFile::~ReplacingFile() {
 
 Status ReplacingFile::Commit() {
   if (!aside_ || committed_) return Status::Ok();
-  if (std::rename(write_path_.c_str(), path_.c_str()) != 0) {
+  // The replaced file's permissions carry over (a 0600 file stays private).
+  if ((mode_ >= 0 && chmod(write_path_.c_str(), static_cast<mode_t>(mode_)) != 0) ||
+      std::rename(write_path_.c_str(), path_.c_str()) != 0) {
     const int cause = errno;
     std::remove(write_path_.c_str());
     return Status::IoError(

@@ -416,19 +416,23 @@ Result<ModelGraph> Build(const TomlOrigin& origin, const toml::table& root,
 }  // namespace
 
 double EstimateModelFileMemory(std::string_view text) {
-  constexpr double kBytesPerLayerTable = 3400;
-  constexpr double kBytesPerString = 440;
-  std::int64_t tables = 0, delimiters = 0;
+  std::int64_t tables = 0, delimiters = 0, separators = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '"' || text[i] == '\'') {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
       ++delimiters;
-    } else if (text[i] == '[' && i + 1 < text.size() && text[i + 1] == '[') {
-      ++tables;
-      ++i;
+    } else if (c == '{' || (c == '[' && i + 1 < text.size() && text[i + 1] == '[')) {
+      ++tables;  // a layer written as a table or an inline table
+      if (c == '[') ++i;
+    } else if (c == ',' || c == '=') {
+      ++separators;  // a value of an array or a key: one parsed node each
     }
   }
-  return static_cast<double>(tables) * kBytesPerLayerTable +
-         static_cast<double>(delimiters) / 2 * kBytesPerString;
+  const std::int64_t strings = delimiters / 2;
+  return static_cast<double>(tables) * kModelFileBytesPerTable +
+         static_cast<double>(strings) * kModelFileBytesPerString +
+         static_cast<double>(std::max<std::int64_t>(separators - strings, 0)) *
+             kModelFileBytesPerValue;
 }
 
 Result<ModelGraph> ParseModelToml(std::string_view text, const std::string& origin,
@@ -436,10 +440,11 @@ Result<ModelGraph> ParseModelToml(std::string_view text, const std::string& orig
   PIPETTE_RETURN_IF_ERROR(ValidateWorkload(workload).WithContext(origin));
   if (const double bytes = EstimateModelFileMemory(text); bytes > kMaxModelFileMemory) {
     return Status::InvalidArgument(fmt::format(
-        "{}: reading it would take about {:.1f} GB of memory (3.4 KB per layer and 440 bytes per "
-        "string: name, type or input), more than the {:g} GB a model file may take: a model "
-        "graph needs a few inputs per layer, not thousands",
-        origin, bytes / 1e9, kMaxModelFileMemory / 1e9));
+        "{}: reading it would take about {:.1f} GB of memory ({:g} KB per layer, {:g} bytes per "
+        "string (name, type or input) and {:g} per other value), more than the {:g} GB a model "
+        "file may take: a model graph needs a few inputs per layer, not thousands",
+        origin, bytes / 1e9, kModelFileBytesPerTable / 1e3, kModelFileBytesPerString,
+        kModelFileBytesPerValue, kMaxModelFileMemory / 1e9));
   }
   const TomlOrigin file(origin);
   PIPETTE_ASSIGN_OR_RETURN(const toml::table root, file.Parse(text));

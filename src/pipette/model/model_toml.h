@@ -53,12 +53,17 @@ namespace pipette {
 // take (EstimateModelFileMemory) beyond kMaxModelFileMemory, refused before it is parsed.
 Result<ModelGraph> LoadModelToml(const std::string& path, const Workload& workload);
 
-// Bytes reading model file `text` takes at most (its parsed document, layers and graph), from its
-// text before it is parsed: 3.4 KB per layer table and 440 bytes per string (names, types, inputs),
-// both counted from above ("[[" and string delimiters). Measured with `pipette partition --pp 8`
-// (docs/models.md, section 6): a chain of 262,144 layers 1.1 GB; dense graphs of 2.0, 3.5 and 9.7
-// million inputs 0.86, 1.40 and 4.29 GB (about 440 bytes per input, against 6 bytes of text).
+// Bytes reading model file `text` takes (its parsed document, layers and graph), from its text
+// before it is parsed, counted from above: 3.4 KB per table ("[[" or "{"), 440 bytes per string
+// (names, types, inputs: delimiters / 2) and 75 bytes per other value (commas and equals signs
+// beyond the strings). Measured with `pipette partition --pp 8` (docs/models.md, section 6): a
+// chain of 262,144 layers 1.11 GB; dense graphs of 2.0, 3.5 and 9.7 million inputs 0.86, 1.40
+// and 4.29 GB (about 440 bytes per input, against 6 bytes of text); 16 M numbers in one array
+// 1.19 GB (74 bytes each).
 double EstimateModelFileMemory(std::string_view text);
+inline constexpr double kModelFileBytesPerTable = 3400;
+inline constexpr double kModelFileBytesPerString = 440;
+inline constexpr double kModelFileBytesPerValue = 75;
 inline constexpr double kMaxModelFileMemory = 2e9;
 
 // Builds the model from TOML `text`; `origin` names it in errors (a path, or "<test>") and its

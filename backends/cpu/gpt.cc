@@ -325,6 +325,7 @@ class Loss final : public Module {
   explicit Loss(const DecoderSpec& spec) : Module("loss"), vocab_(spec.vocab) {}
   int OutputCols() const override { return 1; }
   Tensor Forward(const Batch& batch, Tensor logits, Cache& cache) override {
+    const KernelTimer timer(KernelKind::kLogits);
     double total = 0;
     for (int t = 0; t < logits.rows(); ++t) {  // logits become probabilities in place
       float* z = logits.row(t);
@@ -399,6 +400,7 @@ Result<std::unique_ptr<Module>> MakeModule(const DecoderSpec& spec, std::string_
 Tensor ModuleChain::Forward(const Batch& batch, Tensor x, std::vector<Cache>& caches) {
   caches.resize(modules_.size());
   for (std::size_t i = 0; i < modules_.size(); ++i) {
+    const KernelTimer timer(modules_[i]->profile_kind(), 0);
     x = modules_[i]->Forward(batch, std::move(x), caches[i]);
   }
   return x;
@@ -406,13 +408,17 @@ Tensor ModuleChain::Forward(const Batch& batch, Tensor x, std::vector<Cache>& ca
 
 Tensor ModuleChain::InputGrad(const Batch& batch, Tensor dy, std::vector<Cache>& caches) {
   for (std::size_t i = modules_.size(); i-- > 0;) {
+    const KernelTimer timer(modules_[i]->profile_kind(), 1);
     dy = modules_[i]->InputGrad(batch, std::move(dy), caches[i]);
   }
   return dy;
 }
 
 void ModuleChain::WeightGrad(const Batch& batch, std::vector<Cache>& caches) {
-  for (std::size_t i = modules_.size(); i-- > 0;) modules_[i]->WeightGrad(batch, caches[i]);
+  for (std::size_t i = modules_.size(); i-- > 0;) {
+    const KernelTimer timer(modules_[i]->profile_kind(), 2);
+    modules_[i]->WeightGrad(batch, caches[i]);
+  }
 }
 
 std::int64_t ModuleChain::CacheBytes(const std::vector<Cache>& caches) {

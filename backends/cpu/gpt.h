@@ -56,10 +56,12 @@ struct Cache {
 
 class Module {
  public:
-  explicit Module(std::string name) : name_(std::move(name)) {}
+  explicit Module(std::string name) : name_(std::move(name)), profile_kind_(ModuleKindOf(name_)) {}
   virtual ~Module() = default;
 
   const std::string& name() const { return name_; }
+  // Its ModuleKind in a kernel profile (engine/kernel_profile.h); -1 for none.
+  int profile_kind() const { return profile_kind_; }
   std::deque<Param>& params() { return params_; }
   const std::deque<Param>& params() const { return params_; }
 
@@ -77,6 +79,7 @@ class Module {
 
  private:
   std::string name_;
+  int profile_kind_;
   std::deque<Param> params_;  // a deque: modules keep pointers to their parameters
 };
 

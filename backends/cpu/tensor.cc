@@ -4,8 +4,12 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
 
 // glibc's math.h declares the vector variants of expf in libmvec (_ZGVbN4v_expf and wider) only
 // under the whole of -ffast-math; this file is built with fast math but keeps infinities (see
@@ -20,6 +24,20 @@ namespace pipette::cpu {
 namespace {
 
 std::vector<GemmCall>* gemm_calls = nullptr;
+// The kernel profile while one is running (StartKernelProfile): per GEMM shape and per class.
+struct Profile {
+  std::map<std::tuple<int, int, int>, KernelSample> gemms;
+  std::map<std::pair<int, int>, KernelSample> modules;  // by (ModuleKind, pass)
+  double seconds[4] = {0, 0, 0, 0};                     // by KernelKind below kModule
+  std::int64_t calls[4] = {0, 0, 0, 0};
+};
+std::unique_ptr<Profile> profile;
+std::vector<KernelSample> profiled;  // the last profile, once stopped
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::int64_t live_bytes = 0;
 std::int64_t peak_bytes = 0;
 
@@ -88,13 +106,66 @@ void RaisePeakTensorBytes(std::int64_t bytes) { peak_bytes = std::max(peak_bytes
 
 void RecordGemmCalls(std::vector<GemmCall>* calls) { gemm_calls = calls; }
 
+void StartKernelProfile() {
+  profile = std::make_unique<Profile>();
+  profiled.clear();
+}
+
+void StopKernelProfile() {
+  if (!profile) return;
+  for (const auto& [shape, sample] : profile->gemms) profiled.push_back(sample);
+  for (const auto& [key, sample] : profile->modules) profiled.push_back(sample);
+  for (int kind = 1; kind < 4; ++kind) {
+    if (profile->calls[kind] > 0) {
+      profiled.push_back(
+          {static_cast<KernelKind>(kind), 0, 0, 0, profile->calls[kind], profile->seconds[kind]});
+    }
+  }
+  profile.reset();
+}
+
+std::vector<KernelSample> KernelProfileSamples() { return profiled; }
+
+KernelTimer::KernelTimer(KernelKind kind) : kind_(kind), start_(profile ? Now() : -1) {}
+
+KernelTimer::KernelTimer(int module_kind, int pass)
+    : kind_(KernelKind::kModule),
+      module_(module_kind),
+      pass_(pass),
+      start_(profile && module_kind >= 0 ? Now() : -1) {}
+
+KernelTimer::~KernelTimer() {
+  if (!profile || start_ < 0) return;
+  const double seconds = Now() - start_;
+  if (kind_ == KernelKind::kModule) {
+    KernelSample& sample = profile->modules[{module_, pass_}];
+    sample.kind = KernelKind::kModule;
+    sample.m = module_;
+    sample.n = pass_;
+    ++sample.calls;
+    sample.seconds += seconds;
+    return;
+  }
+  profile->seconds[static_cast<int>(kind_)] += seconds;
+  ++profile->calls[static_cast<int>(kind_)];
+}
+
 void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
   if (gemm_calls != nullptr) {
     gemm_calls->push_back({trans_a, trans_b, m, n, k, lda, ldb, ldc, beta});
   }
+  const double start = profile ? Now() : 0;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (profile) {
+    KernelSample& sample = profile->gemms[{m, n, k}];
+    sample.m = m;
+    sample.n = n;
+    sample.k = k;
+    ++sample.calls;
+    sample.seconds += Now() - start;
+  }
 }
 
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
@@ -193,6 +264,7 @@ constexpr float kGeluDerivativeClamp = 20.0f;
 // function with one expf instead of tanhf (twice as fast here). At any finite x: where x^3 or
 // exp(-2u) overflow, x / inf is x or 0 as it should be (IEEE division; see CMakeLists.txt).
 void GeluForward(const Tensor& x, Tensor& y) {
+  const KernelTimer timer(KernelKind::kActivation);
   const float* in = x.data();
   float* out = y.data();
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -203,6 +275,7 @@ void GeluForward(const Tensor& x, Tensor& y) {
 }
 
 void GeluInputGrad(const Tensor& dy, const Tensor& x, Tensor& dx) {
+  const KernelTimer timer(KernelKind::kActivation);
   const float* in = x.data();
   const float* g = dy.data();
   float* out = dx.data();
@@ -289,6 +362,7 @@ void Rope(Tensor& qkv, int seq, int heads, int kv_heads, bool inverse) {
 }
 
 void SwigluForward(const Tensor& gate_up, Tensor& y) {
+  const KernelTimer timer(KernelKind::kActivation);
   const int f = y.cols();
   for (int r = 0; r < y.rows(); ++r) {
     const float* g = gate_up.row(r);
@@ -299,6 +373,7 @@ void SwigluForward(const Tensor& gate_up, Tensor& y) {
 }
 
 void SwigluInputGrad(const Tensor& dy, const Tensor& gate_up, Tensor& dgate_up) {
+  const KernelTimer timer(KernelKind::kActivation);
   const int f = dy.cols();
   for (int r = 0; r < dy.rows(); ++r) {
     const float* g = gate_up.row(r);
@@ -332,6 +407,7 @@ struct QkvLayout {
 
 // Softmax of each row r of the seq x seq scores over columns 0..r, zero above the diagonal.
 void CausalSoftmax(float* p, int seq) {
+  const KernelTimer timer(KernelKind::kScores);
   for (int r = 0; r < seq; ++r) {
     float* pr = p + static_cast<std::size_t>(r) * seq;
     const float mx = *std::max_element(pr, pr + r + 1);
@@ -381,14 +457,17 @@ void AttentionInputGrad(const Tensor& dout, const Tensor& qkv, const Tensor& pro
       const float beta_kv = j % l.group == 0 ? 0.0f : 1.0f;
       Gemm(false, true, seq, seq, d, 1.0f, g, h, v, ld, 0.0f, dp.data(), seq);  // dP = dO V^T
       Gemm(true, false, seq, d, seq, 1.0f, p, seq, g, h, beta_kv, drow + l.v(j),
-           ld);                        // dV = P^T dO
-      for (int r = 0; r < seq; ++r) {  // dS = P * (dP - rowsum(P * dP)), in place in dp
-        const float* pr = p + static_cast<std::size_t>(r) * seq;
-        float* gr = dp.row(r);
-        float dot = 0;
-        for (int c = 0; c <= r; ++c) dot += pr[c] * gr[c];
-        for (int c = 0; c <= r; ++c) gr[c] = pr[c] * (gr[c] - dot);
-        std::fill(gr + r + 1, gr + seq, 0.0f);
+           ld);  // dV = P^T dO
+      {
+        const KernelTimer timer(KernelKind::kScores);
+        for (int r = 0; r < seq; ++r) {  // dS = P * (dP - rowsum(P * dP)), in place in dp
+          const float* pr = p + static_cast<std::size_t>(r) * seq;
+          float* gr = dp.row(r);
+          float dot = 0;
+          for (int c = 0; c <= r; ++c) dot += pr[c] * gr[c];
+          for (int c = 0; c <= r; ++c) gr[c] = pr[c] * (gr[c] - dot);
+          std::fill(gr + r + 1, gr + seq, 0.0f);
+        }
       }
       Gemm(false, false, seq, d, seq, scale, dp.data(), seq, k, ld, 0.0f, drow + l.q(j),
            ld);  // dQ = dS K

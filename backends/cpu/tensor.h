@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "pipette/engine/kernel_profile.h"
+
 namespace pipette::cpu {
 
 class Tensor {
@@ -71,6 +73,30 @@ struct GemmCall {
 };
 // While set (not null), every Gemm call is appended to `calls`. For benchmarks; not thread-safe.
 void RecordGemmCalls(std::vector<GemmCall>* calls);
+
+// The kernel profile (engine/kernel_profile.h): between StartKernelProfile and StopKernelProfile
+// every Gemm call's time is added to its shape's sample, and every KernelTimer's span to its
+// kind's; KernelProfileSamples returns the last stopped profile. One per process (the engine's
+// compute runs on one thread); not thread-safe.
+void StartKernelProfile();
+void StopKernelProfile();
+std::vector<KernelSample> KernelProfileSamples();
+
+// Times its scope as one call of a kernel of `kind` while a profile runs, or as one pass (0 F, 1 I,
+// 2 W) of a module of ModuleKind `module_kind` (none for -1).
+class KernelTimer {
+ public:
+  explicit KernelTimer(KernelKind kind);
+  KernelTimer(int module_kind, int pass);
+  ~KernelTimer();
+  KernelTimer(const KernelTimer&) = delete;
+  KernelTimer& operator=(const KernelTimer&) = delete;
+
+ private:
+  KernelKind kind_;
+  int module_ = 0, pass_ = 0;
+  double start_;
+};
 
 // y = x W^T + bias (bias may be null). x: n x in, w: out x in, y: n x out.
 void LinearForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);

@@ -27,9 +27,10 @@ class SplitComm {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
-// What this rank contributes to the report (its trace from replica 0 only).
+// What this rank contributes to the report (its trace from replica 0 only; its kernel profile over
+// `profiled_steps` steps when > 0).
 RankContribution ContributionOf(const CpuRankRuntime& runtime, RankLog log, double peak_bytes,
-                                double static_bytes, bool replica0) {
+                                double static_bytes, bool replica0, int profiled_steps) {
   RankContribution c;
   c.peak_bytes = peak_bytes;
   c.static_bytes = static_bytes;
@@ -42,7 +43,11 @@ RankContribution ContributionOf(const CpuRankRuntime& runtime, RankLog log, doub
   c.compute_work_seconds = runtime.compute_work_seconds();
   c.slowdown_seconds = runtime.slowdown_seconds();
   c.stage_memory = runtime.stage_memory();
-  if (replica0) c.log = std::move(log);
+  if (replica0) {
+    c.log = std::move(log);
+    if (profiled_steps > 0) c.kernels = KernelProfileSamples();
+    c.kernel_profile_steps = c.kernels.empty() ? 0 : profiled_steps;
+  }
   return c;
 }
 
@@ -86,7 +91,7 @@ std::function<void(int, const RankLog&)> StepGather(GatherPlace at,
     sent = {log.trace.size(), log.allreduces.size(), log.updates.size()};
     const std::vector<char> mine = PackContribution(ContributionOf(
         at.runtime, std::move(slice), static_cast<double>(PeakTensorBytes() - at.bytes_before),
-        at.static_bytes, replica0));
+        at.static_bytes, replica0, /*profiled_steps=*/0));
     Result<std::vector<std::vector<char>>> gathered = std::vector<std::vector<char>>();
     Watched(at.dog, fmt::format("the other ranks to finish step {}", step + 1),
             [&] { gathered = GatherBytes(mine, MPI_COMM_WORLD); });
@@ -128,6 +133,14 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
     loop.after_step =
         StepGather({plan, options, runtime, dog, place, bytes_before, static_bytes}, record_step);
   }
+  // Replica 0 profiles its kernels over the traced steps after step 0 (kernel_profile.h).
+  const int profiled_last = replica == 0 ? std::min(options.steps, options.trace_steps) - 1 : 0;
+  loop.after_step = [gather = std::move(loop.after_step), profiled_last](int step,
+                                                                         const RankLog& log) {
+    if (step == 0 && profiled_last >= 1) StartKernelProfile();
+    if (step == profiled_last) StopKernelProfile();
+    if (gather) gather(step, log);
+  };
   RankLog log;
   fabric.Barrier("the other ranks to start");
   runtime.set_start(fabric.Clock());
@@ -137,7 +150,7 @@ Result<TrainReport> TrainOnMpi(const TrainPlan& plan, const TrainOptions& option
   // Gather the trace and the measurements on rank 0.
   const std::vector<char> mine = PackContribution(
       ContributionOf(runtime, std::move(log), static_cast<double>(PeakTensorBytes() - bytes_before),
-                     static_bytes, replica == 0));
+                     static_bytes, replica == 0, std::max(0, profiled_last)));
   Result<std::vector<std::vector<char>>> gathered = std::vector<std::vector<char>>();
   Result<NamedTensors> final_params = NamedTensors();
   Watched(dog, "the trace gather", [&] {

@@ -31,6 +31,8 @@ void RegisterPapersCommand(CLI::App& app, int& exit_code);
 // `calibrations`: lists the calibrations `pipette calibrate` stored (calibration_commands.cc); also
 // lists `calibrate` for --help.
 void RegisterCalibrationCommands(CLI::App& app, int& exit_code);
+// `fit RUN...` and `fits` (fit_commands.cc): cost models fitted to measured runs.
+void RegisterFitCommands(CLI::App& app, int& exit_code);
 // The commands that live in a binary of their own (MPI: SimGrid exports MPI symbols of its own).
 inline constexpr const char* kSiblingCommands[] = {"train", "calibrate"};
 // `pipette COMMAND ARGS` for COMMAND = argv[1] in kSiblingCommands: replaces this process with

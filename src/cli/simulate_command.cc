@@ -242,6 +242,7 @@ int Run(const SimulateOptions& o) {
         "is the cluster's (--cluster)",
         o.latency_us)));
   }
+  if (o.fit_option->count() > 0) return RunFitPrediction(o);
   if (Status checked = CheckCostsFromOptions(o); !checked.ok()) return Fail(checked);
   if (o.costs_from_option->count() > 0) return RunCostsFrom(o);
   return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);

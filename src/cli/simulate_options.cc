@@ -145,8 +145,14 @@ void AddPredictionOptions(CLI::App* cmd, SimulateOptions& o) {
   o.calibration_option =
       cmd->add_option(
              "--calibration", o.calibration,
-             "With --costs-from: apply calibration ID (pipette calibrations) or 'latest' of this "
-             "host")
+             "With --costs-from or --fit: apply calibration ID (pipette calibrations) or 'latest' "
+             "of this host")
+          ->group(kPredictionGroup);
+  o.fit_option =
+      cmd->add_option("--fit", o.fit,
+                      "Price the engine's plan of --model, --schedule, -p, -v, -m, "
+                      "--dp, --micro-batch-size, --seq-len with fit ID (pipette fits) or "
+                      "'latest'; with --costs-from RUN: RUN's configuration")
           ->group(kPredictionGroup);
 }
 

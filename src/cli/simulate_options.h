@@ -75,7 +75,9 @@ struct SimulateOptions {
   std::string calibration;  // an id or "latest"; empty: none
   std::string cost_statistic = "median";
   bool alone_costs = false;  // cost the run's computes alone (its cores' sharing taken out)
+  std::string fit;           // --fit ID|latest: price the computes with a fitted cost model
   CLI::Option* costs_from_option = nullptr;
+  CLI::Option* fit_option = nullptr;
   CLI::Option* cores_option = nullptr;
   CLI::Option* calibration_option = nullptr;
   const CLI::App* command = nullptr;
@@ -89,6 +91,9 @@ void AddSimulateOptions(CLI::App* cmd, SimulateOptions& o);
 // (simulate_costs_from.cc). Return a Status and an exit code.
 Status CheckCostsFromOptions(const SimulateOptions& o);
 int RunCostsFrom(const SimulateOptions& o);
+// --fit ID|latest: a configuration (given, or with --costs-from RUN that run's) priced by a fitted
+// cost model (simulate_fit.cc).
+int RunFitPrediction(const SimulateOptions& o);
 
 // Registers the run as `running` with `config`, runs `simulate`, records the report's rows and
 // prints it; a failed simulation marks the run failed. Returns the exit code.

@@ -249,6 +249,50 @@ TEST(DbMerge, RewritesAPredictionsRunAndCalibrationReferences) {
   EXPECT_EQ(Rows(out, "SELECT count(*) FROM calibrations"), "2\n");
 }
 
+TEST(DbMerge, CopiesFitsAndRewritesTheirRunsAndThePredictionsThatNameThem) {
+  const std::string in = FreshPath("fits_in");
+  {
+    ExperimentDb db = *ExperimentDb::Open(in);
+    AddRun(db, 0, "", "2026-01-01T00:00:01.000Z", 1);  // the measured run, id 1
+    StoredFit fit;
+    fit.created_at = "2026-01-01T00:00:05.000Z";
+    fit.host = "node-a";
+    fit.engine = "cpu";
+    fit.runs = {1};
+    fit.document = R"({"rows":[{"run":1,"kind":"F"}]})";
+    ASSERT_EQ(*db.RecordFit(fit), 1);
+    RunRecord predicted = Record(0, "2026-01-01T00:00:06.000Z", 2);
+    predicted.config = R"({"m":2,"costs_from":1,"prediction":{"fit":1}})";
+    const std::int64_t id = *db.BeginRun(predicted);
+    ASSERT_TRUE(db.FinishRun(id, RowsOf(2), kRunOk).ok());
+  }
+  // OUT already holds a run and a fit, so every id moves by one.
+  const std::string out = FreshPath("fits_out");
+  {
+    ExperimentDb db = *ExperimentDb::Open(out);
+    AddRun(db, 0, "", "2025-12-31T00:00:00.000Z", 9);
+    StoredFit other;
+    other.engine = "cpu";
+    other.host = "elsewhere";
+    other.document = "{}";
+    ASSERT_EQ(*db.RecordFit(other), 1);
+  }
+  Result<MergeReport> merged = MergeDatabases(out, {in});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->sources[0].fits_copied, 1);
+  EXPECT_EQ(Rows(out, "SELECT runs, fit FROM fits WHERE id = 2"),
+            R"([2]|{"rows":[{"kind":"F","run":2}]})"
+            "\n");
+  EXPECT_EQ(Rows(out, "SELECT config FROM runs WHERE id = 3"),
+            R"({"m":2,"costs_from":2,"prediction":{"fit":2}})"
+            "\n");
+  // Merging it again reuses the fit (same engine, host, created_at).
+  Result<MergeReport> again = MergeDatabases(out, {in});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->sources[0].fits_copied, 0);
+  EXPECT_EQ(Rows(out, "SELECT count(*) FROM fits"), "2\n");
+}
+
 TEST(DbMerge, AnInputThatFailsMidMergeLeavesOutAsItWas) {
   const Shards s = MakeShards("atomic");
   // b gets an event row OUT's CHECK refuses: the merge fails after a's rows were written.

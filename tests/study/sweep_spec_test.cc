@@ -187,7 +187,7 @@ TEST(SweepSpec, WhereSelectsPointsBySettings) {
 TEST(SweepSpec, UnknownTopLevelKeyNamesFileLineKeyAndTheKeysAllowed) {
   EXPECT_EQ(ParseError("name = \"x\"\nsteps = 3\n"),
             "experiments/bad.toml:2: unknown key 'steps' (a sweep spec has name, description, "
-            "command, predict, calibration, fixed, axes or figures)");
+            "command, predict, calibration, fit, fixed, axes or figures)");
 }
 
 TEST(SweepSpec, PredictionsBelongToMeasuredPoints) {

@@ -19,6 +19,8 @@ std::vector<char> PackContribution(const RankContribution& c) {
   out.Put(c.compute_work_seconds);
   out.Put(c.slowdown_seconds);
   out.PutVector(c.stage_memory);
+  out.PutVector(c.kernels);
+  out.Put(c.kernel_profile_steps);
   out.PutVector(c.log.trace);
   out.PutVector(c.log.allreduces);
   out.PutVector(c.log.updates);
@@ -37,6 +39,8 @@ RankContribution UnpackContribution(const std::vector<char>& bytes, int num_stag
   c.slowdown_seconds = in.Get<double>();
   in.AppendVector(c.stage_memory);
   c.stage_memory.resize(num_stages);
+  in.AppendVector(c.kernels);
+  c.kernel_profile_steps = in.Get<int>();
   in.AppendVector(c.log.trace);
   in.AppendVector(c.log.allreduces);
   in.AppendVector(c.log.updates);
@@ -71,6 +75,8 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
     if (w < static_cast<std::size_t>(p)) {  // replica 0, as the trace
       report.compute_work_seconds[r] = c.compute_work_seconds;
       report.slowdown_seconds[r] = c.slowdown_seconds;
+      report.kernels.insert(report.kernels.end(), c.kernels.begin(), c.kernels.end());
+      report.kernel_profile_steps = std::max(report.kernel_profile_steps, c.kernel_profile_steps);
     }
     for (std::size_t s = 0; s < c.stage_memory.size() && s < report.stage_memory.size(); ++s) {
       StageMemory& m = report.stage_memory[s];
@@ -83,6 +89,7 @@ TrainReport AssembleReport(const TrainPlan& plan, const TrainOptions& options,
                              c.log.allreduces.end());
     report.updates.insert(report.updates.end(), c.log.updates.begin(), c.log.updates.end());
   }
+  report.kernels = MergeKernelSamples(report.kernels);
   double total_time = 0;
   for (const double t : report.step_times) total_time += t;
   report.tokens_per_s = static_cast<double>(plan.tokens_per_step()) * options.steps / total_time;

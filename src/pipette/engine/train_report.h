@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipette/engine/kernel_profile.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/engine/rank_interpreter.h"
 #include "pipette/engine/step_loop.h"
@@ -63,6 +64,10 @@ struct TrainReport {                       // complete on world rank 0 only
   std::vector<double> compute_work_seconds;
   std::vector<double> slowdown_seconds;
   std::vector<StageMemory> stage_memory;  // measured bytes held per microbatch, per stage
+  // The kernels of replica 0's pipeline ranks over `kernel_profile_steps` steps (kernel_profile.h;
+  // empty for an engine that does not profile).
+  std::vector<KernelSample> kernels;
+  int kernel_profile_steps = 0;
   std::optional<Verification> verification;
 };
 
@@ -84,7 +89,9 @@ struct RankContribution {
   double compute_work_seconds = 0;        // CPU time of its computes' work, all steps
   double slowdown_seconds = 0;            // CPU time of its busy waits (--rank-speed)
   std::vector<StageMemory> stage_memory;  // per stage of the schedule (zero where not held)
-  RankLog log;                            // replica 0: trace, all-reduces, updates (spans unused)
+  std::vector<KernelSample> kernels;      // replica 0: its kernel profile
+  int kernel_profile_steps = 0;
+  RankLog log;  // replica 0: trace, all-reduces, updates (spans unused)
 };
 
 // The contribution as bytes and back (the ranks' gathers move bytes).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -82,7 +83,7 @@ Result<Layout> ReadLayout(sqlite3* db) {
   while ((rc = s.Step()) == SQLITE_ROW) {
     const std::string table = s.Text(0);
     PIPETTE_ASSIGN_OR_RETURN(std::vector<std::string> columns, ColumnsOf(db, table));
-    if (table == "experiments" || table == kProvenanceTable) continue;
+    if (table == "experiments" || table == kProvenanceTable || table == "fits") continue;
     if (table == "runs" || table == "calibrations") {
       std::erase(columns, std::string("id"));
       (table == "runs" ? layout.run_columns : layout.calibration_columns) = std::move(columns);
@@ -113,7 +114,7 @@ struct OutIndex {
   std::map<RunIdentity, std::int64_t> runs;                                  // identity -> id
   std::map<std::pair<std::int64_t, std::string>, std::int64_t> points;       // finished runs
   std::map<std::tuple<std::string, std::string, std::string>, std::int64_t>  // engine, host,
-      calibrations;                                                          // created_at -> id
+      calibrations, fits;                                                    // created_at -> id
 };
 
 Result<OutIndex> IndexOut(sqlite3* db) {
@@ -141,6 +142,12 @@ Result<OutIndex> IndexOut(sqlite3* db) {
     index.calibrations.emplace(std::tuple{c.Text(1), c.Text(2), c.Text(3)}, c.Int(0));
   }
   PIPETTE_RETURN_IF_ERROR(c.Done(rc, "read calibrations"));
+  Statement f(db, "SELECT id, engine, host, created_at FROM fits");
+  PIPETTE_RETURN_IF_ERROR(f.status("read fits"));
+  while ((rc = f.Step()) == SQLITE_ROW) {
+    index.fits.emplace(std::tuple{f.Text(1), f.Text(2), f.Text(3)}, f.Int(0));
+  }
+  PIPETTE_RETURN_IF_ERROR(f.Done(rc, "read fits"));
   return index;
 }
 
@@ -173,7 +180,8 @@ Result<std::int64_t> CopyChildRows(sqlite3* in, sqlite3* out, const ChildTable& 
 
 // The state of one input's merge: its id maps.
 struct InputMaps {
-  std::map<std::int64_t, std::int64_t> experiments, runs, calibrations;
+  std::map<std::int64_t, std::int64_t> experiments, runs, calibrations, fits;
+  std::vector<std::int64_t> copied_fits;  // OUT's ids, whose run references RemapFitRuns rewrites
 };
 
 Status MergeExperiments(sqlite3* in, sqlite3* out, OutIndex& index, InputMaps& maps,
@@ -230,6 +238,68 @@ Status MergeCalibrations(sqlite3* in, sqlite3* out, const Layout& layout, OutInd
     }
   }
   return read.Done(rc, "read calibrations");
+}
+
+// Copies the input's fits OUT does not have (the same engine, host and creation time: the same
+// fit), before the runs (whose predictions name fits); their run references are rewritten by
+// RemapFitRuns once the runs are in.
+Status MergeFits(sqlite3* in, sqlite3* out, OutIndex& index, InputMaps& maps,
+                 MergeSourceReport& report) {
+  Statement read(in,
+                 "SELECT id, created_at, host, version, engine, runs, fit FROM fits ORDER BY id");
+  PIPETTE_RETURN_IF_ERROR(read.status("read fits"));
+  Statement write(out,
+                  "INSERT INTO fits(created_at, host, version, engine, runs, fit) VALUES (?, ?, ?, "
+                  "?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(write.status("write fits"));
+  int rc;
+  while ((rc = read.Step()) == SQLITE_ROW) {
+    const auto identity = std::tuple{read.Text(4), read.Text(2), read.Text(1)};
+    if (auto it = index.fits.find(identity); it != index.fits.end()) {
+      maps.fits[read.Int(0)] = it->second;
+      continue;
+    }
+    for (int c = 1; c <= 6; ++c) write.BindValue(c, read.Value(c));
+    PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("fit {}", read.Int(0))));
+    const std::int64_t id = sqlite3_last_insert_rowid(out);
+    index.fits.emplace(identity, id);
+    maps.fits[read.Int(0)] = id;
+    maps.copied_fits.push_back(id);
+    ++report.fits_copied;
+  }
+  return read.Done(rc, "read fits");
+}
+
+// The copied fits' runs (their `runs` list and every row's "run" in the document) through the
+// input's run map.
+Status RemapFitRuns(sqlite3* out, const InputMaps& maps) {
+  auto remap = [&](nlohmann::json& value) {
+    if (!value.is_number_integer()) return;
+    const auto it = maps.runs.find(value.get<std::int64_t>());
+    if (it != maps.runs.end()) value = it->second;
+  };
+  for (const std::int64_t id : maps.copied_fits) {
+    Statement read(out, "SELECT runs, fit FROM fits WHERE id = ?");
+    PIPETTE_RETURN_IF_ERROR(read.status("read fit"));
+    read.Bind(1, id);
+    const int rc = read.Step();
+    if (rc != SQLITE_ROW) return read.Done(rc, "read fit");
+    nlohmann::json runs = nlohmann::json::parse(read.Text(0), nullptr, false);
+    nlohmann::json doc = nlohmann::json::parse(read.Text(1), nullptr, false);
+    if (runs.is_array()) {
+      for (auto& r : runs) remap(r);
+    }
+    if (doc.is_object() && doc.contains("rows") && doc["rows"].is_array()) {
+      for (auto& row : doc["rows"]) {
+        if (row.is_object() && row.contains("run")) remap(row["run"]);
+      }
+    }
+    Statement write(out, "UPDATE fits SET runs = ?, fit = ? WHERE id = ?");
+    PIPETTE_RETURN_IF_ERROR(write.status("write fit"));
+    write.Bind(1, runs.dump()).Bind(2, doc.dump()).Bind(3, id);
+    PIPETTE_RETURN_IF_ERROR(write.Run(fmt::format("fit {}", id)));
+  }
+  return Status::Ok();
 }
 
 // The facts of an input run that decide whether it is copied.
@@ -328,7 +398,8 @@ Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Lay
       if (i == experiment_col && run.experiment) {
         write.Bind(i + 1, *run.experiment);
       } else if (i == config_col) {
-        write.Bind(i + 1, RemapRunReferences(read.Text(kFirst + i), maps.runs, maps.calibrations));
+        write.Bind(i + 1, RemapRunReferences(read.Text(kFirst + i), maps.runs, maps.calibrations,
+                                             maps.fits));
       } else {
         write.BindValue(i + 1, read.Value(kFirst + i));
       }
@@ -393,7 +464,9 @@ Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
     const std::string absolute = std::filesystem::absolute(inputs[k], error).string();
     Status s = MergeExperiments(in, out, index, maps, source);
     if (s.ok()) s = MergeCalibrations(in, out, layout, index, maps, source);
+    if (s.ok()) s = MergeFits(in, out, index, maps, source);
     if (s.ok()) s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source);
+    if (s.ok()) s = RemapFitRuns(out, maps);
     if (!s.ok()) return InInput(inputs[k], s);
     report.sources.push_back(std::move(source));
   }

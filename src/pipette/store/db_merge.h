@@ -52,6 +52,7 @@ struct MergeSourceReport {
   int running = 0;               // `running` runs, not copied
   int experiments_added = 0;     // experiment names OUT did not have
   int calibrations_copied = 0;   // calibrations OUT did not have
+  int fits_copied = 0;           // fits (pipette fit) OUT did not have
   std::int64_t rows_copied = 0;  // rows of the tables keyed by run or calibration id
 };
 

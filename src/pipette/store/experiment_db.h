@@ -39,7 +39,7 @@
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 // The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
 inline constexpr int kOldestReadableSchema = 2;
 
@@ -48,6 +48,16 @@ inline constexpr int kOldestReadableSchema = 2;
 // -wal, -shm or -journal is another database's companion file (SQLite would consume it); an
 // existing path that is not a regular file (a device, FIFO, socket or directory) holds none.
 Status CheckDatabasePath(std::string_view path);
+
+// A fitted cost model as the database keeps it: the document is fidelity/cost_fit.h's JSON (the
+// store does not read it), the runs it was fitted to beside it (for `db merge`'s renumbering).
+struct StoredFit {
+  std::int64_t id = 0;
+  std::string created_at, host, version;
+  std::string engine;
+  std::vector<std::int64_t> runs;
+  std::string document;  // JSON
+};
 
 // Who holds a sweep point (ClaimPoint).
 struct PointClaim {
@@ -174,6 +184,14 @@ class ExperimentDb {
   Result<Calibration> LoadCalibration(std::int64_t id);
   // Every calibration, oldest first, without their points.
   Result<std::vector<Calibration>> ListCalibrations();
+
+  // Stores a fitted cost model (`pipette fit`); returns its id. Empty host, version and created_at
+  // are filled in.
+  Result<std::int64_t> RecordFit(const StoredFit& fit);
+  // The fit `id`: NotFound naming it for an unknown id (and in a database older than schema 7).
+  Result<StoredFit> LoadFit(std::int64_t id);
+  // Every fit, oldest first.
+  Result<std::vector<StoredFit>> ListFits();
 
  private:
   explicit ExperimentDb(sqlite::Connection db) : db_(std::move(db)) {}

@@ -137,6 +137,19 @@ INSERT INTO metrics_v6(rowid, run_id, name, value, unit)
 DROP TABLE metrics;
 ALTER TABLE metrics_v6 RENAME TO metrics;
 )sql",
+    // 7: cost models fitted to measured runs (`pipette fit`, fidelity/cost_fit.h): the fit as one
+    // JSON document (parameters, their status, the residual of every row), the runs it read.
+    R"sql(
+CREATE TABLE fits(
+  id INTEGER PRIMARY KEY,
+  created_at TEXT NOT NULL,
+  host TEXT NOT NULL,
+  version TEXT NOT NULL,
+  engine TEXT NOT NULL,
+  runs TEXT NOT NULL CHECK (json_valid(runs)),
+  fit TEXT NOT NULL CHECK (json_valid(fit))
+) STRICT;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -292,6 +292,7 @@ void to_json(Json& json, const PredictionSettingsConfig& c) {
           {"allreduce_alpha_s", c.allreduce_alpha_s},
           {"allreduce_beta_s_per_byte", c.allreduce_beta_s_per_byte}};
   if (c.alone) json["costs"] = "alone";
+  if (c.fit != 0) json["fit"] = c.fit;
 }
 
 void from_json(const Json& json, PredictionSettingsConfig& c) {
@@ -309,6 +310,7 @@ void from_json(const Json& json, PredictionSettingsConfig& c) {
   std::string costs;
   Read(json, "costs", costs);
   c.alone = costs == "alone";
+  Read(json, "fit", c.fit);
 }
 
 void to_json(Json& json, const PredictionConfig& c) {
@@ -417,7 +419,8 @@ Json RecordedMicrobatchSeqlens(const RecordedConfig& config) {
 
 std::string RemapRunReferences(const std::string& text,
                                const std::map<std::int64_t, std::int64_t>& runs,
-                               const std::map<std::int64_t, std::int64_t>& calibrations) {
+                               const std::map<std::int64_t, std::int64_t>& calibrations,
+                               const std::map<std::int64_t, std::int64_t>& fits) {
   Json json = Json::parse(text, nullptr, false);
   if (!json.is_object()) return text;
   bool changed = false;
@@ -432,6 +435,10 @@ std::string RemapRunReferences(const std::string& text,
   if (json.contains("prediction") && json["prediction"].is_object() &&
       json["prediction"].contains("calibration")) {
     remap(json["prediction"]["calibration"], calibrations);
+  }
+  if (json.contains("prediction") && json["prediction"].is_object() &&
+      json["prediction"].contains("fit")) {
+    remap(json["prediction"]["fit"], fits);
   }
   return changed ? json.dump() : text;
 }

@@ -115,6 +115,10 @@ struct PredictionSettingsConfig {
   std::string instruction_overhead_from;  // "run", "calibration" or "none"
   double allreduce_alpha_s = 0.0, allreduce_beta_s_per_byte = 0.0;
   bool alone = false;  // written as "costs": "alone" (the cores' sharing taken out)
+  // The fitted cost model that priced the computes (pipette fit; written when not 0): a prediction
+  // of a configuration from the fit, not from a run's own measured costs. costs_from is then the
+  // measured run of the same configuration it is compared with (0: none, never run).
+  std::int64_t fit = 0;
 };
 
 // pipette simulate --costs-from RUN: the measured run's configuration with engine "sim", the
@@ -206,10 +210,12 @@ nlohmann::ordered_json RecordedUnevenWork(const RecordedConfig& config);
 // Its microbatch lengths as recorded (null when its microbatches had one length).
 nlohmann::ordered_json RecordedMicrobatchSeqlens(const RecordedConfig& config);
 
-// `text` with its references to runs (costs_from) and calibrations (prediction.calibration)
-// rewritten through `runs` and `calibrations`; the same text when no reference changes.
+// `text` with its references to runs (costs_from), calibrations (prediction.calibration) and fits
+// (prediction.fit) rewritten through `runs`, `calibrations` and `fits`; the same text when no
+// reference changes.
 std::string RemapRunReferences(const std::string& text,
                                const std::map<std::int64_t, std::int64_t>& runs,
-                               const std::map<std::int64_t, std::int64_t>& calibrations);
+                               const std::map<std::int64_t, std::int64_t>& calibrations,
+                               const std::map<std::int64_t, std::int64_t>& fits = {});
 
 }  // namespace pipette

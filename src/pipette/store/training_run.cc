@@ -9,6 +9,7 @@
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/memory_timeline.h"
 #include "pipette/schedule/uneven_work.h"
+#include "pipette/store/kernel_metrics.h"
 #include "pipette/store/trace_rows.h"
 
 namespace pipette {
@@ -63,6 +64,7 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& r, bool virtua
     AddPerRank(data.metrics, "slowdown_s", r.slowdown_seconds, "s");
   }
   AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
+  AddKernelMetrics(r.kernels, r.kernel_profile_steps, data.metrics);
   // The bytes the engine holds, so a simulation can model its memory (simulate --costs-from).
   AddPerRank(data.metrics, "static_bytes", r.static_bytes, "B");
   std::vector<double> activation, wgrad_input, workspace;

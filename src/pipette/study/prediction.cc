@@ -7,9 +7,11 @@
 
 #include "pipette/common/host_machine.h"
 #include "pipette/common/printable.h"
+#include "pipette/engine/train_report.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
 #include "pipette/store/trace_rows.h"
+#include "pipette/store/training_run.h"
 
 namespace pipette {
 namespace {
@@ -121,6 +123,62 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
   return plan;
 }
 
+Result<CostsFromPlan> PlanFitPrediction(const CostFit& fit, const TrainOptions& options,
+                                        const PredictionSettings& settings, int steps,
+                                        std::int64_t of_run) {
+  const std::string option = fmt::format("--fit = {}", fit.id);
+  Result<TrainPlan> planned = PlanTraining(options);
+  if (!planned.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: the engine cannot plan this configuration: {}",
+                                               option, planned.status().message()));
+  }
+  const TrainPlan& train = *planned;
+  PIPETTE_ASSIGN_OR_RETURN(
+      FittedWork fitted,
+      PriceWithFit(fit, train, FamilyOf(train, fit.family.engine, options.dtype)));
+  CostsFromPlan plan;
+  plan.settings = settings;
+  plan.settings.fit_id = fit.id;
+  if (fit.instruction_gap >= 0) {
+    plan.settings.instruction_overhead = fit.instruction_gap;
+    plan.settings.overhead_source = "run";
+  }
+  if (fit.message_latency >= 0) {
+    plan.settings.latency = fit.message_latency;
+    plan.settings.seconds_per_byte = 0;
+    plan.settings.message_source = "run";
+  }
+  RecordedWork& w = plan.work;
+  w.run_id = of_run;
+  w.engine = fit.family.engine;
+  w.schedule = options.schedule;
+  w.p = train.p();
+  w.v = train.schedule.v;
+  w.m = train.m();
+  w.dp = train.dp;
+  w.traced_steps = steps;
+  w.stages = std::move(fitted.stages);
+  w.optimizer = std::move(fitted.optimizer);
+  w.stage_output_bytes = MessageSizesOf(train).stage_output_bytes;
+  if (train.dp > 1) {
+    if (settings.allreduce_alpha < 0) {
+      return Status::InvalidArgument(fmt::format(
+          "{} with --dp = {}: the data-parallel all-reduce is priced by a calibration's fit; give "
+          "--calibration ID|latest",
+          option, train.dp));
+    }
+    for (const double params : RankParams(train)) {
+      w.allreduce_bytes.push_back(static_cast<std::int64_t>(params) * 4);
+      w.allreduce.push_back(0);  // CaseOf prices it with the calibration's fit
+    }
+  }
+  plan.measured_config =
+      ReadRunConfig(nlohmann::ordered_json(TrainingConfigOf(w.engine, options, train)).dump());
+  plan.schedule = train.schedule;
+  plan.program = train.program;
+  return plan;
+}
+
 SimulationCase CaseOf(const CostsFromPlan& plan) {
   const RecordedWork& w = plan.work;
   const PredictionSettings& s = plan.settings;
@@ -203,6 +261,7 @@ PredictionConfig ConfigOf(const CostsFromPlan& plan) {
   p.allreduce_alpha_s = s.allreduce_alpha;
   p.allreduce_beta_s_per_byte = s.allreduce_beta;
   p.alone = s.alone;  // the cores' sharing taken out
+  p.fit = s.fit_id;
   return config;
 }
 

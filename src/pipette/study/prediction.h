@@ -19,6 +19,8 @@
 #include "pipette/common/status.h"
 #include "pipette/engine/calibration.h"
 #include "pipette/engine/memory_timeline.h"
+#include "pipette/engine/train_plan.h"
+#include "pipette/fidelity/cost_fit.h"
 #include "pipette/fidelity/recorded_work.h"
 #include "pipette/schedule/program.h"
 #include "pipette/schedule/schedule.h"
@@ -48,6 +50,7 @@ struct PredictionSettings {
   // rank's measured median.
   double allreduce_alpha = -1;
   double allreduce_beta = 0;
+  std::int64_t fit_id = 0;  // the fit that priced the computes (PlanFitPrediction); 0: none
 };
 
 struct CostsFromPlan {
@@ -79,6 +82,18 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
                                     const PredictionSettings& settings);
 // The simulation case of `plan` (pointing into it).
 SimulationCase CaseOf(const CostsFromPlan& plan);
+
+// A configuration, run or not, priced by a fitted cost model (fidelity/cost_fit.h): the engine's
+// own plan of `options` (PlanTraining: the schedule's program, the model cut into its pieces),
+// every stage's F, I, W and B and every rank's update from the fit, the messages and the
+// instruction gap the fitted runs measured (else `settings`' calibration), the data-parallel
+// all-reduce from the calibration's fit (required for dp > 1), `steps` steps. `of_run` is the
+// measured run of the same configuration the prediction is compared with (0: none). InvalidArgument
+// naming --fit for a configuration outside the fit's family or one it cannot price, naming the
+// option for one the engine cannot plan.
+Result<CostsFromPlan> PlanFitPrediction(const CostFit& fit, const TrainOptions& options,
+                                        const PredictionSettings& settings, int steps,
+                                        std::int64_t of_run);
 
 // The run's own sequence length (its configuration's seq_len), 0 when it records none: the length
 // its measured costs are for, which uneven lengths scale from.

@@ -83,6 +83,7 @@ PredictionCounts PredictMeasuredPoints(const SweepSpec& spec, const std::string&
         "--db",        db_path,    "--experiment", spec.name,
         "--point-key", key,        "--format",     "json"};
     if (!spec.calibration.empty()) args.insert(args.end(), {"--calibration", spec.calibration});
+    if (!spec.fit.empty()) args.insert(args.end(), {"--fit", spec.fit});
     Result<Subprocess> child = Subprocess::Run(kSelfBinary, args);
     if (child.ok() && child->Wait().code == kExitOk) {
       // A prediction another sweep holds (exit 0, JSON naming the holder) did not run here.

@@ -21,8 +21,8 @@ namespace {
 constexpr std::size_t kMaxPoints = 100000;
 constexpr std::uintmax_t kMaxSpecBytes = std::uintmax_t{1} << 20;
 
-constexpr std::string_view kTopLevelKeys[] = {"name",        "description", "command", "predict",
-                                              "calibration", "fixed",       "axes",    "figures"};
+constexpr std::string_view kTopLevelKeys[] = {
+    "name", "description", "command", "predict", "calibration", "fit", "fixed", "axes", "figures"};
 constexpr std::string_view kFigureKeys[] = {"kind", "out", "where", "x"};
 
 template <typename Range>
@@ -260,7 +260,15 @@ Status ReadHeader(const TomlTableReader& root, SweepSpec& spec) {
   }
   PIPETTE_RETURN_IF_ERROR(
       RejectControlBytes(root.origin(), root.Get("calibration"), "calibration", spec.calibration));
-  return Status::Ok();
+  PIPETTE_ASSIGN_OR_RETURN(std::optional<std::string> fit,
+                           root.FindString("fit", Presence::kOptional, EmptyString::kRejected));
+  spec.fit = fit.value_or("");
+  if (!spec.fit.empty() && !spec.predict) {
+    return root.Error(
+        root.Get("fit"),
+        fmt::format("fit = \"{}\": prices predictions; set predict = true", Printable(spec.fit)));
+  }
+  return RejectControlBytes(root.origin(), root.Get("fit"), "fit", spec.fit);
 }
 
 // Reads [fixed]: one scalar per option.

@@ -63,7 +63,11 @@ struct SweepSpec {
   // train only: after each measured point, its prediction `pipette simulate --costs-from RUN
   // [--calibration C]` is recorded at the point key plus PredictedKeySuffix.
   bool predict = false;
-  std::string calibration;          // an id or "latest"; empty: none
+  std::string calibration;  // an id or "latest"; empty: none
+  // With predict: the fit (an id or "latest", pipette fits) that prices each prediction, `pipette
+  // simulate --fit FIT --costs-from RUN` (the measured point's configuration, never its costs);
+  // empty: the run's own measured costs.
+  std::string fit;
   std::vector<SweepSetting> fixed;  // in file order
   std::vector<SweepAxis> axes;      // in file order
   std::vector<SweepFigure> figures;

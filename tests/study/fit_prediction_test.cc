@@ -1,0 +1,204 @@
+// The fitted cost model end to end on synthetic runs the simulator makes itself (fidelity/
+// cost_fit.h, study/prediction.h PlanFitPrediction): known parameters price a set of CPU-engine
+// configurations, each is simulated and recorded as if the engine had measured it, and the fit of
+// those runs must give the parameters back (within 1%); a fit from one run says what it cannot
+// determine; a configuration outside the fitted family is refused with the reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipette/engine/train_plan.h"
+#include "pipette/fidelity/cost_fit.h"
+#include "pipette/store/training_run.h"
+#include "pipette/study/prediction.h"
+
+namespace pipette {
+namespace {
+
+// A GPT-style model file (learned positions up to 64, biases, GELU MLPs of 4x the width, one head
+// per 16 columns) in the test's temporary directory.
+std::string GptFile(int width, int depth, int vocab = 50) {
+  const std::filesystem::path path =
+      std::filesystem::path(::testing::TempDir()) /
+      ("fit-gpt-w" + std::to_string(width) + "-l" + std::to_string(depth) + ".toml");
+  std::ofstream out(path);
+  out << "name = \"fit-gpt\"\n[[layer]]\nname = \"embedding\"\ntype = \"embedding\"\nvocab = "
+      << vocab << "\nhidden = " << width << "\npositions = 64\n";
+  for (int b = 0; b < depth; ++b) {
+    out << "[[layer]]\nname = \"block" << b << ".attn\"\ntype = \"attention\"\nhidden = " << width
+        << "\nheads = " << width / 16 << "\nbias = true\n";
+    out << "[[layer]]\nname = \"block" << b << ".mlp\"\ntype = \"mlp\"\nhidden = " << width
+        << "\nffn_hidden = " << 4 * width << "\nbias = true\n";
+  }
+  out << "[[layer]]\nname = \"final_norm\"\ntype = \"norm\"\nhidden = " << width
+      << "\nbias = true\n[[layer]]\nname = \"head\"\ntype = \"head\"\nhidden = " << width
+      << "\nvocab = " << vocab << "\n[[layer]]\nname = \"loss\"\ntype = \"loss\"\nvocab = " << vocab
+      << "\n";
+  return path.string();
+}
+
+// The parameters the synthetic engine runs with (plausible for one CPU core).
+CostFit Truth() {
+  CostFit truth;
+  truth.id = 1;
+  truth.family = {"cpu", "fp32", "gpt"};
+  truth.values = {1.1e-11, 1.0e-10, 3.0e-10, 2.0e-10, 2.0e-7, 3.0e-10,
+                  2.5e-9,  9.0e-10, 2.0e-9,  5.0e-7,  3.0e-6, 7.0e-9};
+  truth.status.assign(kCostParameters, FitStatus::kFitted);
+  truth.independence.assign(kCostParameters, 1);
+  truth.with.assign(kCostParameters, {});
+  return truth;
+}
+
+TrainOptions Options(const std::string& model, const std::string& schedule, int m, int mbs,
+                     int seq) {
+  TrainOptions o;
+  o.model = model;
+  o.schedule = schedule;
+  o.p = 2;
+  o.m = m;
+  o.micro_batch_size = mbs;
+  o.seq_len = seq;
+  o.steps = 3;
+  o.trace_steps = 3;
+  return o;
+}
+
+// The runs the CPU engine would record if it computed exactly as `truth` says: each configuration
+// simulated (all in one Simulate(): SimGrid runs once per process, and ctest runs each test
+// alone) and recorded as engine "cpu" with the training run's configuration.
+std::vector<RunData> SyntheticRuns(const CostFit& truth, const std::vector<TrainOptions>& configs) {
+  std::vector<CostsFromPlan> plans;
+  for (const TrainOptions& o : configs) {
+    Result<CostsFromPlan> plan = PlanFitPrediction(truth, o, PredictionSettings{}, o.steps, 0);
+    EXPECT_TRUE(plan.ok()) << plan.status().message();
+    plans.push_back(std::move(*plan));
+  }
+  std::vector<SimulationCase> cases;
+  for (const CostsFromPlan& plan : plans) cases.push_back(CaseOf(plan));
+  Result<std::vector<SimulationResult>> results = Simulate(cases);
+  EXPECT_TRUE(results.ok()) << results.status().message();
+  std::vector<RunData> runs;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    RunData data = RunDataOf(CostsFromReport{plans[i], std::move((*results)[i]), {}});
+    data.run.id = static_cast<std::int64_t>(i) + 1;
+    data.run.engine = "cpu";
+    data.run.status = "ok";
+    const Result<TrainPlan> train = PlanTraining(configs[i]);
+    EXPECT_TRUE(train.ok());
+    data.run.config = nlohmann::ordered_json(TrainingConfigOf("cpu", configs[i], *train)).dump();
+    runs.push_back(std::move(data));
+  }
+  return runs;
+}
+
+// The fitted costs of `o` under `fit`.
+FittedWork Priced(const CostFit& fit, const TrainOptions& o) {
+  const Result<TrainPlan> plan = PlanTraining(o);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  Result<FittedWork> work = PriceWithFit(fit, *plan, FamilyOf(*plan, "cpu", o.dtype));
+  EXPECT_TRUE(work.ok()) << work.status().message();
+  return *work;
+}
+
+TEST(FitPrediction, TheFitOfSyntheticRunsRecoversTheirParameters) {
+  const CostFit truth = Truth();
+  const std::vector<TrainOptions> configs = {Options(GptFile(32, 2), "1f1b", 4, 1, 16),
+                                             Options(GptFile(64, 2), "zb-h1", 4, 2, 16),
+                                             Options(GptFile(96, 4), "1f1b", 4, 4, 8),
+                                             Options(GptFile(64, 4), "zb-h1", 6, 1, 32),
+                                             Options(GptFile(32, 4), "1f1b", 4, 3, 64),
+                                             Options(GptFile(128, 2), "zb-h1", 4, 2, 24),
+                                             Options(GptFile(48, 6), "interleaved-1f1b", 4, 2, 40),
+                                             Options(GptFile(64, 2, 300), "1f1b", 4, 1, 12)};
+  const Result<CostFit> fit = FitCosts(SyntheticRuns(truth, configs));
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  for (int k = 0; k < kCostParameters; ++k) {
+    EXPECT_EQ(fit->status[k], FitStatus::kFitted) << CostParameterName(k);
+    EXPECT_NEAR(fit->values[k], truth.values[k], 0.01 * truth.values[k]) << CostParameterName(k);
+  }
+  for (const FitResidual& r : fit->residuals) {
+    EXPECT_NEAR(r.fitted, r.measured, 1e-6 * r.measured) << r.run << " " << r.kind << r.index;
+  }
+  // And the fit prices an unseen configuration as the truth does, stage by stage.
+  const TrainOptions unseen = Options(GptFile(80, 3), "interleaved-1f1b", 8, 3, 20);
+  const FittedWork want = Priced(truth, unseen), got = Priced(*fit, unseen);
+  ASSERT_EQ(got.stages.size(), want.stages.size());
+  for (std::size_t s = 0; s < want.stages.size(); ++s) {
+    EXPECT_NEAR(*got.stages[s].f, *want.stages[s].f, 0.01 * *want.stages[s].f) << s;
+    EXPECT_NEAR(*got.stages[s].i, *want.stages[s].i, 0.01 * *want.stages[s].i) << s;
+    EXPECT_NEAR(*got.stages[s].w, *want.stages[s].w, 0.01 * *want.stages[s].w) << s;
+  }
+}
+
+TEST(FitPrediction, AFitFromOneRunSaysWhatItCannotDetermine) {
+  RunData run = SyntheticRuns(Truth(), {Options(GptFile(64, 2), "1f1b", 4, 2, 16)}).front();
+  std::erase_if(run.events, [](const EventRow& e) { return e.kind == EventKind::kOptimizer; });
+  const Result<CostFit> fit = FitCosts({run});
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  // No row depends on the update: unconstrained. Two stages' F and B cannot tell twelve
+  // parameters apart: most are confounded, each with the fitted ones it moves with.
+  EXPECT_EQ(fit->status[kOptimizerParams], FitStatus::kUnconstrained);
+  int confounded = 0;
+  for (int k = 0; k < kCostParameters; ++k) {
+    if (fit->status[k] != FitStatus::kConfounded) continue;
+    ++confounded;
+    EXPECT_FALSE(fit->with[k].empty()) << CostParameterName(k);
+    EXPECT_EQ(fit->values[k], 0) << CostParameterName(k);
+  }
+  EXPECT_GE(confounded, 6);
+  // The rows it has are reproduced closely (the confounded parameters' share carried by the
+  // others, non-negative).
+  for (const FitResidual& r : fit->residuals) EXPECT_NEAR(r.fitted, r.measured, 0.05 * r.measured);
+  // A prediction that needs the update is refused, naming the parameter.
+  CostFit stored = *fit;
+  stored.id = 3;
+  const Result<CostsFromPlan> plan = PlanFitPrediction(
+      stored, Options(GptFile(64, 2), "1f1b", 8, 2, 16), PredictionSettings{}, 2, 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("optimizer_params"), std::string::npos)
+      << plan.status().message();
+  EXPECT_NE(plan.status().message().find("unconstrained"), std::string::npos);
+}
+
+TEST(FitPrediction, AConfigurationOutsideTheFittedFamilyIsRefusedWithTheReason) {
+  const CostFit truth = Truth();
+  TrainOptions llama = Options("tiny-llama", "1f1b", 4, 2, 16);
+  Result<CostsFromPlan> plan = PlanFitPrediction(truth, llama, PredictionSettings{}, 2, 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("outside the fitted family"), std::string::npos)
+      << plan.status().message();
+  EXPECT_NE(plan.status().message().find("llama-style"), std::string::npos);
+  // Another dtype is another family too.
+  TrainOptions bf16 = Options(GptFile(64, 2), "1f1b", 4, 2, 16);
+  bf16.dtype = "bf16";
+  plan = PlanFitPrediction(truth, bf16, PredictionSettings{}, 2, 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("dtype bf16"), std::string::npos)
+      << plan.status().message();
+  // Data parallelism needs a calibration's all-reduce.
+  TrainOptions dp = Options(GptFile(64, 2), "1f1b", 4, 2, 16);
+  dp.dp = 2;
+  plan = PlanFitPrediction(truth, dp, PredictionSettings{}, 2, 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("--calibration"), std::string::npos);
+  // Runs of two families are not one fit.
+  RunData gpt = SyntheticRuns(truth, {Options(GptFile(64, 2), "1f1b", 4, 2, 16)}).front();
+  RunData other = gpt;
+  other.run.id = 2;
+  nlohmann::json config = nlohmann::json::parse(other.run.config);
+  config["dtype"] = "bf16";
+  other.run.config = config.dump();
+  const Result<CostFit> fit = FitCosts({gpt, other});
+  ASSERT_FALSE(fit.ok());
+  EXPECT_NE(fit.status().message().find("one fit models one engine"), std::string::npos)
+      << fit.status().message();
+}
+
+}  // namespace
+}  // namespace pipette

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "../cli/pipette_runner.h"
 #include "pipette/schedule/lower.h"
@@ -479,6 +480,68 @@ TEST(TrainDatabase, RecordsTheProgramsInstructionsAndPlots) {
   const CommandResult plot = testing::Pipette("plot timeline --db train.db --run last --out t.png");
   EXPECT_EQ(plot.exit_code, 0) << plot.err;
   EXPECT_GT(std::filesystem::file_size(testing::ScratchDir() + "/t.png"), 1000u);
+}
+
+// A real run's kernel profile, fitted (pipette fit), listed (fits), and the fit predicting the
+// run's own configuration and another one; what a fit does not model is refused (exit 2).
+TEST(TrainDatabase, AFittedRunPredictsConfigurationsAndRefusesOtherFamilies) {
+  const CommandResult run =
+      Mpirun(2, "-p 2 -m 4 --schedule 1f1b --steps 4 --trace-steps 4 --db fit.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto db = ExperimentDb::Open(testing::ScratchDir() + "/fit.db");
+  ASSERT_TRUE(db.ok());
+  const RunData data = *db->LoadRun(db->ListRuns({})->back().id);
+  EXPECT_EQ(data.Metric("kernel_profile_steps"), 3);  // steps 1..3
+  EXPECT_GT(data.Metric("kernel_module_s[attn.F]"), 0);
+  EXPECT_GT(data.Metric("kernel_activation_s"), 0);
+  const std::string id = std::to_string(data.run.id);
+
+  const CommandResult fit = testing::Pipette("fit " + id + " --db fit.db --format json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const nlohmann::json json = nlohmann::json::parse(fit.out);
+  EXPECT_EQ(json["family"]["style"], "gpt");
+  EXPECT_EQ(json["parameters"].size(), 12u);
+  EXPECT_EQ(json["parameters"][0]["name"], "gemm_flops");
+  EXPECT_EQ(json["parameters"][0]["status"], "fitted");
+  EXPECT_GT(json["parameters"][0]["value"].get<double>(), 0);
+  const CommandResult list = testing::Pipette("fits --db fit.db");
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find(" cpu "), std::string::npos) << list.out;
+
+  // Its own configuration, and an unseen one (another schedule and m, a wider micro-batch).
+  const CommandResult own =
+      testing::Pipette("simulate --fit latest --costs-from " + id + " --db fit.db --format json");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const nlohmann::json predicted = LastJsonLine(own.out);
+  EXPECT_EQ(predicted["prediction"]["fit"], 1);
+  EXPECT_EQ(predicted["costs_from"], data.run.id);
+  const double measured = data.SteadyStepTime();
+  const auto steps = predicted["step_time_s"];
+  EXPECT_NEAR(steps.back().get<double>(), measured, 0.5 * measured);
+  const CommandResult unseen = testing::Pipette(
+      "simulate --fit 1 --model tiny --schedule zb-h1 -p 2 -m 8 --micro-batch-size 2 --db fit.db");
+  EXPECT_EQ(unseen.exit_code, 0) << unseen.err;
+
+  const std::pair<const char*, const char*> refused[] = {
+      {"simulate --fit 1 --model tiny-llama -p 2 --db fit.db", "outside the fitted family"},
+      {"simulate --fit 1 --model tiny --cluster dgx-h100 --db fit.db", "--cluster with --fit"},
+      {"simulate --fit 1 --model tiny -p 2 --dp 2 --db fit.db", "give --calibration"},
+      {"simulate --fit 7 --model tiny --db fit.db", "no such fit"},
+      {"simulate --fit x --model tiny --db fit.db", "must be a fit id"},
+      {"simulate --fit 1 --db fit.db", "give the configuration's --model"}};
+  for (const auto& [args, why] : refused) {
+    const CommandResult r = testing::Pipette(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << args << "\n" << r.err;
+  }
+  const CommandResult sim =
+      testing::Pipette("simulate --fit 1 --costs-from " + id + " --db fit.db --format json");
+  ASSERT_EQ(sim.exit_code, 0);
+  const CommandResult refit = testing::Pipette(
+      "fit " + std::to_string(LastJsonLine(sim.out)["run_id"].get<int>()) + " --db fit.db");
+  EXPECT_EQ(refit.exit_code, 2) << refit.err;  // a simulation is no measured work
+  EXPECT_NE(refit.err.find(": engine sim: only a real engine's training run"), std::string::npos)
+      << refit.err;
 }
 
 }  // namespace

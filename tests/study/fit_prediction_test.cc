@@ -20,11 +20,14 @@ namespace pipette {
 namespace {
 
 // A GPT-style model file (learned positions up to 64, biases, GELU MLPs of 4x the width, one head
-// per 16 columns) in the test's temporary directory.
+// per 16 columns) in the temporary directory, one per test and shape.
 std::string GptFile(int width, int depth, int vocab = 50) {
+  // Named after the test too: ctest runs the tests of this file at once, in separate processes.
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
   const std::filesystem::path path =
       std::filesystem::path(::testing::TempDir()) /
-      ("fit-gpt-w" + std::to_string(width) + "-l" + std::to_string(depth) + ".toml");
+      ("fit-" + test + "-w" + std::to_string(width) + "-l" + std::to_string(depth) + "-v" +
+       std::to_string(vocab) + ".toml");
   std::ofstream out(path);
   out << "name = \"fit-gpt\"\n[[layer]]\nname = \"embedding\"\ntype = \"embedding\"\nvocab = "
       << vocab << "\nhidden = " << width << "\npositions = 64\n";

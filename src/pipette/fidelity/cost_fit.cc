@@ -23,19 +23,6 @@ constexpr std::string_view kUnits[kCostParameters] = {
 constexpr ActionKind kComputeKinds[] = {ActionKind::kForward, ActionKind::kInputBackward,
                                         ActionKind::kWeightBackward, ActionKind::kFullBackward};
 
-std::string_view KindName(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::kForward:
-      return "F";
-    case ActionKind::kInputBackward:
-      return "I";
-    case ActionKind::kWeightBackward:
-      return "W";
-    default:
-      return "B";
-  }
-}
-
 // The features of one compute kind of a stage: its passes' op counts and one instruction.
 std::vector<double> FeaturesOf(const LayerWork& work, ActionKind kind) {
   OpCounts ops;
@@ -133,7 +120,7 @@ void AddKernelRows(const RunData& run, const TrainPlan& plan, LeastSquaresProble
 Status AddRunRows(const RunData& run, CostFamily& family, LeastSquaresProblem& problem,
                   std::vector<FitResidual>& labels, std::vector<double>& gaps,
                   std::vector<double>& latencies) {
-  const std::string option = fmt::format("pipette fit: run {}", run.run.id);
+  const std::string option = fmt::format("run {}", run.run.id);
   PIPETTE_ASSIGN_OR_RETURN(const TrainOptions options, TrainOptionsOf(run, option));
   PIPETTE_ASSIGN_OR_RETURN(const RecordedWork work, RecordedWorkOf(run, option));
   Result<TrainPlan> plan = PlanTraining(options);
@@ -156,7 +143,7 @@ Status AddRunRows(const RunData& run, CostFamily& family, LeastSquaresProblem& p
       if (!cost || !(*cost > 0)) continue;
       problem.rows.push_back(FeaturesOf(stage, kind));
       problem.targets.push_back(*cost);
-      labels.push_back({run.run.id, std::string(KindName(kind)), s, *cost, 0});
+      labels.push_back({run.run.id, std::string(ActionKindName(kind)), s, *cost, 0});
     }
   }
   AddKernelRows(run, *plan, problem, labels);
@@ -251,7 +238,7 @@ std::vector<double> RankParams(const TrainPlan& plan) {
 }
 
 Result<CostFit> FitCosts(const std::vector<RunData>& runs) {
-  if (runs.empty()) return Status::InvalidArgument("pipette fit: give at least one run");
+  if (runs.empty()) return Status::InvalidArgument("give at least one run");
   CostFit fit;
   LeastSquaresProblem problem;
   std::vector<double> gaps, latencies;
@@ -300,7 +287,7 @@ Result<FittedWork> PriceWithFit(const CostFit& fit, const TrainPlan& plan,
     MeasuredStageCost cost;
     for (const ActionKind kind : kComputeKinds) {
       const std::vector<double> row = FeaturesOf(stage, kind);
-      PIPETTE_RETURN_IF_ERROR(check(row, fmt::format("stage {}'s {}", s, KindName(kind))));
+      PIPETTE_RETURN_IF_ERROR(check(row, fmt::format("stage {}'s {}", s, ActionKindName(kind))));
       cost.Of(kind) = Predicted(row, fit.values);
     }
     out.stages.push_back(cost);

@@ -1,0 +1,23 @@
+# The predict-unseen study's figure (run.sh): predicted against measured step time of every
+# configuration, each predicted from a fit of ONE measured 1F1B run, with the +-5% band.
+# gnuplot -e "datafile='...'; outfile='...'".
+set terminal pngcairo size 1200,800 font ",11"
+set output outfile
+set title "Predicting unseen configurations on the CPU engine (p = 2, 2 cores)\nsimulate --fit: a cost model fitted to one measured run (gpt-w256-l8, 1F1B, m = 8)"
+set xlabel "measured step time [ms]"
+set ylabel "predicted step time [ms]"
+set logscale xy
+set grid
+set key top left box opaque
+set xtics (150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
+set ytics (150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
+set size ratio -1
+set xrange [150:3000]
+set yrange [150:3000]
+plot x title "predicted = measured" lc rgb "#444444", \
+     1.05 * x title "±5 %" dt 2 lc rgb "#888888", 0.95 * x notitle dt 2 lc rgb "#888888", \
+     datafile using ((strcol(1) eq "predict-unseen-schedules") ? $7 : 1/0):8 \
+       title "15 schedules, m = 8 and 16" pt 7 ps 1.2 lc rgb "#1f77b4", \
+     '' using ((strcol(1) eq "predict-unseen-shapes") ? $7 : 1/0):8 \
+       title "m, micro-batch, length, width, depth" \
+       pt 5 ps 1.2 lc rgb "#d62728"

@@ -2,11 +2,11 @@
 # The predict-unseen study on the CPU engine (docs/fidelity.md, "Unseen configurations"), one
 # command from the repository root:
 #   bash experiments/predict-unseen/run.sh [DB]
-# Measures ONE run (gpt-w256-l8, 1F1B, p = 2, m = 8, micro-batch size 4, sequence length 64, every
-# step traced, its kernels profiled), fits the cost model to it (pipette fit: fit 1, fit.txt), then
-# runs both sweeps (experiments/predict-unseen-schedules.toml, -shapes.toml): every point measured
-# and predicted from fit 1 alone (pipette simulate --fit 1 --costs-from RUN reads the point's
-# configuration, never its measured costs). Times the fit and 40 predictions again (timing.txt),
+# Measures every point of both sweeps (experiments/predict-unseen-schedules.toml, -shapes.toml;
+# every step traced, the kernels profiled), fits the cost model to ONE of them (the 1F1B, m = 8,
+# micro-batch 4, sequence 64 point of gpt-w256-l8: pipette fit, fit 1, fit.txt), then predicts
+# every point from fit 1 alone (pipette simulate --fit 1 --costs-from RUN reads the point's
+# configuration, never its measured costs; the fitted run's own prediction is reported apart). Times the fit and 40 predictions again (timing.txt),
 # summarises (summary.txt: MAPE, worst, per-instruction-kind errors, schedule ranking) and draws
 # predict-unseen.png. Resumable: finished points are kept. Run it on an otherwise idle machine.
 # DB defaults to experiments/predict-unseen/predict-unseen.db (not committed).
@@ -20,16 +20,29 @@ launch=(mpirun -np 2)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
+# 1. Measure every point of both sweeps (their specs without the predictions: the same experiment
+#    and point keys, so step 3 finds them measured).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for study in predict-unseen-schedules predict-unseen-shapes; do
+  sed '/^predict = /d; /^fit = /d' "experiments/$study.toml" > "$tmp/$study.toml"
+  "$pipette" sweep "$tmp/$study.toml" --db "$db"
+done
+
+# 2. Fit ONE of them: the 1F1B m = 8 point (gpt-w256-l8, micro-batch 4, sequence 64), measured
+#    among the runs it will predict, so that the machine's drift over the study is not a bias.
 if ! "$pipette" fits --db "$db" 2> /dev/null | grep -q '^ *1 '; then
-  "${launch[@]}" "$pipette" train --engine cpu --model "$out/gpt-w256-l8.toml" --schedule 1f1b \
-    -p 2 -m 8 --micro-batch-size 4 --seq-len 64 --steps 8 --trace-steps 8 --db "$db" \
-    --experiment predict-unseen-base --format json > /dev/null
-  base=$("$pipette" runs --experiment predict-unseen-base --db "$db" --format json |
-    grep -o '"id":[0-9]*' | head -1 | cut -d: -f2)
-  "$pipette" fit "$base" --db "$db" > "$out/fit.txt"
+  fitted=$("$pipette" runs --experiment predict-unseen-schedules --db "$db" --format json |
+    python3 -c 'import json, sys
+for r in json.load(sys.stdin):
+    c = r["config"]
+    if r["engine"] == "cpu" and c["schedule"] == "1f1b" and c["m"] == 8:
+        print(r["id"]); break')
+  "$pipette" fit "$fitted" --db "$db" > "$out/fit.txt"
 fi
 head -n 16 "$out/fit.txt"
 
+# 3. Predict every measured point from fit 1 alone (the specs' predict = true, fit = "1").
 for study in predict-unseen-schedules predict-unseen-shapes; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
 done
@@ -49,9 +62,9 @@ done
 
 # The fit and 40 predictions again, timed (the measuring above is the slow part); recorded under
 # their own experiment, which the summary leaves out.
-base=$(measured_runs predict-unseen-base | head -n 1)
 start=$(date +%s.%N)
-"$pipette" fit "$base" --db "$db" --format json > /dev/null
+"$pipette" fit "$("$pipette" fits --id 1 --db "$db" --format json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0])')" --db "$db" > /dev/null
 for id in $(echo $all_measured | tr ' ' '\n' | head -n 40); do
   "$pipette" simulate --fit 1 --costs-from "$id" --db "$db" --experiment predict-unseen-timing \
     --point-key "run=$id" --format json > /dev/null

@@ -71,6 +71,11 @@ def main():
             replay[c["costs_from"]] = steady(db, pred)
     fits = {i: {p["name"]: p["value"] for p in json.loads(doc)["parameters"]}
             for i, doc in db.execute("SELECT id, fit FROM fits")}
+    used = {json.loads(c)["prediction"]["fit"] for (c,) in db.execute(
+        "SELECT config FROM runs WHERE engine = 'sim' AND json_extract(config, '$.prediction.fit') "
+        "IS NOT NULL")}
+    fitted_runs = {r for i, runs in db.execute("SELECT id, runs FROM fits") if i in used
+                   for r in json.loads(runs)}
     pairs = []
     for pred, config, experiment in db.execute(
             "SELECT r.id, r.config, e.name FROM runs r JOIN experiments e ON r.experiment_id = "
@@ -80,6 +85,11 @@ def main():
         if not c.get("prediction", {}).get("fit") or not c.get("costs_from"):
             continue
         measured = c["costs_from"]
+        if measured in fitted_runs:  # seen, not unseen: its own fit's reproduction
+            print(f"# seen (the fitted run itself, left out of everything below): run {measured} "
+                  f"{c['schedule']} m{c['m']}: measured {steady(db, measured) * 1e3:.1f} ms, "
+                  f"predicted {steady(db, pred) * 1e3:.1f} ms")
+            continue
         pairs.append({"experiment": experiment, "pred": pred, "meas": measured,
                       "schedule": c["schedule"], "model": c["model"].split("/")[-1][:-5],
                       "m": c["m"], "mbs": c["micro_batch_size"], "seq": c["seq_len"],

@@ -57,9 +57,10 @@ void PrintFit(const CostFit& fit) {
                fit.values[k], CostParameterUnit(k), FitStatusName(fit.status[k]),
                fit.independence[k], with.empty() ? "-" : with);
   }
-  fmt::print("# instruction gap {} us, message latency {} us (medians over the runs; -1: none)\n",
-             fit.instruction_gap < 0 ? -1 : fit.instruction_gap * 1e6,
-             fit.message_latency < 0 ? -1 : fit.message_latency * 1e6);
+  fmt::print(
+      "# instruction gap {:.3g} us, message latency {:.3g} us (medians over the runs; -1: none)\n",
+      fit.instruction_gap < 0 ? -1 : fit.instruction_gap * 1e6,
+      fit.message_latency < 0 ? -1 : fit.message_latency * 1e6);
   fmt::print("# {:>5} {:<9} {:>5} {:>12} {:>12} {:>8}\n", "run", "kind", "index", "measured_ms",
              "fitted_ms", "error");
   for (const FitResidual& r : fit.residuals) {

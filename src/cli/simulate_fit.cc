@@ -4,6 +4,8 @@
 // compared with RUN).
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "cli/simulate_options.h"

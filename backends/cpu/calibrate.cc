@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -242,6 +243,99 @@ double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm) {
   return all_ranks ? sum / SizeOf(comm) : mine;
 }
 
+namespace {
+
+constexpr std::int64_t kGemmArenaFloats = std::int64_t{32} << 20;  // 128 MiB
+
+// The operands of the GEMM table's calls as the engine's layers find theirs: what the pass just
+// computed (A, and C unless accumulated) stays in the cache; the rest (B; C of the weight gradient,
+// accumulated in place) comes from memory, at rotating places in an arena four times a usual
+// last-level cache.
+class GemmOperands {
+ public:
+  explicit GemmOperands(std::int64_t largest)
+      : arena_(std::max(kGemmArenaFloats, 4 * largest * largest), 0.25f),
+        hot_a_(largest * largest, 0.5f),
+        hot_c_(largest * largest, 0.0f) {}
+
+  void Call(GemmPass pass, std::int64_t m64, std::int64_t n64, std::int64_t k64) {
+    const int m = static_cast<int>(m64), n = static_cast<int>(n64), k = static_cast<int>(k64);
+    const float* b = Cold(k64 * n64);
+    switch (pass) {
+      case GemmPass::kForward:  // y = x W^T: op(B) = W^T, W stored n x k
+        Gemm(false, true, m, n, k, 1.0f, hot_a_.data(), k, b, k, 0.0f, hot_c_.data(), n);
+        break;
+      case GemmPass::kInputGrad:  // dx = dy W
+        Gemm(false, false, m, n, k, 1.0f, hot_a_.data(), k, b, n, 0.0f, hot_c_.data(), n);
+        break;
+      case GemmPass::kWeightGrad:  // dW += dy^T x: op(A) = dy^T, dy stored k x m
+        Gemm(true, false, m, n, k, 1.0f, hot_a_.data(), m, b, n, 1.0f, Cold(m64 * n64), n);
+        break;
+    }
+  }
+
+ private:
+  float* Cold(std::int64_t floats) {
+    if (next_ + floats > static_cast<std::int64_t>(arena_.size())) next_ = 0;
+    float* at = arena_.data() + next_;
+    next_ += (floats + 15) / 16 * 16;  // a cache line apart
+    return at;
+  }
+
+  std::vector<float> arena_, hot_a_, hot_c_;
+  std::int64_t next_ = 0;
+};
+
+// Rank 0's median seconds per call of one shape (every rank calling it between barriers).
+double TimeGemm(GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k, int repeats,
+                GemmOperands& operands, MPI_Comm comm) {
+  const double flops = 2.0 * static_cast<double>(m * n * k);
+  // Enough calls for kGemmRepeatSeconds at up to 100 GFLOP/s (one core's sgemm peaks near 95).
+  const int calls = static_cast<int>(std::max(1.0, std::ceil(kGemmRepeatSeconds * 1e11 / flops)));
+  std::vector<double> times;
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    for (int call = 0; call < calls; ++call) operands.Call(pass, m, n, k);
+    if (r >= 0) times.push_back((MPI_Wtime() - start) / calls);
+  }
+  return Median(times);
+}
+
+}  // namespace
+
+std::vector<GemmTiming> MeasureGemmTable(const std::vector<std::int64_t>& sizes, int repeats,
+                                         MPI_Comm comm) {
+  const int rank = RankOf(comm), world = SizeOf(comm);
+  const std::int64_t largest = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
+  GemmOperands operands(largest);
+  std::vector<GemmTiming> out;
+  for (const GemmPass pass : {GemmPass::kForward, GemmPass::kInputGrad, GemmPass::kWeightGrad}) {
+    for (const std::int64_t m : sizes) {
+      for (const std::int64_t n : sizes) {
+        for (const std::int64_t k : sizes) {
+          const double seconds = TimeGemm(pass, m, n, k, repeats, operands, comm);
+          if (rank == 0) out.push_back({m, n, k, world, seconds, pass});
+        }
+      }
+    }
+  }
+  SleepyBarrier(comm);
+  return out;
+}
+
+double EstimateGemmTableSeconds(const std::vector<std::int64_t>& sizes, int repeats) {
+  double per_repeat = 0;
+  for (const std::int64_t m : sizes) {
+    for (const std::int64_t n : sizes) {
+      for (const std::int64_t k : sizes) {
+        per_repeat += std::max(kGemmRepeatSeconds, 2.0 * static_cast<double>(m * n * k) / 8e10);
+      }
+    }
+  }
+  return kGemmPasses * (repeats + 1) * per_repeat;
+}
+
 double MeasureCopyBandwidth(int repeats, MPI_Comm comm) {
   double rate = 0;
   if (RankOf(comm) == 0) {
@@ -285,6 +379,9 @@ Calibration MeasureCalibration(const CalibrationRequest& request, MPI_Comm comm)
   c.instruction_overhead_s = MeasureInstructionOverhead(request.repeats, comm);
   c.gemm_flops_alone = MeasureGemmFlops(false, request.gemm_seconds, comm);
   c.gemm_flops = MeasureGemmFlops(true, request.gemm_seconds, comm);
+  if (request.gemm_max > 0) {
+    c.gemms = MeasureGemmTable(GemmTableSizes(request.gemm_max), request.gemm_repeats, comm);
+  }
   c.memory_bandwidth = MeasureCopyBandwidth(request.repeats, comm);
   c.memory_bytes = MemTotalBytes();
   c.p2p = FitAlphaBeta(PointsOf(c, kCalibrationP2p));

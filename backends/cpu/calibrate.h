@@ -16,6 +16,11 @@
 //   MeasureGemmFlops      one core's fp32 sgemm rate (OpenBLAS, one thread) over the GEMMs of the
 //                         engine's default model (tiny, micro-batch 4: each linear layer's F, I and
 //                         W products), on rank 0 alone or on every rank at once.
+//   MeasureGemmTable      one core's time per call of sgemm (OpenBLAS, one thread) over a grid
+//                         of shapes, called as each pass of a linear layer calls it (GemmPass:
+//                         x W^T, dy W, dW += dy^T x; what the pass just computed in the cache, the
+//                         weights or saved input from memory), every rank running the same shape
+//                         at once as they do in training.
 //   MeasureCopyBandwidth  one rank's memcpy rate of a 64 MiB buffer (bytes read + written).
 //   MeasureCalibration    all of the above, fitted (engine/calibration.h): the Calibration
 //                         `pipette calibrate` records.
@@ -66,6 +71,17 @@ double MeasureInstructionOverhead(int repeats, MPI_Comm comm);
 // FLOP/s of one core: rank 0's alone (`all_ranks` false) or the mean over the ranks running at
 // once (`all_ranks` true). Each rank runs the GEMMs for at least `seconds`.
 double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm);
+// Rank 0's median time per call over `repeats` repeats (after a warm-up) of every pass and shape
+// of the grid `sizes` x `sizes` x `sizes` (m, n, k), each repeat at least kGemmRepeatSeconds long,
+// every rank running the same shape between barriers.
+inline constexpr double kGemmRepeatSeconds = 0.5e-3;
+std::vector<GemmTiming> MeasureGemmTable(const std::vector<std::int64_t>& sizes, int repeats,
+                                         MPI_Comm comm);
+// The seconds MeasureGemmTable takes, about: each shape's repeat kGemmRepeatSeconds or its FLOPs
+// at 80 GFLOP/s, whichever is longer, for every pass, repeat and the warm-up. Measured on the
+// 2-core machine (2 ranks, 3 repeats; the whole calibration less one with --gemm-max 0): sizes
+// 16-2048 about 21 s (estimate 22), 16-512 about 1.2 s (1.6).
+double EstimateGemmTableSeconds(const std::vector<std::int64_t>& sizes, int repeats);
 // Bytes per second rank 0 copies (read + write), the median of `repeats` copies.
 double MeasureCopyBandwidth(int repeats, MPI_Comm comm);
 
@@ -73,16 +89,18 @@ double MeasureCopyBandwidth(int repeats, MPI_Comm comm);
 struct CalibrationRequest {
   int repeats = 20;                                 // of every measurement; the median is kept
   std::int64_t max_bytes = std::int64_t{64} << 20;  // the largest message and all-reduce
-  int cores = 0;              // the machine's usable cores to record; 0: UsableCores()
-  double gemm_seconds = 0.5;  // per GEMM measurement and rank
+  int cores = 0;                 // the machine's usable cores to record; 0: UsableCores()
+  double gemm_seconds = 0.5;     // per GEMM measurement and rank
+  std::int64_t gemm_max = 2048;  // the GEMM table's largest size (GemmTableSizes); 0: no table
+  int gemm_repeats = 3;          // of every shape of the GEMM table
 };
 
 // Every measurement above over `comm`: p2p points at CalibrationSizes(max_bytes), all-reduce points
 // from 4 bytes (a 0-byte all-reduce returns without communicating, and no engine reduces one), the
-// instruction overhead, the GEMM rate alone and contended, the copy bandwidth and the machine's
-// RAM, with the alpha-beta fits of both kinds of points. Rank 0's answer is the calibration of
-// engine "cpu" with `ranks` the size of `comm` and this build's version; its id, host and time
-// are the recorder's to set.
+// instruction overhead, the GEMM rate alone and contended, the GEMM table (unless gemm_max is 0),
+// the copy bandwidth and the machine's RAM, with the alpha-beta fits of both kinds of points. Rank
+// 0's answer is the calibration of engine "cpu" with `ranks` the size of `comm` and this build's
+// version; its id, host and time are the recorder's to set.
 Calibration MeasureCalibration(const CalibrationRequest& request, MPI_Comm comm);
 
 }  // namespace pipette::cpu

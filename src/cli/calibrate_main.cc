@@ -2,10 +2,11 @@
 // main binary, as for pipette-train).
 //
 // `pipette calibrate --engine cpu [--ranks N] [--db FILE | --no-db] [--repeats R] [--max-bytes B]
-//  [--cluster-out FILE.toml] [--format text|json] [--list]`: measures what the simulator needs
-// beyond compute on this machine (backends/cpu/calibrate.h: p2p message time against size, the
-// all-reduce over N ranks, the engine's overhead per instruction, one core's sgemm rate alone and
-// contended, the copy bandwidth), fits seconds = alpha + beta * bytes to the p2p and all-reduce
+//  [--gemm-max G] [--cluster-out FILE.toml] [--format text|json] [--list]`: measures what the
+// simulator needs beyond compute on this machine (backends/cpu/calibrate.h: p2p message time
+// against size, the all-reduce over N ranks, the engine's overhead per instruction, one core's
+// sgemm rate alone and contended, its time per GEMM over a grid of shapes up to G, the copy
+// bandwidth), fits seconds = alpha + beta * bytes to the p2p and all-reduce
 // points, records the calibration in the database (engine/calibration.h) and prints it with its id.
 // Started outside mpirun it checks its options, opens the database and replaces itself with
 // `mpirun -np N pipette-calibrate ...` (N: --ranks, default the usable cores, at least 2), so one
@@ -39,6 +40,7 @@ namespace {
 
 constexpr std::int64_t kLargestMaxBytes = std::int64_t{1} << 30;
 constexpr int kMaxRanks = 4096;
+constexpr std::int64_t kLargestGemmMax = 4096;
 
 struct CalibrateOptions {
   std::string engine = "cpu";
@@ -47,6 +49,7 @@ struct CalibrateOptions {
   bool no_db = false;
   int repeats = 20;
   std::int64_t max_bytes = cpu::CalibrationRequest{}.max_bytes;
+  std::int64_t gemm_max = cpu::CalibrationRequest{}.gemm_max;
   std::string cluster_out;
   std::string format = "text";
   bool list = false;
@@ -65,13 +68,24 @@ Status CheckOptions(const CalibrateOptions& o) {
                     "ranks 0 and 1) and at most {} (all on this machine)",
                     o.ranks, kMaxRanks));
   }
-  if (const double seconds = cpu::EstimateCalibrationSeconds(o.repeats, o.max_bytes);
+  if (o.gemm_max != 0 &&
+      (o.gemm_max < 16 || o.gemm_max > kLargestGemmMax || (o.gemm_max & (o.gemm_max - 1)) != 0)) {
+    return Status::InvalidArgument(fmt::format(
+        "--gemm-max = {}: the GEMM table's largest size is a power of two from 16 to {} (its "
+        "sizes are the powers of two from 16 up to it), or 0 for no table",
+        o.gemm_max, kLargestGemmMax));
+  }
+  const double gemm_seconds = cpu::EstimateGemmTableSeconds(GemmTableSizes(o.gemm_max),
+                                                            cpu::CalibrationRequest{}.gemm_repeats);
+  if (const double seconds = cpu::EstimateCalibrationSeconds(o.repeats, o.max_bytes) + gemm_seconds;
       !o.list && seconds > cpu::kMaxCalibrationSeconds) {
     return Status::InvalidArgument(fmt::format(
-        "--repeats = {} --max-bytes = {}: would take about {:.1f} h (each repeat moves about 8 x "
-        "--max-bytes at about 3 GB/s), more than the limit of {:.0f} min: give fewer --repeats or "
-        "a smaller --max-bytes",
-        o.repeats, o.max_bytes, seconds / 3600, cpu::kMaxCalibrationSeconds / 60));
+        "--repeats = {} --max-bytes = {} --gemm-max = {}: would take about {:.1f} h (each repeat "
+        "moves about 8 x --max-bytes at about 3 GB/s; the GEMM table {:.0f} s), more than the "
+        "limit "
+        "of {:.0f} min: give fewer --repeats, a smaller --max-bytes or --gemm-max",
+        o.repeats, o.max_bytes, o.gemm_max, seconds / 3600, gemm_seconds,
+        cpu::kMaxCalibrationSeconds / 60));
   }
   if (!o.cluster_out.empty() && !o.cluster_out.ends_with(".toml")) {
     return Status::InvalidArgument(
@@ -179,7 +193,8 @@ int RunUnderMpi(const CalibrateOptions& o) {
     return finish(rank == 0 ? Fail(wrong) : kExitBadInput);
   }
   Calibration c = cpu::MeasureCalibration(
-      {.repeats = o.repeats, .max_bytes = o.max_bytes, .cores = o.cores}, MPI_COMM_WORLD);
+      {.repeats = o.repeats, .max_bytes = o.max_bytes, .cores = o.cores, .gemm_max = o.gemm_max},
+      MPI_COMM_WORLD);
   return finish(rank == 0 ? Finish(o, c) : kExitOk);
 }
 
@@ -200,6 +215,9 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
                  "Largest message and all-reduce (sizes 0 and 4, 8, ... up to it)")
       ->capture_default_str()
       ->check(InRange(4, kLargestMaxBytes, "messages are floats, 4 bytes each; at most 1 GiB"));
+  app.add_option("--gemm-max", o.gemm_max,
+                 "The GEMM table's largest size: m, n, k the powers of two from 16 to it (0: none)")
+      ->capture_default_str();
   app.add_option("--cluster-out", o.cluster_out,
                  "Also write a cluster file (.toml) for this machine (docs/clusters.md)")
       ->check(OutputPath());
@@ -213,8 +231,8 @@ void AddOptions(CLI::App& app, CalibrateOptions& o) {
   // --list measures nothing: the options of a measurement would be taken silently.
   CLI::Option* list = app.add_flag(
       "--list", o.list, "List the calibrations in --db instead (as pipette calibrations)");
-  for (const char* measuring :
-       {"--ranks", "--repeats", "--max-bytes", "--cluster-out", "--cores", "--no-db", "--engine"}) {
+  for (const char* measuring : {"--ranks", "--repeats", "--max-bytes", "--gemm-max",
+                                "--cluster-out", "--cores", "--no-db", "--engine"}) {
     list->excludes(app.get_option(measuring));
   }
   app.get_option("--no-db")->excludes(app.get_option("--db"));

@@ -51,8 +51,9 @@ TEST(CalibrateCli, MeasuresRecordsAndWritesAClusterFile) {
   const std::string db = FreshDb("calibrate");
   const std::string toml = testing::ScratchDir() + "/host.toml";
   std::filesystem::remove(toml);
-  const CommandResult run = Pipette("calibrate --ranks 2 --repeats 3 --max-bytes 65536 --db " + db +
-                                    " --cluster-out " + toml + " --format json");
+  const CommandResult run =
+      Pipette("calibrate --ranks 2 --repeats 3 --max-bytes 65536 --gemm-max 64 --db " + db +
+              " --cluster-out " + toml + " --format json");
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const nlohmann::json json = LastJsonLine(run.out);
   const std::int64_t id = json["calibration_id"].get<std::int64_t>();
@@ -79,9 +80,20 @@ TEST(CalibrateCli, MeasuresRecordsAndWritesAClusterFile) {
   EXPECT_GT(c->gemm_flops_alone, 1e8);
   EXPECT_GT(c->memory_bytes, 0);
   EXPECT_GT(c->memory_bandwidth, 0);
+  // The GEMM table: sizes 16, 32, 64 in m, n and k, each pass, two ranks at once; a full grid.
+  ASSERT_EQ(c->gemms.size(), 3u * 27u);
+  for (const GemmTiming& g : c->gemms) {
+    EXPECT_EQ(g.ranks, 2);
+    EXPECT_GT(g.seconds, 0);
+    EXPECT_LT(g.seconds, 0.1);  // a 64^3 sgemm (0.5 MFLOP) takes microseconds
+  }
+  EXPECT_EQ(c->gemms.front().pass, GemmPass::kForward);
+  EXPECT_EQ(c->gemms.back().pass, GemmPass::kWeightGrad);
+  EXPECT_TRUE(GemmTable::Of(c->gemms).ok());
   // The JSON line is the stored calibration.
   EXPECT_EQ(json["p2p"]["alpha_s"].get<double>(), c->p2p.alpha);
   EXPECT_EQ(json["points"].size(), c->points.size());
+  EXPECT_EQ(json["gemms"].size(), c->gemms.size());
 
   // The cluster file: one node of `cores` "GPUs" with the calibration's figures.
   Result<ClusterSpec> cluster = LoadClusterToml(toml);
@@ -126,7 +138,9 @@ TEST(CalibrateCli, BadOptionsAreRefusedWithExitTwoBeforeAnythingIsWritten) {
        "--cluster-out = 'no/such/dir/host.toml': the directory 'no/such/dir' does not exist"},
       // About 7.7 h measured; refused in milliseconds with the estimate.
       {"--repeats 10000 --max-bytes 1073741824",
-       "--repeats = 10000 --max-bytes = 1073741824: would take about 8.0 h"},
+       "--repeats = 10000 --max-bytes = 1073741824 --gemm-max = 2048: would take about 8.0 h"},
+      {"--gemm-max 100", "--gemm-max = 100: the GEMM table's largest size is a power of two"},
+      {"--gemm-max 8192", "--gemm-max = 8192"},
       {"--repeats 700 --max-bytes 1073741824", "more than the limit of 30 min"},
   };
   for (const auto& [args, message] : cases) {

@@ -98,6 +98,8 @@ Calibration SomeCalibration() {
   c.memory_bytes = 3.2e10;
   c.memory_bandwidth = 9e9;
   c.points = {{"p2p", 2, 0, 1.5e-6}, {"p2p", 2, 1024, 1.7e-6}, {"allreduce", 4, 4, 4.1e-6}};
+  c.gemms = {{16, 32, 64, 4, 2.5e-6, GemmPass::kForward},
+             {16, 32, 64, 4, 3.5e-6, GemmPass::kWeightGrad}};
   return c;
 }
 
@@ -133,6 +135,7 @@ TEST(CalibrationStore, RoundTripsEveryFieldAndPoint) {
     EXPECT_EQ(back->points[k].bytes, c.points[k].bytes);
     EXPECT_EQ(back->points[k].seconds, c.points[k].seconds);
   }
+  EXPECT_EQ(back->gemms, c.gemms);  // the GEMM table, in its order
   EXPECT_EQ(PointsOf(*back, kCalibrationP2p).size(), 2u);
   EXPECT_EQ(PointsOf(*back, kCalibrationAllReduce).size(), 1u);
 

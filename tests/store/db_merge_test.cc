@@ -217,6 +217,8 @@ TEST(DbMerge, RewritesAPredictionsRunAndCalibrationReferences) {
     c.ranks = 2;
     c.cores = 2;
     c.points = {{"p2p", 2, 1024, 1e-5}, {"allreduce", 2, 4096, 3e-5}};
+    c.gemms = {{16, 16, 16, 2, 1e-6, GemmPass::kForward},
+               {16, 16, 32, 2, 2e-6, GemmPass::kInputGrad}};
     ASSERT_EQ(*db.RecordCalibration(c), 1);
     AddRun(db, 0, "", "2026-01-01T00:00:01.000Z", 1);
     RunRecord predicted = Record(0, "2026-01-01T00:00:02.000Z", 2);
@@ -242,6 +244,8 @@ TEST(DbMerge, RewritesAPredictionsRunAndCalibrationReferences) {
             "\n");
   EXPECT_EQ(Rows(out, "SELECT calibration_id, what, bytes FROM calibration_points ORDER BY rowid"),
             "2|p2p|1024\n2|allreduce|4096\n");
+  EXPECT_EQ(Rows(out, "SELECT calibration_id, pass, m, n, k FROM calibration_gemms ORDER BY rowid"),
+            "2|F|16|16|16\n2|I|16|16|32\n");
   // Merging it again reuses the calibration (same engine, host, created_at).
   Result<MergeReport> again = MergeDatabases(out, {in});
   ASSERT_TRUE(again.ok());

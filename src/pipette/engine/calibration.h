@@ -1,9 +1,10 @@
 // Calibration: what `pipette calibrate --engine cpu` measured on a machine beyond compute, for the
 // simulator to predict that machine's real runs (`simulate --calibration ID`): the one-way time of
 // a point-to-point message against its size, the data-parallel all-reduce time against its size,
-// the engine's own cost per program instruction, and one core's fp32 GEMM rate, alone and with
-// every rank running at once. The raw points are kept beside the fits. Stored in the experiment
-// database (ExperimentDb::RecordCalibration, tables `calibrations` and `calibration_points`,
+// the engine's own cost per program instruction, one core's fp32 GEMM rate, alone and with every
+// rank running at once, and its time per GEMM over a grid of shapes (engine/gemm_table.h). The raw
+// points are kept beside the fits. Stored in the experiment database
+// (ExperimentDb::RecordCalibration, tables `calibrations` and `calibration_points`,
 // docs/trace_schema.md); measured by a real engine (backends/cpu/calibrate.h: MeasureCalibration),
 // so it lives in the engine layer, beside what engines measure. Plain values; FitAlphaBeta and
 // HostClusterSpec are pure functions.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "pipette/cluster/cluster_spec.h"
+#include "pipette/engine/gemm_table.h"
 
 namespace pipette {
 
@@ -55,6 +57,10 @@ struct Calibration {
                                 // shapes) while every rank runs one (the contended rate)
   double gemm_flops_alone = 0;  // the same with one rank running
   std::vector<CalibrationPoint> points;  // the raw measurements
+  // One core's time per call of a GEMM over a grid of shapes (GemmTableSizes in m, n and k), every
+  // rank running the same shape at once; empty when not measured (`--gemm-max 0`, or a
+  // calibration older than schema 8). A fit prices GEMMs by it (GemmTable, cost_fit.h).
+  std::vector<GemmTiming> gemms;
   // Beyond the interface the simulator reads:
   std::string version;          // the pipette that measured it
   double memory_bytes = 0;      // the machine's RAM (MemTotal)

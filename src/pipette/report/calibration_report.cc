@@ -56,6 +56,15 @@ nlohmann::ordered_json CalibrationJson(const Calibration& c) {
                       {"fit_s", fit},
                       {"residual", Residual(p.seconds, fit)}});
   }
+  auto& gemms = json["gemms"] = nlohmann::ordered_json::array();
+  for (const GemmTiming& g : c.gemms) {
+    gemms.push_back({{"pass", GemmPassName(g.pass)},
+                     {"m", g.m},
+                     {"n", g.n},
+                     {"k", g.k},
+                     {"ranks", g.ranks},
+                     {"seconds", g.seconds}});
+  }
   return json;
 }
 
@@ -79,6 +88,17 @@ void PrintCalibration(const Calibration& c) {
     const double fit = FitOf(c, p.what).Of(p.bytes);
     fmt::print("{:<10} {:>6} {:>12} {:>15.3f} {:>12.3f} {:>9.1f}%\n", p.what, p.ranks, p.bytes,
                p.seconds * 1e6, fit * 1e6, 100 * Residual(p.seconds, fit));
+  }
+  if (c.gemms.empty()) return;
+  fmt::print(
+      "# GEMM table: {} shapes x passes, one core's time per call (F: x W^T, I: dy W, W: dW += "
+      "dy^T "
+      "x), {} ranks at once\n",
+      c.gemms.size(), c.gemms.front().ranks);
+  fmt::print("# pass      m      n      k   per call [us]   GFLOP/s\n");
+  for (const GemmTiming& g : c.gemms) {
+    fmt::print("  {:<4} {:>6} {:>6} {:>6} {:>15.3f} {:>9.2f}\n", GemmPassName(g.pass), g.m, g.n,
+               g.k, g.seconds * 1e6, 2.0 * static_cast<double>(g.m * g.n * g.k) / g.seconds * 1e-9);
   }
 }
 

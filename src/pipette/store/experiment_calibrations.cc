@@ -67,6 +67,17 @@ Result<std::int64_t> ExperimentDb::RecordCalibration(const Calibration& c) {
     point.Bind(1, id).Bind(2, p.what).Bind(3, p.ranks).Bind(4, p.bytes).Bind(5, p.seconds);
     PIPETTE_RETURN_IF_ERROR(point.Run(fmt::format("calibration point {} {} B", p.what, p.bytes)));
   }
+  Statement gemm(
+      db_.get(),
+      "INSERT INTO calibration_gemms(calibration_id, m, n, k, pass, ranks, seconds) VALUES (?, ?, "
+      "?, ?, ?, ?, ?)");
+  PIPETTE_RETURN_IF_ERROR(gemm.status("insert calibration GEMM"));
+  for (const GemmTiming& g : c.gemms) {
+    gemm.Bind(1, id).Bind(2, g.m).Bind(3, g.n).Bind(4, g.k).Bind(5, GemmPassName(g.pass));
+    gemm.Bind(6, g.ranks).Bind(7, g.seconds);
+    PIPETTE_RETURN_IF_ERROR(
+        gemm.Run(fmt::format("calibration GEMM {} {}x{}x{}", GemmPassName(g.pass), g.m, g.n, g.k)));
+  }
   PIPETTE_RETURN_IF_ERROR(tx.Commit());
   return id;
 }
@@ -104,6 +115,18 @@ Result<Calibration> ExperimentDb::LoadCalibration(std::int64_t id) {
     c.points.push_back({s.Text(0), static_cast<int>(s.Int(1)), s.Int(2), s.Real(3)});
   }
   PIPETTE_RETURN_IF_ERROR(s.Done(rc, "load calibration points"));
+  if (schema_version() < 8) return c;  // read-only reads of an older database: no GEMM table
+  Statement g(db_.get(),
+              "SELECT m, n, k, ranks, seconds, pass FROM calibration_gemms WHERE calibration_id = "
+              "? ORDER BY rowid");
+  PIPETTE_RETURN_IF_ERROR(g.status("load calibration GEMMs"));
+  g.Bind(1, id);
+  while ((rc = g.Step()) == SQLITE_ROW) {
+    // The schema's CHECK admits F, I and W only.
+    c.gemms.push_back({g.Int(0), g.Int(1), g.Int(2), static_cast<int>(g.Int(3)), g.Real(4),
+                       GemmPassOf(g.Text(5)).value_or(GemmPass::kForward)});
+  }
+  PIPETTE_RETURN_IF_ERROR(g.Done(rc, "load calibration GEMMs"));
   return c;
 }
 

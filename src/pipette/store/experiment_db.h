@@ -39,7 +39,7 @@
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 // The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
 inline constexpr int kOldestReadableSchema = 2;
 

@@ -150,6 +150,20 @@ CREATE TABLE fits(
   fit TEXT NOT NULL CHECK (json_valid(fit))
 ) STRICT;
 )sql",
+    // 8: a calibration's GEMM table (engine/gemm_table.h): one core's time per call of each shape
+    // of a grid and pass (F, I, W: how the engine calls it), every rank running it at once.
+    R"sql(
+CREATE TABLE calibration_gemms(
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  m INTEGER NOT NULL CHECK (m >= 1),
+  n INTEGER NOT NULL CHECK (n >= 1),
+  k INTEGER NOT NULL CHECK (k >= 1),
+  pass TEXT NOT NULL CHECK (pass IN ('F', 'I', 'W')),
+  ranks INTEGER NOT NULL CHECK (ranks >= 1),
+  seconds REAL NOT NULL CHECK (seconds > 0)
+) STRICT;
+CREATE INDEX calibration_gemms_by_calibration ON calibration_gemms(calibration_id);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -1,24 +1,29 @@
-// `pipette fit RUN... [--db FILE] [--format text|json]`: fits the cost model to measured runs
-// (fidelity/cost_fit.h) and records it; `pipette fits [--db FILE] [--id ID] [--format text|json]`:
+// `pipette fit RUN... [--calibration ID|latest] [--db FILE] [--format text|json]`: fits the cost
+// model to measured runs (fidelity/cost_fit.h; with a calibration's GEMM table, GEMMs priced by it)
+// and records it; `pipette fits [--db FILE] [--id ID] [--format text|json]`:
 // the recorded fits, or one in full.
 #include <fmt/core.h>
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
+#include "pipette/common/printable.h"
 #include "pipette/fidelity/cost_fit.h"
 #include "pipette/report/fit_report.h"
 #include "pipette/store/db_access.h"
+#include "pipette/study/prediction.h"
 
 namespace pipette::cli {
 namespace {
 
 struct FitOptions {
   std::vector<std::string> runs;
+  std::string calibration;  // empty: no GEMM table
   std::string db = "pipette.db";
   std::string format = "text";
 };
@@ -39,6 +44,15 @@ void Print(const CostFit& fit, const std::string& format) {
 
 int RunFit(const FitOptions& o) {
   auto fail = [](const Status& status) { return ReportError("fit", status); };
+  if (!o.calibration.empty() && o.calibration != "latest") {  // checked before the database
+    Result<std::int64_t> id = ParseFitName(o.calibration, "--calibration");
+    if (!id.ok()) {
+      return fail(Status::InvalidArgument(
+          fmt::format("--calibration = '{}': must be a calibration id (pipette calibrations) or "
+                      "'latest'",
+                      Printable(o.calibration))));
+    }
+  }
   Result<ExperimentDb> db = OpenExistingDb(o.db, DbAccess::kWrite);
   if (!db.ok()) return fail(db.status());
   std::vector<RunData> runs;
@@ -51,7 +65,13 @@ int RunFit(const FitOptions& o) {
       runs.push_back(std::move(*run));
     }
   }
-  Result<CostFit> fit = FitCosts(runs);
+  std::optional<Calibration> calibration;
+  if (!o.calibration.empty()) {
+    Result<Calibration> found = FindCalibration(*db, o.calibration);
+    if (!found.ok()) return fail(found.status());
+    calibration = std::move(*found);
+  }
+  Result<CostFit> fit = FitCosts(runs, calibration ? &*calibration : nullptr);
   if (!fit.ok()) return fail(fit.status());
   Result<std::int64_t> id = db->RecordFit(StoredFitOf(*fit));
   if (!id.ok()) return fail(id.status());
@@ -99,6 +119,9 @@ void RegisterFitCommands(CLI::App& app, int& exit_code) {
   CLI::App* fit = app.add_subcommand(
       "fit", "Fit the cost model to measured runs (ids, lists, last, lastN) and record it");
   fit->add_option("runs", o->runs, "Measured runs: ids, comma lists, last, lastN")->required();
+  fit->add_option("--calibration", o->calibration,
+                  "Price GEMMs by this calibration's GEMM table (an id or 'latest': this host's "
+                  "newest; pipette calibrate measures one)");
   fit->add_option("--db", o->db, "Experiment database")
       ->capture_default_str()
       ->check(DatabasePathValidator());

@@ -500,7 +500,9 @@ TEST(TrainDatabase, AFittedRunPredictsConfigurationsAndRefusesOtherFamilies) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const nlohmann::json json = nlohmann::json::parse(fit.out);
   EXPECT_EQ(json["family"]["style"], "gpt");
-  EXPECT_EQ(json["parameters"].size(), 12u);
+  EXPECT_EQ(json["parameters"].size(), 13u);
+  EXPECT_EQ(json["parameters"][12]["name"], "gemm_table");
+  EXPECT_EQ(json["parameters"][12]["status"], "unused");  // no --calibration
   EXPECT_EQ(json["parameters"][0]["name"], "gemm_flops");
   EXPECT_EQ(json["parameters"][0]["status"], "fitted");
   EXPECT_GT(json["parameters"][0]["value"].get<double>(), 0);

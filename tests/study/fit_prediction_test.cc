@@ -49,9 +49,10 @@ CostFit Truth() {
   CostFit truth;
   truth.id = 1;
   truth.family = {"cpu", "fp32", "gpt"};
-  truth.values = {1.1e-11, 1.0e-10, 3.0e-10, 2.0e-10, 2.0e-7, 3.0e-10,
-                  2.5e-9,  9.0e-10, 2.0e-9,  5.0e-7,  3.0e-6, 7.0e-9};
+  truth.values = {1.1e-11, 1.0e-10, 3.0e-10, 2.0e-10, 2.0e-7, 3.0e-10, 2.5e-9,
+                  9.0e-10, 2.0e-9,  5.0e-7,  3.0e-6,  7.0e-9, 0};
   truth.status.assign(kCostParameters, FitStatus::kFitted);
+  truth.status[kGemmTable] = FitStatus::kUnused;  // no GEMM table
   truth.independence.assign(kCostParameters, 1);
   truth.with.assign(kCostParameters, {});
   return truth;
@@ -121,7 +122,7 @@ TEST(FitPrediction, TheFitOfSyntheticRunsRecoversTheirParameters) {
   const Result<CostFit> fit = FitCosts(SyntheticRuns(truth, configs));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   for (int k = 0; k < kCostParameters; ++k) {
-    EXPECT_EQ(fit->status[k], FitStatus::kFitted) << CostParameterName(k);
+    EXPECT_EQ(fit->status[k], truth.status[k]) << CostParameterName(k);
     EXPECT_NEAR(fit->values[k], truth.values[k], 0.01 * truth.values[k]) << CostParameterName(k);
   }
   for (const FitResidual& r : fit->residuals) {
@@ -136,6 +137,84 @@ TEST(FitPrediction, TheFitOfSyntheticRunsRecoversTheirParameters) {
     EXPECT_NEAR(*got.stages[s].i, *want.stages[s].i, 0.01 * *want.stages[s].i) << s;
     EXPECT_NEAR(*got.stages[s].w, *want.stages[s].w, 0.01 * *want.stages[s].w) << s;
   }
+}
+
+// A calibration whose GEMM table runs small-m GEMMs slower (sizes 16-512; seconds per FLOP
+// 1e-11 x (1 + 32/m) x (1 + 16/k), the input gradient's 1.1x and the weight gradient's 1.3x
+// that), on the synthetic runs' host.
+Calibration TableCalibration(const std::string& host) {
+  Calibration c;
+  c.id = 4;
+  c.host = host;
+  const double slower[] = {1.0, 1.1, 1.3};
+  for (const GemmPass pass : {GemmPass::kForward, GemmPass::kInputGrad, GemmPass::kWeightGrad}) {
+    for (const std::int64_t m : GemmTableSizes(512)) {
+      for (const std::int64_t n : GemmTableSizes(512)) {
+        for (const std::int64_t k : GemmTableSizes(512)) {
+          const double per_flop = slower[static_cast<int>(pass)] * 1e-11 *
+                                  (1 + 32.0 / static_cast<double>(m)) *
+                                  (1 + 16.0 / static_cast<double>(k));
+          c.gemms.push_back({m, n, k, 2, per_flop * 2.0 * static_cast<double>(m * n * k), pass});
+        }
+      }
+    }
+  }
+  return c;
+}
+
+TEST(FitPrediction, AFitWithAGemmTableRecoversItsScaleAndPricesByShape) {
+  // The truth prices GEMMs as 1.07 x the table (plus gemm_calls); FLOPs and operands unused.
+  CostFit truth = Truth();
+  const Calibration calibration = TableCalibration("");
+  truth.gemm_table = *GemmTable::Of(calibration.gemms);
+  truth.calibration = calibration.id;
+  truth.values[kGemmTable] = 1.07;
+  truth.status[kGemmTable] = FitStatus::kFitted;
+  for (const int k : kTableReplaces) {
+    truth.values[k] = 0;
+    truth.status[k] = FitStatus::kUnused;
+  }
+  const std::vector<TrainOptions> configs = {Options(GptFile(32, 2), "1f1b", 4, 1, 16),
+                                             Options(GptFile(64, 2), "zb-h1", 4, 2, 16),
+                                             Options(GptFile(96, 4), "1f1b", 4, 4, 8),
+                                             Options(GptFile(64, 4), "zb-h1", 6, 1, 32),
+                                             Options(GptFile(32, 4), "1f1b", 4, 3, 64),
+                                             Options(GptFile(48, 6), "interleaved-1f1b", 4, 2, 40),
+                                             Options(GptFile(64, 2, 300), "1f1b", 4, 1, 12)};
+  const std::vector<RunData> runs = SyntheticRuns(truth, configs);
+  const Calibration mine = TableCalibration(runs.front().run.host);
+  const Result<CostFit> fit = FitCosts(runs, &mine);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_EQ(fit->calibration, 4);
+  for (int k = 0; k < kCostParameters; ++k) {
+    EXPECT_EQ(fit->status[k], truth.status[k]) << CostParameterName(k);
+    EXPECT_NEAR(fit->values[k], truth.values[k], 0.01 * truth.values[k]) << CostParameterName(k);
+  }
+  // Stored and read back, the table prices an unseen configuration as the truth does.
+  Result<CostFit> back = FitOf(StoredFitOf(*fit));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->gemm_table.timings(), fit->gemm_table.timings());
+  const TrainOptions unseen = Options(GptFile(80, 3), "interleaved-1f1b", 8, 3, 20);
+  const FittedWork want = Priced(truth, unseen), got = Priced(*back, unseen);
+  ASSERT_EQ(got.stages.size(), want.stages.size());
+  for (std::size_t s = 0; s < want.stages.size(); ++s) {
+    EXPECT_NEAR(*got.stages[s].f, *want.stages[s].f, 0.01 * *want.stages[s].f) << s;
+    EXPECT_NEAR(*got.stages[s].w, *want.stages[s].w, 0.01 * *want.stages[s].w) << s;
+  }
+  // A calibration without a table, or of another host, is refused naming --calibration.
+  Calibration none = mine;
+  none.gemms.clear();
+  const Result<CostFit> without = FitCosts(runs, &none);
+  ASSERT_FALSE(without.ok());
+  EXPECT_NE(without.status().message().find("--calibration = 4: it has no GEMM table"),
+            std::string::npos)
+      << without.status().message();
+  Calibration elsewhere = mine;
+  elsewhere.host = mine.host + "-other";
+  const Result<CostFit> other = FitCosts(runs, &elsewhere);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("a GEMM table describes one machine"), std::string::npos)
+      << other.status().message();
 }
 
 TEST(FitPrediction, AFitFromOneRunSaysWhatItCannotDetermine) {

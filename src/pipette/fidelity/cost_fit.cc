@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "pipette/common/printable.h"
 #include "pipette/engine/decoder_layers.h"
@@ -17,21 +19,85 @@ namespace pipette {
 namespace {
 
 constexpr std::string_view kUnits[kCostParameters] = {
-    "s/FLOP",    "s/element", "s/element", "s/element", "s/call",        "s/element",
-    "s/element", "s/element", "s/element", "s/module",  "s/instruction", "s/parameter"};
+    "s/FLOP",    "s/element", "s/element", "s/element",     "s/call",      "s/element", "s/element",
+    "s/element", "s/element", "s/module",  "s/instruction", "s/parameter", "x table"};
 
 constexpr ActionKind kComputeKinds[] = {ActionKind::kForward, ActionKind::kInputBackward,
                                         ActionKind::kWeightBackward, ActionKind::kFullBackward};
 
-// The features of one compute kind of a stage: its passes' op counts and one instruction.
-std::vector<double> FeaturesOf(const LayerWork& work, ActionKind kind) {
-  OpCounts ops;
-  if (kind == ActionKind::kForward) ops += work.f;
-  if (kind == ActionKind::kInputBackward || kind == ActionKind::kFullBackward) ops += work.i;
-  if (kind == ActionKind::kWeightBackward || kind == ActionKind::kFullBackward) ops += work.w;
+// The row of `ops`, one pass's work: its op features, with a GEMM table the table's time of its
+// GEMMs (called as `pass` calls them) in place of their FLOPs and operand elements.
+std::vector<double> RowOf(const OpCounts& ops, const GemmTable& table, GemmPass pass) {
   std::vector<double> row(ops.features.begin(), ops.features.end());
   row.resize(kCostParameters, 0);
+  if (table.empty()) return row;
+  for (const int k : kTableReplaces) row[k] = 0;
+  for (const GemmShape& g : ops.gemms) row[kGemmTable] += table.SecondsOf(g, pass);
+  return row;
+}
+
+void AddTo(std::vector<double>& row, const std::vector<double>& more) {
+  for (std::size_t k = 0; k < row.size(); ++k) row[k] += more[k];
+}
+
+// The features of one compute kind of a stage: its passes' op counts and one instruction.
+std::vector<double> FeaturesOf(const LayerWork& work, ActionKind kind, const GemmTable& table) {
+  std::vector<double> row(kCostParameters, 0);
+  if (kind == ActionKind::kForward) AddTo(row, RowOf(work.f, table, GemmPass::kForward));
+  if (kind == ActionKind::kInputBackward || kind == ActionKind::kFullBackward) {
+    AddTo(row, RowOf(work.i, table, GemmPass::kInputGrad));
+  }
+  if (kind == ActionKind::kWeightBackward || kind == ActionKind::kFullBackward) {
+    AddTo(row, RowOf(work.w, table, GemmPass::kWeightGrad));
+  }
   row[kInstructions] = 1;
+  return row;
+}
+
+// How often the plan's stages call each GEMM shape in each pass (per microbatch).
+using PassMix =
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::array<double, kGemmPasses>>;
+
+PassMix PassMixOf(const TrainPlan& plan) {
+  PassMix mix;
+  for (int s = 0; s < plan.schedule.num_stages(); ++s) {
+    const Result<LayerWork> work = StageWork(plan, s);
+    if (!work.ok()) continue;
+    int pass = 0;
+    for (const OpCounts* ops : {&work->f, &work->i, &work->w}) {
+      for (const GemmShape& g : ops->gemms) mix[{g.m, g.n, g.k}][pass] += 1;
+      ++pass;
+    }
+  }
+  return mix;
+}
+
+// The row of one profiled GEMM call of `shape`; with a table, its time the passes' times weighted
+// by how often the plan calls the shape in each (the profile merges the passes; a shape the plan
+// does not call: the forward's).
+std::vector<double> ProfiledGemmRow(const GemmShape& shape, const GemmTable& table,
+                                    const PassMix& mix) {
+  OpCounts call;
+  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n),
+               k = static_cast<double>(shape.k);
+  call.features[kGemmFlops] = 2 * m * n * k;
+  call.features[kGemmA] = m * k;
+  call.features[kGemmB] = k * n;
+  call.features[kGemmC] = m * n;
+  call.features[kGemmCalls] = 1;
+  std::vector<double> row = RowOf(call, table, GemmPass::kForward);
+  if (table.empty()) return row;
+  const auto found = mix.find({shape.m, shape.n, shape.k});
+  if (found == mix.end()) {
+    row[kGemmTable] = table.SecondsOf(shape, GemmPass::kForward);
+    return row;
+  }
+  double calls = 0, seconds = 0;
+  for (int pass = 0; pass < kGemmPasses; ++pass) {
+    calls += found->second[pass];
+    seconds += found->second[pass] * table.SecondsOf(shape, static_cast<GemmPass>(pass));
+  }
+  row[kGemmTable] = seconds / calls;
   return row;
 }
 
@@ -61,11 +127,12 @@ Result<LayerWork> ModuleWork(const TrainPlan& plan, int kind) {
 // The rows of a run's kernel profile (store/kernel_metrics.h), when it has one: each GEMM shape's
 // time per call, and each timed class's total over the profiled steps against its feature summed
 // over every stage's microbatches, and each kind of module pass's time per call.
-void AddKernelRows(const RunData& run, const TrainPlan& plan, LeastSquaresProblem& problem,
-                   std::vector<FitResidual>& labels) {
+void AddKernelRows(const RunData& run, const TrainPlan& plan, const GemmTable& table,
+                   LeastSquaresProblem& problem, std::vector<FitResidual>& labels) {
   int steps = 0;
   const std::vector<KernelSample> samples = KernelSamplesOf(run, steps);
   if (steps < 1) return;
+  const PassMix mix = PassMixOf(plan);
   std::array<double, kOpFeatures> per_step{};  // every stage's microbatches, F + I + W
   std::vector<int> microbatches(plan.schedule.num_stages(), 0);
   for (const StageRange& route : plan.schedule.routes) {
@@ -87,17 +154,14 @@ void AddKernelRows(const RunData& run, const TrainPlan& plan, LeastSquaresProble
     if (sample.kind == KernelKind::kModule) {
       const Result<LayerWork> work = ModuleWork(plan, sample.m);
       if (!work.ok() || sample.n < 0 || sample.n > 2) continue;
-      const OpCounts& pass = sample.n == 0 ? work->f : sample.n == 1 ? work->i : work->w;
-      std::copy(pass.features.begin(), pass.features.end(), row.begin());
+      row = RowOf(sample.n == 0   ? work->f
+                  : sample.n == 1 ? work->i
+                                  : work->w,
+                  table, static_cast<GemmPass>(sample.n));
       target /= static_cast<double>(sample.calls);
       kind = fmt::format("{}.{}", ModuleKindName(sample.m), "FIW"[sample.n]);
     } else if (sample.kind == KernelKind::kGemm) {
-      const double m = sample.m, n = sample.n, k = sample.k;
-      row[kGemmFlops] = 2 * m * n * k;
-      row[kGemmA] = m * k;
-      row[kGemmB] = k * n;
-      row[kGemmC] = m * n;
-      row[kGemmCalls] = 1;
+      row = ProfiledGemmRow({sample.m, sample.n, sample.k}, table, mix);
       target /= static_cast<double>(sample.calls);
       kind = fmt::format("GEMM {}x{}x{}", sample.m, sample.n, sample.k);
     } else {
@@ -116,10 +180,63 @@ void AddKernelRows(const RunData& run, const TrainPlan& plan, LeastSquaresProble
   }
 }
 
+// The GEMM table of `calibration`, which must have one and have measured the runs' host.
+Result<GemmTable> TableOf(const Calibration& calibration, const std::vector<RunData>& runs) {
+  const std::string option = fmt::format("--calibration = {}", calibration.id);
+  if (calibration.gemms.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: it has no GEMM table (measured with --gemm-max 0, or by a pipette before schema 8): "
+        "run pipette calibrate again",
+        option));
+  }
+  for (const RunData& run : runs) {
+    if (run.run.host != calibration.host) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: measured on host {}, but run {} ran on {}: a GEMM table describes one machine",
+          option, Printable(calibration.host), run.run.id, Printable(run.run.host)));
+    }
+  }
+  Result<GemmTable> table = GemmTable::Of(calibration.gemms);
+  if (!table.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: {}", option, table.status().message()));
+  }
+  return table;
+}
+
+// Solves `problem` into `fit` with the GEMM table's scale first in the solver's order (the
+// best-determined parameter first decides a confounded pair; least_squares.h), and marks the
+// parameters the fit's model leaves out unused.
+void SolveInOrder(const LeastSquaresProblem& problem, CostFit& fit) {
+  std::vector<int> order = {kGemmTable};  // solver column j is parameter order[j]
+  for (int k = 0; k < kGemmTable; ++k) order.push_back(k);
+  LeastSquaresProblem ordered = problem;
+  for (std::vector<double>& row : ordered.rows) {
+    std::vector<double> permuted;
+    for (const int k : order) permuted.push_back(row[k]);
+    row = std::move(permuted);
+  }
+  const LeastSquaresSolution solution = SolveNonNegativeLeastSquares(ordered);
+  fit.values.assign(kCostParameters, 0);
+  fit.status.assign(kCostParameters, FitStatus::kUnconstrained);
+  fit.independence.assign(kCostParameters, 0);
+  fit.with.assign(kCostParameters, {});
+  for (int j = 0; j < kCostParameters; ++j) {
+    fit.values[order[j]] = solution.values[j];
+    fit.status[order[j]] = solution.status[j];
+    fit.independence[order[j]] = solution.independence[j];
+    for (const int w : solution.with[j]) fit.with[order[j]].push_back(order[w]);
+  }
+  if (fit.gemm_table.empty()) {
+    fit.status[kGemmTable] = FitStatus::kUnused;
+  } else {
+    for (const int k : kTableReplaces) fit.status[k] = FitStatus::kUnused;
+  }
+}
+
 // The rows one run gives, appended to `problem` (and their labels to `labels`).
-Status AddRunRows(const RunData& run, CostFamily& family, LeastSquaresProblem& problem,
-                  std::vector<FitResidual>& labels, std::vector<double>& gaps,
-                  std::vector<double>& latencies) {
+Status AddRunRows(const RunData& run, const GemmTable& table, CostFamily& family,
+                  LeastSquaresProblem& problem, std::vector<FitResidual>& labels,
+                  std::vector<double>& gaps, std::vector<double>& latencies) {
   const std::string option = fmt::format("run {}", run.run.id);
   PIPETTE_ASSIGN_OR_RETURN(const TrainOptions options, TrainOptionsOf(run, option));
   PIPETTE_ASSIGN_OR_RETURN(const RecordedWork work, RecordedWorkOf(run, option));
@@ -141,12 +258,12 @@ Status AddRunRows(const RunData& run, CostFamily& family, LeastSquaresProblem& p
     for (const ActionKind kind : kComputeKinds) {
       const std::optional<double>& cost = work.stages[s].Of(kind);
       if (!cost || !(*cost > 0)) continue;
-      problem.rows.push_back(FeaturesOf(stage, kind));
+      problem.rows.push_back(FeaturesOf(stage, kind, table));
       problem.targets.push_back(*cost);
       labels.push_back({run.run.id, std::string(ActionKindName(kind)), s, *cost, 0});
     }
   }
-  AddKernelRows(run, *plan, problem, labels);
+  AddKernelRows(run, *plan, table, problem, labels);
   const std::vector<double> params = RankParams(*plan);
   for (int r = 0; r < static_cast<int>(work.optimizer.size()); ++r) {
     if (!(work.optimizer[r] > 0)) continue;
@@ -163,7 +280,9 @@ Status AddRunRows(const RunData& run, CostFamily& family, LeastSquaresProblem& p
 
 std::string_view CostParameterName(int parameter) {
   if (parameter < kOpFeatures) return OpFeatureName(parameter);
-  return parameter == kInstructions ? "instructions" : "optimizer_params";
+  return parameter == kInstructions      ? "instructions"
+         : parameter == kOptimizerParams ? "optimizer_params"
+                                         : "gemm_table";
 }
 
 std::string_view CostParameterUnit(int parameter) { return kUnits[parameter]; }
@@ -174,6 +293,8 @@ std::string_view FitStatusName(FitStatus status) {
       return "fitted";
     case FitStatus::kUnconstrained:
       return "unconstrained";
+    case FitStatus::kUnused:
+      return "unused";
     default:
       return "confounded";
   }
@@ -237,21 +358,22 @@ std::vector<double> RankParams(const TrainPlan& plan) {
   return params;
 }
 
-Result<CostFit> FitCosts(const std::vector<RunData>& runs) {
+Result<CostFit> FitCosts(const std::vector<RunData>& runs, const Calibration* calibration) {
   if (runs.empty()) return Status::InvalidArgument("give at least one run");
   CostFit fit;
+  if (calibration != nullptr) {
+    PIPETTE_ASSIGN_OR_RETURN(fit.gemm_table, TableOf(*calibration, runs));
+    fit.calibration = calibration->id;
+  }
   LeastSquaresProblem problem;
   std::vector<double> gaps, latencies;
   for (const RunData& run : runs) {
-    PIPETTE_RETURN_IF_ERROR(AddRunRows(run, fit.family, problem, fit.residuals, gaps, latencies));
+    PIPETTE_RETURN_IF_ERROR(
+        AddRunRows(run, fit.gemm_table, fit.family, problem, fit.residuals, gaps, latencies));
     fit.runs.push_back(run.run.id);
   }
   for (const double target : problem.targets) problem.weights.push_back(1 / target);
-  const LeastSquaresSolution solution = SolveNonNegativeLeastSquares(problem);
-  fit.values = solution.values;
-  fit.status = solution.status;
-  fit.independence = solution.independence;
-  fit.with = solution.with;
+  SolveInOrder(problem, fit);
   for (std::size_t i = 0; i < fit.residuals.size(); ++i) {
     fit.residuals[i].fitted = Predicted(problem.rows[i], fit.values);
   }
@@ -286,7 +408,7 @@ Result<FittedWork> PriceWithFit(const CostFit& fit, const TrainPlan& plan,
     PIPETTE_ASSIGN_OR_RETURN(const LayerWork stage, StageWork(plan, s));
     MeasuredStageCost cost;
     for (const ActionKind kind : kComputeKinds) {
-      const std::vector<double> row = FeaturesOf(stage, kind);
+      const std::vector<double> row = FeaturesOf(stage, kind, fit.gemm_table);
       PIPETTE_RETURN_IF_ERROR(check(row, fmt::format("stage {}'s {}", s, ActionKindName(kind))));
       cost.Of(kind) = Predicted(row, fit.values);
     }
@@ -327,6 +449,13 @@ StoredFit StoredFitOf(const CostFit& fit) {
   doc["rows"] = rows;
   doc["instruction_gap_s"] = fit.instruction_gap;
   doc["message_latency_s"] = fit.message_latency;
+  if (!fit.gemm_table.empty()) {
+    nlohmann::ordered_json timings = nlohmann::ordered_json::array();
+    for (const GemmTiming& g : fit.gemm_table.timings()) {
+      timings.push_back({GemmPassName(g.pass), g.m, g.n, g.k, g.ranks, g.seconds});
+    }
+    doc["gemm_table"] = {{"calibration", fit.calibration}, {"timings", timings}};
+  }
   StoredFit stored;
   stored.id = fit.id;
   stored.created_at = fit.created_at;
@@ -350,14 +479,19 @@ Result<CostFit> FitOf(const StoredFit& stored) {
                   doc.at("family").at("dtype").get<std::string>(),
                   doc.at("family").at("style").get<std::string>()};
     const nlohmann::json& params = doc.at("parameters");
-    if (!params.is_array() || params.size() != kCostParameters) return unreadable;
-    for (int k = 0; k < kCostParameters; ++k) {
+    // A fit recorded before gemm_table existed has every parameter but that one (unused).
+    if (!params.is_array() ||
+        (params.size() != kCostParameters && params.size() != kCostParameters - 1)) {
+      return unreadable;
+    }
+    for (int k = 0; k < static_cast<int>(params.size()); ++k) {
       const nlohmann::json& p = params[k];
       if (p.at("name").get<std::string>() != CostParameterName(k)) return unreadable;
       fit.values.push_back(p.at("value").get<double>());
       const std::string status = p.at("status").get<std::string>();
       fit.status.push_back(status == "fitted"          ? FitStatus::kFitted
                            : status == "unconstrained" ? FitStatus::kUnconstrained
+                           : status == "unused"        ? FitStatus::kUnused
                                                        : FitStatus::kConfounded);
       fit.independence.push_back(p.at("independence").get<double>());
       std::vector<int> with;
@@ -375,6 +509,27 @@ Result<CostFit> FitOf(const StoredFit& stored) {
     }
     fit.instruction_gap = doc.at("instruction_gap_s").get<double>();
     fit.message_latency = doc.at("message_latency_s").get<double>();
+    if (params.size() == kCostParameters - 1) {
+      fit.values.push_back(0);
+      fit.status.push_back(FitStatus::kUnused);
+      fit.independence.push_back(0);
+      fit.with.emplace_back();
+    }
+    if (doc.contains("gemm_table")) {
+      const nlohmann::json& table = doc.at("gemm_table");
+      fit.calibration = table.at("calibration").get<std::int64_t>();
+      std::vector<GemmTiming> timings;
+      for (const auto& t : table.at("timings")) {
+        const std::optional<GemmPass> pass = GemmPassOf(t.at(0).get<std::string>());
+        if (!pass) return unreadable;
+        timings.push_back({t.at(1).get<std::int64_t>(), t.at(2).get<std::int64_t>(),
+                           t.at(3).get<std::int64_t>(), t.at(4).get<int>(), t.at(5).get<double>(),
+                           *pass});
+      }
+      Result<GemmTable> read = GemmTable::Of(std::move(timings));
+      if (!read.ok()) return unreadable;
+      fit.gemm_table = std::move(*read);
+    }
   } catch (const nlohmann::json::exception&) {
     return unreadable;
   }

@@ -4,7 +4,8 @@
 // over the layers of its stage:
 //   t(F|I|W|B of stage s) = sum_k theta_k * feature_k(s, pass) + theta_instructions
 // with one feature per class of operation (GEMM FLOPs, GEMM operand elements, GEMM calls,
-// elementwise, activation, attention-score and logit elements, module calls) and a rank's
+// elementwise, activation, attention-score and logit elements, module calls; with a calibration's
+// GEMM table, the table's time of the GEMMs in place of their FLOPs and operands) and a rank's
 // parameter update t(OPTIMIZER of rank r) = theta_optimizer * its parameters. The rows are the
 // runs' per-stage medians (fidelity/recorded_work.h: F, I, W, B without step 0), per-rank update
 // medians and, where a run recorded its kernel profile (engine/kernel_profile.h), each GEMM shape's
@@ -25,6 +26,8 @@
 #include <vector>
 
 #include "pipette/common/status.h"
+#include "pipette/engine/calibration.h"
+#include "pipette/engine/gemm_table.h"
 #include "pipette/engine/measured_costs.h"
 #include "pipette/engine/op_inventory.h"
 #include "pipette/engine/train_plan.h"
@@ -38,11 +41,15 @@ namespace pipette {
 enum CostParameter : int {
   kInstructions = kOpFeatures,  // seconds per compute instruction (the engine's own work)
   kOptimizerParams,             // seconds per parameter in a rank's update (AdamW)
+  kGemmTable,  // times the calibration's GEMM table (engine/gemm_table.h): every GEMM's seconds
   kCostParameters
 };
 
 std::string_view CostParameterName(int parameter);  // "gemm_flops", ..., "optimizer_params"
 std::string_view CostParameterUnit(int parameter);  // "s/FLOP", "s/element", "s/call", ...
+
+// The GEMM parameters a GEMM table replaces: gemm_flops, gemm_a, gemm_b, gemm_c.
+inline constexpr int kTableReplaces[] = {kGemmFlops, kGemmA, kGemmB, kGemmC};
 
 struct CostFamily {
   std::string engine;  // "cpu", "cuda"
@@ -74,6 +81,11 @@ struct CostFit {
   // Beyond compute, the medians over the runs (recorded_work.h); -1 where no run measured one.
   double instruction_gap = -1;  // seconds between instructions that wait for nothing
   double message_latency = -1;  // seconds of a message whose receiver was waiting
+  // With a calibration's GEMM table (pipette fit --calibration): every GEMM priced as
+  // gemm_table x its table time (plus gemm_calls), gemm_flops .. gemm_c unused; without one
+  // (calibration 0, the table empty), gemm_table is unused.
+  std::int64_t calibration = 0;
+  GemmTable gemm_table;
 };
 
 std::string_view FitStatusName(FitStatus status);  // "fitted", "unconstrained", "confounded"
@@ -93,8 +105,10 @@ std::vector<double> RankParams(const TrainPlan& plan);
 
 // Fits `runs` (InvalidArgument naming "pipette fit", the run and the rule for a run that is not a
 // finished real-engine training run with a traced program, for runs of different families, or for
-// uneven work).
-Result<CostFit> FitCosts(const std::vector<RunData>& runs);
+// uneven work). With `calibration`, its GEMM table prices the GEMMs (InvalidArgument naming
+// --calibration when it has none, or when it measured another host than a run's).
+Result<CostFit> FitCosts(const std::vector<RunData>& runs,
+                         const Calibration* calibration = nullptr);
 
 // The fitted costs of `plan`: F, I, W and B of every stage, and each rank's update. Refuses
 // (InvalidArgument naming --fit and the reason) a plan outside the fit's family, and one that needs

@@ -18,7 +18,9 @@
 
 namespace pipette {
 
-enum class FitStatus { kFitted, kUnconstrained, kConfounded };
+// kUnused is not the solver's: a caller's mark for a parameter its model leaves out (cost_fit.h:
+// the GEMM terms a GEMM table replaces, or the table's scale without one).
+enum class FitStatus { kFitted, kUnconstrained, kConfounded, kUnused };
 
 struct LeastSquaresProblem {
   std::vector<std::vector<double>> rows;  // a_i, each of the same size (the parameters)

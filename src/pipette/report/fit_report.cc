@@ -29,6 +29,11 @@ int Fitted(const CostFit& fit) {
   return static_cast<int>(std::count(fit.status.begin(), fit.status.end(), FitStatus::kFitted));
 }
 
+int Used(const CostFit& fit) {
+  return kCostParameters -
+         static_cast<int>(std::count(fit.status.begin(), fit.status.end(), FitStatus::kUnused));
+}
+
 }  // namespace
 
 nlohmann::ordered_json FitJson(const CostFit& fit) {
@@ -46,7 +51,14 @@ void PrintFit(const CostFit& fit) {
       "# fit {} ({}) of runs {}: engine {}, dtype {}, {}-style decoders; {} of {} "
       "parameters fitted from {} rows\n",
       fit.id, fit.created_at, RunList(fit), fit.family.engine, fit.family.dtype, fit.family.style,
-      Fitted(fit), kCostParameters, fit.residuals.size());
+      Fitted(fit), Used(fit), fit.residuals.size());
+  if (fit.gemm_table.empty()) {
+    fmt::print(
+        "# GEMMs priced by their FLOPs and operand elements (no calibration's GEMM table)\n");
+  } else {
+    fmt::print("# GEMMs priced by calibration {}'s GEMM table ({} shapes) times gemm_table\n",
+               fit.calibration, fit.gemm_table.timings().size());
+  }
   fmt::print("# {:<17} {:>12} {:<14} {:<14} {:>12}  {}\n", "parameter", "value", "unit", "status",
              "independence", "moves with");
   for (int k = 0; k < kCostParameters; ++k) {

@@ -3,7 +3,7 @@
 # gnuplot -e "datafile='...'; outfile='...'".
 set terminal pngcairo size 1200,800 font ",11"
 set output outfile
-set title "Predicting unseen configurations on the CPU engine (p = 2, 2 cores)\nsimulate --fit: a cost model fitted to one measured run (gpt-w256-l8, 1F1B, m = 8)"
+set title "Predicting unseen configurations on the CPU engine (p = 2, 2 cores)\nsimulate --fit: a cost model fitted to one measured run (gpt-w256-l8, 1F1B, m = 8) and the GEMM table;\nmeasured: the median of 4 rounds"
 set xlabel "measured step time [ms]"
 set ylabel "predicted step time [ms]"
 set logscale xy
@@ -20,4 +20,6 @@ plot x title "predicted = measured" lc rgb "#444444", \
        title "15 schedules, m = 8 and 16" pt 7 ps 1.2 lc rgb "#1f77b4", \
      '' using ((strcol(1) eq "predict-unseen-shapes") ? $7 : 1/0):8 \
        title "m, micro-batch, length, width, depth" \
-       pt 5 ps 1.2 lc rgb "#d62728"
+       pt 5 ps 1.2 lc rgb "#d62728", \
+     '' using ((strcol(1) eq "predict-unseen-gaps") ? $7 : 1/0):8 \
+       title "6 schedules, m = 2 and 4 (the largest bubble gaps)" pt 9 ps 1.4 lc rgb "#2ca02c"

@@ -2,11 +2,15 @@
 # The predict-unseen study on the CPU engine (docs/fidelity.md, "Unseen configurations"), one
 # command from the repository root:
 #   bash experiments/predict-unseen/run.sh [DB]
-# Measures every point of both sweeps (experiments/predict-unseen-schedules.toml, -shapes.toml;
-# every step traced, the kernels profiled), fits the cost model to ONE of them (the 1F1B, m = 8,
-# micro-batch 4, sequence 64 point of gpt-w256-l8: pipette fit, fit 1, fit.txt), then predicts
-# every point from fit 1 alone (pipette simulate --fit 1 --costs-from RUN reads the point's
-# configuration, never its measured costs; the fitted run's own prediction is reported apart). Times the fit and 40 predictions again (timing.txt),
+# Calibrates the machine (pipette calibrate: calibration 1, with its GEMM table; calibration.txt),
+# measures every point of both sweeps in ROUNDS rounds (default 4; experiments/predict-unseen-
+# schedules.toml, -shapes.toml; every step traced, the kernels profiled; rounds 2, 3, 4 as
+# experiments NAME-again, NAME-again3, NAME-again4, the even ones in the reverse order, so that a
+# drift of the machine's speed over the study averages out of each point's mean), fits the cost model to ONE run (the first round's 1F1B, m = 8, micro-batch 4, sequence 64
+# point of gpt-w256-l8, GEMMs priced by calibration 1's table: pipette fit, fit 1, fit.txt), then
+# predicts every point from fit 1 alone (pipette simulate --fit 1 --costs-from RUN reads the
+# point's configuration, never its measured costs; the fitted run's own prediction is reported
+# apart). Times the fit and 40 predictions again (timing.txt),
 # summarises (summary.txt: MAPE, worst, per-instruction-kind errors, schedule ranking) and draws
 # predict-unseen.png. Resumable: finished points are kept. Run it on an otherwise idle machine.
 # DB defaults to experiments/predict-unseen/predict-unseen.db (not committed).
@@ -20,13 +24,40 @@ launch=(mpirun -np 2)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-# 1. Measure every point of both sweeps (their specs without the predictions: the same experiment
-#    and point keys, so step 3 finds them measured).
+# 0. The machine's calibration (its GEMM table prices the fit's GEMMs by shape).
+if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 '; then
+  "$pipette" calibrate --engine cpu --db "$db" > "$out/calibration.txt"
+fi
+
+# 1. Measure every point of both sweeps ROUNDS times (default 4; their specs without the
+#    predictions: round 1 keeps the experiments' names and point keys, so step 3 finds them
+#    measured; round r >= 2 is experiment NAME-again (r = 2) or NAME-again<r>, every axis's values
+#    reversed in the even rounds, so that a drift of the machine's speed averages out of each point).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for study in predict-unseen-schedules predict-unseen-shapes; do
-  sed '/^predict = /d; /^fit = /d' "experiments/$study.toml" > "$tmp/$study.toml"
-  "$pipette" sweep "$tmp/$study.toml" --db "$db"
+round_spec() {  # round_spec SPEC SUFFIX REVERSE: the measuring spec of one round
+  python3 - "$1" "$2" "$3" << 'EOF'
+import json, sys, tomllib
+spec, suffix, reverse = tomllib.load(open(sys.argv[1], "rb")), sys.argv[2], sys.argv[3] == "1"
+print(f"name = {json.dumps(spec['name'] + suffix)}")
+print(f"description = {json.dumps(spec['description'])}")
+print(f"command = {json.dumps(spec['command'])}\n[fixed]")
+for key, value in spec["fixed"].items():
+    print(f"{json.dumps(key)} = {json.dumps(value)}")
+print("[axes]")
+for key, values in spec["axes"].items():
+    print(f"{json.dumps(key)} = {json.dumps(values[::-1] if reverse else values)}")
+EOF
+}
+for round in $(seq 1 "${ROUNDS:-4}"); do
+  suffix=$([ "$round" = 1 ] && echo "" || ([ "$round" = 2 ] && echo "-again" || echo "-again$round"))
+  reverse=$((1 - round % 2))
+  studies="predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps"
+  [ "$reverse" = 1 ] && studies="predict-unseen-gaps predict-unseen-shapes predict-unseen-schedules"
+  for study in $studies; do
+    round_spec "experiments/$study.toml" "$suffix" "$reverse" > "$tmp/$study$suffix.toml"
+    "$pipette" sweep "$tmp/$study$suffix.toml" --db "$db"
+  done
 done
 
 # 2. Fit ONE of them: the 1F1B m = 8 point (gpt-w256-l8, micro-batch 4, sequence 64), measured
@@ -38,12 +69,12 @@ for r in json.load(sys.stdin):
     c = r["config"]
     if r["engine"] == "cpu" and c["schedule"] == "1f1b" and c["m"] == 8:
         print(r["id"]); break')
-  "$pipette" fit "$fitted" --db "$db" > "$out/fit.txt"
+  "$pipette" fit "$fitted" --calibration 1 --db "$db" > "$out/fit.txt"
 fi
-head -n 16 "$out/fit.txt"
+head -n 17 "$out/fit.txt"
 
 # 3. Predict every measured point from fit 1 alone (the specs' predict = true, fit = "1").
-for study in predict-unseen-schedules predict-unseen-shapes; do
+for study in predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
 done
 
@@ -52,7 +83,7 @@ measured_runs() {
   "$pipette" runs --experiment "$1" --db "$db" --format json |
     grep -o '"id":[0-9]*,"experiment_id":[0-9]*,"engine":"cpu"' | cut -d: -f2 | cut -d, -f1
 }
-all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes)"
+all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes) $(measured_runs predict-unseen-gaps)"
 
 # The noise floor: every measured run replayed from its own costs (simulate --costs-from).
 for id in $all_measured; do
@@ -64,7 +95,8 @@ done
 # their own experiment, which the summary leaves out.
 start=$(date +%s.%N)
 "$pipette" fit "$("$pipette" fits --id 1 --db "$db" --format json |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0])')" --db "$db" > /dev/null
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0])')" --calibration 1 \
+  --db "$db" > /dev/null
 for id in $(echo $all_measured | tr ' ' '\n' | head -n 40); do
   "$pipette" simulate --fit 1 --costs-from "$id" --db "$db" --experiment predict-unseen-timing \
     --point-key "run=$id" --format json > /dev/null

@@ -3,7 +3,9 @@
 --costs-from RUN`) against its measured run, from the experiment database.
 
 Step time is the steady state: the mean of step_times_s[k] over the traced steps k >= 1, measured
-and predicted alike. Per instruction kind: the relative error of each executed instruction's
+and predicted alike; a point measured in several rounds (run.sh: experiments NAME-again,
+NAME-again3, ...) is the median of its rounds (a round the shared machine disturbed, up to 1.7x
+its others, does not move it; the summary prints the mean's figures too). Per instruction kind: the relative error of each executed instruction's
 duration (steps >= 1, joined by rank, step, instruction id and kind), median of the absolute
 values. Ranking: the runs that differ only in the schedule form a group; the predicted fastest
 schedule against the measured one (counted where the measured gap between the two fastest is
@@ -11,6 +13,7 @@ schedule against the measured one (counted where the measured gap between the tw
 
 usage: summarise.py DB DATFILE   (writes DATFILE for predict-unseen.gp, prints the summary)"""
 import json
+import math
 import sqlite3
 import statistics
 import sys
@@ -33,10 +36,49 @@ def durations(db, run):
     return out
 
 
+class Table:
+    """A fit's GEMM table (engine/gemm_table.h): per pass, the time per FLOP interpolated in log2
+    of each size, held beyond the grid."""
+
+    def __init__(self, timings):
+        self.grids = {}
+        for p, m, n, k, _, seconds in timings:
+            self.grids.setdefault(p, {})[(m, n, k)] = math.log(seconds / (2 * m * n * k))
+        self.sizes = {p: [sorted({key[d] for key in g}) for d in range(3)]
+                      for p, g in self.grids.items()}
+
+    def seconds(self, p, m, n, k):
+        grid, sizes = self.grids[p], self.sizes[p]
+
+        def bracket(values, x):
+            if len(values) == 1 or x <= values[0]:
+                return 0, 0.0
+            if x >= values[-1]:
+                return len(values) - 2, 1.0
+            i = max(j for j in range(len(values) - 1) if values[j] < x)
+            lo, hi = math.log2(values[i]), math.log2(values[i + 1])
+            return i, (math.log2(x) - lo) / (hi - lo)
+
+        (im, wm), (jn, wn), (kk, wk) = (bracket(sizes[d], x) for d, x in enumerate((m, n, k)))
+        total = 0.0
+        for dm in (0, 1):
+            for dn in (0, 1):
+                for dk in (0, 1):
+                    w = (wm if dm else 1 - wm) * (wn if dn else 1 - wn) * (wk if dk else 1 - wk)
+                    if w:
+                        total += w * grid[(sizes[0][im + dm], sizes[1][jn + dn],
+                                           sizes[2][kk + dk])]
+        return math.exp(total) * 2 * m * n * k
+
+    def mean_seconds(self, m, n, k):  # the profile merges the passes: their mean
+        return statistics.mean(self.seconds(p, m, n, k) for p in self.grids)
+
+
 def machine_speed(db, run, theta):
     """How much slower the machine ran `run`'s GEMMs than the fit expects: the run's own kernel
-    profile (total GEMM seconds) over the fit's price of the same calls. 1: as fast as when the
-    fitted run was measured. For analysis only (it reads the measured run)."""
+    profile (total GEMM seconds) over the fit's price of the same calls (by its GEMM table when it
+    has one, the mean of the passes). 1: as fast as when the fitted run was measured. For analysis only (it reads the
+    measured run)."""
     rows = dict(db.execute("SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE "
                            "'kernel_gemm_%'", (run,)).fetchall())
     measured = predicted = 0.0
@@ -46,9 +88,11 @@ def machine_speed(db, run, theta):
         m, n, k = (int(x) for x in name[len("kernel_gemm_s["):-1].split("x"))
         calls = rows.get(f"kernel_gemm_calls[{m}x{n}x{k}]", 0)
         measured += seconds
+        table = theta.get("table")
         predicted += calls * (theta["gemm_flops"] * 2 * m * n * k + theta["gemm_a"] * m * k +
                               theta["gemm_b"] * k * n + theta["gemm_c"] * m * n +
-                              theta["gemm_calls"])
+                              theta["gemm_calls"] +
+                              (theta["gemm_table"] * table.mean_seconds(m, n, k) if table else 0))
     return measured / predicted if predicted > 0 else 1.0
 
 
@@ -69,18 +113,29 @@ def main():
         c = json.loads(config)
         if c.get("costs_from") and not c.get("prediction", {}).get("fit"):
             replay[c["costs_from"]] = steady(db, pred)
-    fits = {i: {p["name"]: p["value"] for p in json.loads(doc)["parameters"]}
-            for i, doc in db.execute("SELECT id, fit FROM fits")}
+    fits = {}
+    for i, doc in db.execute("SELECT id, fit FROM fits"):
+        doc = json.loads(doc)
+        fits[i] = {p["name"]: p["value"] for p in doc["parameters"]}
+        fits[i].setdefault("gemm_table", 0)
+        timings = doc.get("gemm_table", {}).get("timings")
+        fits[i]["table"] = Table(timings) if timings else None
     used = {json.loads(c)["prediction"]["fit"] for (c,) in db.execute(
         "SELECT config FROM runs WHERE engine = 'sim' AND json_extract(config, '$.prediction.fit') "
         "IS NOT NULL")}
     fitted_runs = {r for i, runs in db.execute("SELECT id, runs FROM fits") if i in used
                    for r in json.loads(runs)}
+    def again(experiment, run):  # the same point's runs in the later rounds (NAME-again*)
+        return [r for (r,) in db.execute(
+            "SELECT r.id FROM runs r JOIN experiments e ON r.experiment_id = e.id WHERE e.name LIKE "
+            "? AND r.engine = 'cpu' AND r.status = 'ok' AND r.point_key = (SELECT point_key FROM "
+            "runs WHERE id = ?) ORDER BY r.id", (experiment + "-again%", run))]
+
     pairs = []
     for pred, config, experiment in db.execute(
             "SELECT r.id, r.config, e.name FROM runs r JOIN experiments e ON r.experiment_id = "
             "e.id WHERE r.engine = 'sim' AND r.status = 'ok' AND e.name IN "
-            "('predict-unseen-schedules', 'predict-unseen-shapes') ORDER BY r.id"):
+            "('predict-unseen-schedules', 'predict-unseen-shapes', 'predict-unseen-gaps') ORDER BY r.id"):
         c = json.loads(config)
         if not c.get("prediction", {}).get("fit") or not c.get("costs_from"):
             continue
@@ -90,10 +145,12 @@ def main():
                   f"{c['schedule']} m{c['m']}: measured {steady(db, measured) * 1e3:.1f} ms, "
                   f"predicted {steady(db, pred) * 1e3:.1f} ms")
             continue
+        rounds = [steady(db, measured)] + [steady(db, r) for r in again(experiment, measured)]
         pairs.append({"experiment": experiment, "pred": pred, "meas": measured,
                       "schedule": c["schedule"], "model": c["model"].split("/")[-1][:-5],
                       "m": c["m"], "mbs": c["micro_batch_size"], "seq": c["seq_len"],
-                      "measured": steady(db, measured), "predicted": steady(db, pred),
+                      "measured": statistics.median(rounds), "first": rounds[0],
+                      "rounds": rounds, "predicted": steady(db, pred),
                       "speed": machine_speed(db, measured, fits[c["prediction"]["fit"]])})
     errors = {}
     for p in pairs:
@@ -130,8 +187,21 @@ def main():
               f"kernel profiles): {min(speeds):.3f}-{max(speeds):.3f}x the fitted time; with each "
               f"prediction scaled by it (analysis only): MAPE {100 * statistics.mean(corrected):.2f}%, "
               f"worst {100 * max(corrected):.2f}%")
-        replayed = [abs(replay[p["meas"]] - p["measured"]) / p["measured"] for p in group
+        replayed = [abs(replay[p["meas"]] - p["first"]) / p["first"] for p in group
                     if p["meas"] in replay]
+        spread = [(max(p["rounds"]) - min(p["rounds"])) / p["measured"] for p in group
+                  if len(p["rounds"]) > 1]
+        single = [abs(r - p["predicted"]) / r for p in group for r in p["rounds"]]
+        if spread:
+            by_mean = [abs(p["predicted"] - statistics.mean(p["rounds"])) /
+                       statistics.mean(p["rounds"]) for p in group]
+            print(f"#   with the mean of the rounds as the measurement instead of their median: "
+                  f"MAPE {100 * statistics.mean(by_mean):.2f}%, worst {100 * max(by_mean):.2f}%")
+            print(f"#   the rounds of measurement ({len(group[0]['rounds'])} per point): the "
+                  f"slowest against the fastest median {100 * statistics.median(spread):.2f}%, "
+                  f"worst {100 * max(spread):.2f}% of the mean; against each round alone the "
+                  f"predictions' MAPE {100 * statistics.mean(single):.2f}%, worst "
+                  f"{100 * max(single):.2f}%")
         if replayed:
             print(f"#   the same runs replayed from their own costs (simulate --costs-from, the "
                   f"noise floor): MAPE {100 * statistics.mean(replayed):.2f}%, worst "

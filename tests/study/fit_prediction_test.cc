@@ -109,16 +109,22 @@ FittedWork Priced(const CostFit& fit, const TrainOptions& o) {
   return *work;
 }
 
+// Eight configurations whose runs tell every parameter apart: widths, depths, vocabularies,
+// micro-batch sizes, lengths and schedules (F, I, W and B rows).
+std::vector<TrainOptions> SyntheticConfigs() {
+  return {Options(GptFile(32, 2), "1f1b", 4, 1, 16),
+          Options(GptFile(64, 2), "zb-h1", 4, 2, 16),
+          Options(GptFile(96, 4), "1f1b", 4, 4, 8),
+          Options(GptFile(64, 4), "zb-h1", 6, 1, 32),
+          Options(GptFile(32, 4), "1f1b", 4, 3, 64),
+          Options(GptFile(128, 2), "zb-h1", 4, 2, 24),
+          Options(GptFile(48, 6), "interleaved-1f1b", 4, 2, 40),
+          Options(GptFile(64, 2, 300), "1f1b", 4, 1, 12)};
+}
+
 TEST(FitPrediction, TheFitOfSyntheticRunsRecoversTheirParameters) {
   const CostFit truth = Truth();
-  const std::vector<TrainOptions> configs = {Options(GptFile(32, 2), "1f1b", 4, 1, 16),
-                                             Options(GptFile(64, 2), "zb-h1", 4, 2, 16),
-                                             Options(GptFile(96, 4), "1f1b", 4, 4, 8),
-                                             Options(GptFile(64, 4), "zb-h1", 6, 1, 32),
-                                             Options(GptFile(32, 4), "1f1b", 4, 3, 64),
-                                             Options(GptFile(128, 2), "zb-h1", 4, 2, 24),
-                                             Options(GptFile(48, 6), "interleaved-1f1b", 4, 2, 40),
-                                             Options(GptFile(64, 2, 300), "1f1b", 4, 1, 12)};
+  const std::vector<TrainOptions> configs = SyntheticConfigs();
   const Result<CostFit> fit = FitCosts(SyntheticRuns(truth, configs));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   for (int k = 0; k < kCostParameters; ++k) {
@@ -174,13 +180,7 @@ TEST(FitPrediction, AFitWithAGemmTableRecoversItsScaleAndPricesByShape) {
     truth.values[k] = 0;
     truth.status[k] = FitStatus::kUnused;
   }
-  const std::vector<TrainOptions> configs = {Options(GptFile(32, 2), "1f1b", 4, 1, 16),
-                                             Options(GptFile(64, 2), "zb-h1", 4, 2, 16),
-                                             Options(GptFile(96, 4), "1f1b", 4, 4, 8),
-                                             Options(GptFile(64, 4), "zb-h1", 6, 1, 32),
-                                             Options(GptFile(32, 4), "1f1b", 4, 3, 64),
-                                             Options(GptFile(48, 6), "interleaved-1f1b", 4, 2, 40),
-                                             Options(GptFile(64, 2, 300), "1f1b", 4, 1, 12)};
+  const std::vector<TrainOptions> configs = SyntheticConfigs();
   const std::vector<RunData> runs = SyntheticRuns(truth, configs);
   const Calibration mine = TableCalibration(runs.front().run.host);
   const Result<CostFit> fit = FitCosts(runs, &mine);

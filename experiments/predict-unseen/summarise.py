@@ -229,6 +229,17 @@ def main():
         print(f"# group {key[0]} m{key[1]} mbs{key[2]} seq{key[3]}: {len(group)} schedules, "
               f"measured fastest {by_measured[0]['schedule']} (gap {100 * gap:.1f}%), predicted "
               f"fastest {by_predicted['schedule']}, Kendall tau {tau:+.2f}")
+    pairs_gapped = pairs_right = 0
+    for group in groups.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if abs(a["measured"] - b["measured"]) / min(a["measured"], b["measured"]) > 0.05:
+                    pairs_gapped += 1
+                    pairs_right += ((a["measured"] < b["measured"]) ==
+                                    (a["predicted"] < b["predicted"]))
+    if pairs_gapped:
+        print(f"# pairs of schedules in a group whose measured step times differ by > 5%: the "
+              f"predicted order right in {pairs_right} of {pairs_gapped}")
     if taus:
         print(f"# ranking: fastest schedule identified in {agree} of {len(taus)} groups; in "
               f"{agree_gapped} of {gapped} groups whose measured gap is > 5%; mean Kendall tau "

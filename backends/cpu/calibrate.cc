@@ -310,7 +310,7 @@ std::vector<GemmTiming> MeasureGemmTable(const std::vector<std::int64_t>& sizes,
   const std::int64_t largest = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
   GemmOperands operands(largest);
   std::vector<GemmTiming> out;
-  for (const GemmPass pass : {GemmPass::kForward, GemmPass::kInputGrad, GemmPass::kWeightGrad}) {
+  for (const GemmPass pass : kAllGemmPasses) {
     for (const std::int64_t m : sizes) {
       for (const std::int64_t n : sizes) {
         for (const std::int64_t k : sizes) {

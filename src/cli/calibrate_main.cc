@@ -82,8 +82,7 @@ Status CheckOptions(const CalibrateOptions& o) {
     return Status::InvalidArgument(fmt::format(
         "--repeats = {} --max-bytes = {} --gemm-max = {}: would take about {:.1f} h (each repeat "
         "moves about 8 x --max-bytes at about 3 GB/s; the GEMM table {:.0f} s), more than the "
-        "limit "
-        "of {:.0f} min: give fewer --repeats, a smaller --max-bytes or --gemm-max",
+        "limit of {:.0f} min: give fewer --repeats, a smaller --max-bytes or --gemm-max",
         o.repeats, o.max_bytes, o.gemm_max, seconds / 3600, gemm_seconds,
         cpu::kMaxCalibrationSeconds / 60));
   }

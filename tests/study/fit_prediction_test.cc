@@ -153,7 +153,7 @@ Calibration TableCalibration(const std::string& host) {
   c.id = 4;
   c.host = host;
   const double slower[] = {1.0, 1.1, 1.3};
-  for (const GemmPass pass : {GemmPass::kForward, GemmPass::kInputGrad, GemmPass::kWeightGrad}) {
+  for (const GemmPass pass : kAllGemmPasses) {
     for (const std::int64_t m : GemmTableSizes(512)) {
       for (const std::int64_t n : GemmTableSizes(512)) {
         for (const std::int64_t k : GemmTableSizes(512)) {

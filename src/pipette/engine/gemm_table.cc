@@ -48,7 +48,7 @@ std::string_view GemmPassName(GemmPass pass) {
 }
 
 std::optional<GemmPass> GemmPassOf(std::string_view name) {
-  for (const GemmPass pass : {GemmPass::kForward, GemmPass::kInputGrad, GemmPass::kWeightGrad}) {
+  for (const GemmPass pass : kAllGemmPasses) {
     if (name == GemmPassName(pass)) return pass;
   }
   return std::nullopt;

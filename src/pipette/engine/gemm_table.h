@@ -28,6 +28,8 @@ namespace pipette {
 //   kWeightGrad  dW += dy^T x  Gemm(T, N), dy just computed, x and dW from memory, beta 1
 enum class GemmPass : int { kForward, kInputGrad, kWeightGrad };
 inline constexpr int kGemmPasses = 3;
+inline constexpr GemmPass kAllGemmPasses[] = {GemmPass::kForward, GemmPass::kInputGrad,
+                                              GemmPass::kWeightGrad};
 std::string_view GemmPassName(GemmPass pass);               // "F", "I", "W"
 std::optional<GemmPass> GemmPassOf(std::string_view name);  // GemmPassName's inverse
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 
 #include "pipette/common/printable.h"
@@ -58,18 +59,33 @@ std::vector<double> FeaturesOf(const LayerWork& work, ActionKind kind, const Gem
 using PassMix =
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::array<double, kGemmPasses>>;
 
-PassMix PassMixOf(const TrainPlan& plan) {
+// What a plan's step does, for its kernel profile's rows: every op feature summed over every
+// stage's microbatches (F + I + W), and the pass mix of its GEMM shapes.
+struct PlanWork {
+  std::array<double, kOpFeatures> per_step{};
   PassMix mix;
+};
+
+std::optional<PlanWork> PlanWorkOf(const TrainPlan& plan) {
+  std::vector<int> microbatches(plan.schedule.num_stages(), 0);
+  for (const StageRange& route : plan.schedule.routes) {
+    for (int s = route.first; s <= route.last; ++s) ++microbatches[s];
+  }
+  PlanWork out;
   for (int s = 0; s < plan.schedule.num_stages(); ++s) {
     const Result<LayerWork> work = StageWork(plan, s);
-    if (!work.ok()) continue;
+    if (!work.ok()) return std::nullopt;
+    for (int k = 0; k < kOpFeatures; ++k) {
+      out.per_step[k] +=
+          microbatches[s] * (work->f.features[k] + work->i.features[k] + work->w.features[k]);
+    }
     int pass = 0;
     for (const OpCounts* ops : {&work->f, &work->i, &work->w}) {
-      for (const GemmShape& g : ops->gemms) mix[{g.m, g.n, g.k}][pass] += 1;
+      for (const GemmShape& g : ops->gemms) out.mix[{g.m, g.n, g.k}][pass] += 1;
       ++pass;
     }
   }
-  return mix;
+  return out;
 }
 
 // The row of one profiled GEMM call of `shape`; with a table, its time the passes' times weighted
@@ -88,14 +104,12 @@ std::vector<double> ProfiledGemmRow(const GemmShape& shape, const GemmTable& tab
   std::vector<double> row = RowOf(call, table, GemmPass::kForward);
   if (table.empty()) return row;
   const auto found = mix.find({shape.m, shape.n, shape.k});
-  if (found == mix.end()) {
-    row[kGemmTable] = table.SecondsOf(shape, GemmPass::kForward);
-    return row;
-  }
+  const std::array<double, kGemmPasses> per_pass =
+      found == mix.end() ? std::array<double, kGemmPasses>{1, 0, 0} : found->second;
   double calls = 0, seconds = 0;
   for (int pass = 0; pass < kGemmPasses; ++pass) {
-    calls += found->second[pass];
-    seconds += found->second[pass] * table.SecondsOf(shape, static_cast<GemmPass>(pass));
+    calls += per_pass[pass];
+    seconds += per_pass[pass] * table.SecondsOf(shape, static_cast<GemmPass>(pass));
   }
   row[kGemmTable] = seconds / calls;
   return row;
@@ -132,20 +146,8 @@ void AddKernelRows(const RunData& run, const TrainPlan& plan, const GemmTable& t
   int steps = 0;
   const std::vector<KernelSample> samples = KernelSamplesOf(run, steps);
   if (steps < 1) return;
-  const PassMix mix = PassMixOf(plan);
-  std::array<double, kOpFeatures> per_step{};  // every stage's microbatches, F + I + W
-  std::vector<int> microbatches(plan.schedule.num_stages(), 0);
-  for (const StageRange& route : plan.schedule.routes) {
-    for (int s = route.first; s <= route.last; ++s) ++microbatches[s];
-  }
-  for (int s = 0; s < plan.schedule.num_stages(); ++s) {
-    const Result<LayerWork> work = StageWork(plan, s);
-    if (!work.ok()) return;
-    for (int k = 0; k < kOpFeatures; ++k) {
-      per_step[k] +=
-          microbatches[s] * (work->f.features[k] + work->i.features[k] + work->w.features[k]);
-    }
-  }
+  const std::optional<PlanWork> step = PlanWorkOf(plan);
+  if (!step) return;
   for (const KernelSample& sample : samples) {
     std::vector<double> row(kCostParameters, 0);
     double target = sample.seconds;
@@ -161,14 +163,14 @@ void AddKernelRows(const RunData& run, const TrainPlan& plan, const GemmTable& t
       target /= static_cast<double>(sample.calls);
       kind = fmt::format("{}.{}", ModuleKindName(sample.m), "FIW"[sample.n]);
     } else if (sample.kind == KernelKind::kGemm) {
-      row = ProfiledGemmRow({sample.m, sample.n, sample.k}, table, mix);
+      row = ProfiledGemmRow({sample.m, sample.n, sample.k}, table, step->mix);
       target /= static_cast<double>(sample.calls);
       kind = fmt::format("GEMM {}x{}x{}", sample.m, sample.n, sample.k);
     } else {
       const int feature = sample.kind == KernelKind::kActivation ? kActivation
                           : sample.kind == KernelKind::kScores   ? kScores
                                                                  : kLogits;
-      row[feature] = steps * per_step[feature];
+      row[feature] = steps * step->per_step[feature];
       if (!(row[feature] > 0)) continue;
       kind = std::string(OpFeatureName(feature));
       index = steps;

@@ -79,7 +79,9 @@ void SimGridRuntime::Compute(const Instruction& ins) {
   if (work_.experts != nullptr) {
     work_.experts->Run(ins.action, *work_.costs, step_, work_.replica, rank_, work_.compute);
   } else {
-    Work(work_.costs->Of(ins.action));
+    const std::vector<double>& slow = work_.step_slowdown;
+    Work(work_.costs->Of(ins.action) *
+         (slow.empty() ? 1.0 : slow[static_cast<std::size_t>(step_) % slow.size()]));
   }
   if (work_.reducer != nullptr) work_.reducer->Computed(ins.action, step_);
 }

@@ -93,6 +93,9 @@ struct RankWork {
   // this rank belongs to.
   ExpertAllToAll* experts = nullptr;
   int replica = 0;
+  // Per step (step s takes entry s mod the size): the factor its computes' seconds are multiplied
+  // by (SimulationCase::step_slowdown); empty: 1.
+  std::vector<double> step_slowdown;
 };
 
 class SimGridRuntime final : public RankRuntime {

@@ -22,6 +22,25 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+// Each step slowdown row holds one factor in (0, 100] per rank, and none goes with experts.
+Status CheckStepSlowdown(const SimulationCase& c, std::size_t index) {
+  for (const std::vector<double>& step : c.step_slowdown) {
+    if (static_cast<int>(step.size()) != c.program->p || c.experts.active()) {
+      return Status::InvalidArgument(fmt::format(
+          "simulation case {}: a step slowdown of {} ranks for {} ranks{}: one factor per rank, "
+          "without expert parallelism",
+          index, step.size(), c.program->p, c.experts.active() ? " with experts" : ""));
+    }
+    for (const double f : step) {
+      if (!(f > 0 && f <= 100)) {
+        return Status::InvalidArgument(fmt::format(
+            "simulation case {}: step slowdown {}: must be a number in (0, 100]", index, f));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // OK when `seconds` is empty or one finite non-negative value per rank of `p`.
 Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
                     std::size_t index) {
@@ -156,6 +175,7 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
                       value, kMaxCost));
     }
   }
+  PIPETTE_RETURN_IF_ERROR(CheckStepSlowdown(c, index));
   if (c.cores < 0 || c.cores > kMaxGpusPerNode) {
     return Status::InvalidArgument(fmt::format("simulation case {}: cores = {}: must be in [0, {}]",
                                                index, c.cores, kMaxGpusPerNode));
@@ -260,6 +280,7 @@ RankWork WorkOf(const SimulationCase& sc, int r, sg4::Host* cores) {
   work.allreduce_seconds = sc.allreduce.empty() ? 0.0 : sc.allreduce[r];
   work.optimizer_seconds = sc.optimizer.empty() ? 0.0 : sc.optimizer[r];
   work.compute = cores;
+  for (const std::vector<double>& step : sc.step_slowdown) work.step_slowdown.push_back(step[r]);
   return work;
 }
 

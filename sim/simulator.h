@@ -85,6 +85,10 @@ struct SimulationCase {
   // are not added). Needs a cluster and replicas divisible by ep; ep = 1: none (on the ideal
   // network the costs' all-to-all seconds, Costs::alltoall, are the all-to-all).
   ExpertParallelism experts;
+  // A machine whose speed varies from step to step (fidelity/recorded_work.h, StepSlowdowns): per
+  // step (step s takes row s mod the rows), per rank, the factor its computes' seconds are
+  // multiplied by. Empty: 1. Not with expert parallelism.
+  std::vector<std::vector<double>> step_slowdown;
 };
 
 struct SimulationResult {

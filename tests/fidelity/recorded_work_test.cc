@@ -75,5 +75,51 @@ TEST(ShareOutContention, AComputeAloneAndAnEmptyOneKeepTheirTimes) {
   EXPECT_TRUE(ShareOutContention({}, 1).empty());
 }
 
+// A plain instruction of rank `rank` in step `step`: `kind` of stage `stage` over [start, end).
+TraceEvent Plain(int rank, int step, ActionKind kind, int stage, double start, double end) {
+  TraceEvent e;
+  e.rank = rank;
+  e.step = step;
+  e.action.kind = kind;
+  e.action.stage = stage;
+  e.start = start;
+  e.end = end;
+  return e;
+}
+
+TEST(StepSlowdowns, EachRanksComputesAgainstTheirCostsStepByStepWithoutStepZero) {
+  // Stage 0 (rank 0): F 1, B 2; stage 1 (rank 1): F 1, I 1, W 0.5. Three steps; step 0 is left
+  // out. Step 1: rank 0 took 1.1 + 2.2 = 3.3 of 3 (1.1), rank 1 2.5 of 2.5 (1). Step 2: rank 0
+  // 3 (1); rank 1 took 1.5 + 1.5 + 0.75 = 3.75 of 2.5 (1.5). Sends and receives do not count.
+  std::vector<MeasuredStageCost> stages(2);
+  stages[0].f = 1;
+  stages[0].b = 2;
+  stages[1].f = 1;
+  stages[1].i = 1;
+  stages[1].w = 0.5;
+  std::vector<TraceEvent> trace;
+  for (int step = 0; step < 3; ++step) {
+    const double r0 = step == 1 ? 1.1 : 1, r1 = step == 2 ? 1.5 : 1;
+    // Step 0's forward took 9 (a first step's warm-up): left out while later steps exist.
+    trace.push_back(Plain(0, step, ActionKind::kForward, 0, 0, step == 0 ? 9 : r0));
+    trace.push_back(Plain(0, step, ActionKind::kFullBackward, 0, 5, 5 + 2 * r0));
+    trace.push_back(Plain(0, step, ActionKind::kSendForward, 0, 1, 4));
+    trace.push_back(Plain(1, step, ActionKind::kForward, 1, 1, 1 + r1));
+    trace.push_back(Plain(1, step, ActionKind::kInputBackward, 1, 3, 3 + r1));
+    trace.push_back(Plain(1, step, ActionKind::kWeightBackward, 1, 4, 4 + 0.5 * r1));
+    trace.push_back(Plain(1, step, ActionKind::kRecvForward, 0, 0, 1));
+  }
+  const std::vector<std::vector<double>> slow = StepSlowdowns(trace, stages, 2, 3);
+  ASSERT_EQ(slow.size(), 2u);
+  EXPECT_DOUBLE_EQ(slow[0][0], 1.1);
+  EXPECT_DOUBLE_EQ(slow[0][1], 1);
+  EXPECT_DOUBLE_EQ(slow[1][0], 1);
+  EXPECT_DOUBLE_EQ(slow[1][1], 1.5);
+  // One traced step: that one. A rank that computed nothing in a step: none at all.
+  EXPECT_EQ(StepSlowdowns(trace, stages, 2, 1).size(), 1u);
+  EXPECT_DOUBLE_EQ(StepSlowdowns(trace, stages, 2, 1)[0][0], (9.0 + 2) / 3);
+  EXPECT_TRUE(StepSlowdowns(trace, stages, 3, 3).empty());
+}
+
 }  // namespace
 }  // namespace pipette

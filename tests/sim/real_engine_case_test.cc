@@ -77,6 +77,38 @@ TEST(RealEngineCase, SharedCoresOverheadAndAMeasuredFullBackward) {
   EXPECT_DOUBLE_EQ((*results)[3].makespan, 6) << "F 1 + the measured B 5";
 }
 
+TEST(RealEngineCase, StepSlowdownsScaleEachRanksComputesStepByStep) {
+  // GPipe, p = 2, m = 1, F = 1, B = 2, latency 0, the step barrier; steps 0, 1, 2 take the
+  // slowdown rows {1, 1}, {1.5, 1}, {1, 1} in turn (row s mod 2).
+  //   step 0: r0 F [0,1], r1 F [1,2] B [2,4], r0 B [4,6]: 6.
+  //   step 1: rank 0 at 1.5x: r0 F [6,7.5], r1 F [7.5,8.5] B [8.5,10.5], r0 B [10.5,13.5]: 7.5.
+  //   step 2: as step 0: [13.5, 19.5].
+  const Program program = *Lower(*MakeSchedule("gpipe", ScheduleParams{2, 0, 1, 0}));
+  SimulationCase c;
+  c.program = &program;
+  c.costs = Costs::Uniform(2, {1, 1, 1});
+  c.steps = 3;
+  c.step_barrier = true;
+  c.step_slowdown = {{1, 1}, {1.5, 1}};
+  SimulationCase wrong = c;
+  wrong.step_slowdown = {{1, 1, 1}};
+  SimulationCase zero = c;
+  zero.step_slowdown = {{1, 0}};
+  EXPECT_EQ(Simulate({wrong}).status().message(),
+            "simulation case 0: a step slowdown of 3 ranks for 2 ranks: one factor per rank, "
+            "without expert parallelism");
+  EXPECT_EQ(Simulate({zero}).status().message(),
+            "simulation case 0: step slowdown 0: must be a number in (0, 100]");
+  Result<std::vector<SimulationResult>> results = Simulate({c});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::vector<Span>& steps = (*results)[0].step_spans;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_DOUBLE_EQ(steps[0].end, 6);
+  EXPECT_DOUBLE_EQ(steps[1].start, 6);
+  EXPECT_DOUBLE_EQ(steps[1].end, 13.5);
+  EXPECT_DOUBLE_EQ(steps[2].end, 19.5);
+}
+
 TEST(RealEngineCase, RefusesNegativeOverheadsAndOptimizerTimesOfTheWrongShape) {
   const Program program = *Lower(*MakeSchedule("gpipe", ScheduleParams{2, 0, 1, 0}));
   SimulationCase c;

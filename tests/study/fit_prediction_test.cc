@@ -134,6 +134,12 @@ TEST(FitPrediction, TheFitOfSyntheticRunsRecoversTheirParameters) {
   for (const FitResidual& r : fit->residuals) {
     EXPECT_NEAR(r.fitted, r.measured, 1e-6 * r.measured) << r.run << " " << r.kind << r.index;
   }
+  // The synthetic machine is steady: every run's steps 1 and 2, each rank at its costs' speed.
+  ASSERT_EQ(fit->step_slowdown.size(), 2 * configs.size());
+  for (const std::vector<double>& step : fit->step_slowdown) {
+    ASSERT_EQ(step.size(), 2u);
+    for (const double f : step) EXPECT_NEAR(f, 1, 1e-9);
+  }
   // And the fit prices an unseen configuration as the truth does, stage by stage.
   const TrainOptions unseen = Options(GptFile(80, 3), "interleaved-1f1b", 8, 3, 20);
   const FittedWork want = Priced(truth, unseen), got = Priced(*fit, unseen);
@@ -215,6 +221,32 @@ TEST(FitPrediction, AFitWithAGemmTableRecoversItsScaleAndPricesByShape) {
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find("a GEMM table describes one machine"), std::string::npos)
       << other.status().message();
+}
+
+TEST(FitPrediction, APredictionTakesTheFittedRunsStepSlowdownsInTurn) {
+  // A fit whose machine ran rank 1 at 1.25x in its second step: stored and read back, and a
+  // prediction at p = 4 takes the rows in turn, rank r the fitted rank r mod 2.
+  CostFit fit = Truth();
+  fit.step_slowdown = {{1, 1}, {1, 1.25}};
+  Result<CostFit> back = FitOf(StoredFitOf(fit));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->step_slowdown, fit.step_slowdown);
+  EXPECT_EQ(StepSlowdownsFor(*back, 4),
+            (std::vector<std::vector<double>>{{1, 1, 1, 1}, {1, 1.25, 1, 1.25}}));
+  TrainOptions o = Options(GptFile(64, 2), "1f1b", 4, 2, 16);
+  o.p = 4;
+  o.steps = o.trace_steps = 4;
+  const Result<CostsFromPlan> plan = PlanFitPrediction(*back, o, PredictionSettings{}, 4, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(CaseOf(*plan).step_slowdown, StepSlowdownsFor(*back, 4));
+  EXPECT_EQ(ConfigOf(*plan).prediction.step_slowdowns, 2);
+  // A fit stored without them (before they were recorded) is a steady machine.
+  StoredFit old = StoredFitOf(Truth());
+  ASSERT_EQ(old.document.find("step_slowdown"), std::string::npos);
+  EXPECT_TRUE(FitOf(old)->step_slowdown.empty());
+  // A slowdown out of range is not a fit this pipette reads.
+  fit.step_slowdown = {{1, -1}};
+  EXPECT_FALSE(FitOf(StoredFitOf(fit)).ok());
 }
 
 TEST(FitPrediction, AFitFromOneRunSaysWhatItCannotDetermine) {

@@ -235,10 +235,14 @@ void SolveInOrder(const LeastSquaresProblem& problem, CostFit& fit) {
   }
 }
 
-// The rows one run gives, appended to `problem` (and their labels to `labels`).
-Status AddRunRows(const RunData& run, const GemmTable& table, CostFamily& family,
-                  LeastSquaresProblem& problem, std::vector<FitResidual>& labels,
+// The rows one run gives, appended to `problem` (and their labels to fit.residuals, GEMMs priced by
+// fit.gemm_table), its family checked against fit.family (set by the first run), its step
+// slowdowns appended to fit.step_slowdown.
+Status AddRunRows(const RunData& run, LeastSquaresProblem& problem, CostFit& fit,
                   std::vector<double>& gaps, std::vector<double>& latencies) {
+  const GemmTable& table = fit.gemm_table;
+  CostFamily& family = fit.family;
+  std::vector<FitResidual>& labels = fit.residuals;
   const std::string option = fmt::format("run {}", run.run.id);
   PIPETTE_ASSIGN_OR_RETURN(const TrainOptions options, TrainOptionsOf(run, option));
   PIPETTE_ASSIGN_OR_RETURN(const RecordedWork work, RecordedWorkOf(run, option));
@@ -273,6 +277,8 @@ Status AddRunRows(const RunData& run, const GemmTable& table, CostFamily& family
     problem.targets.push_back(work.optimizer[r]);
     labels.push_back({run.run.id, "OPTIMIZER", r, work.optimizer[r], 0});
   }
+  fit.step_slowdown.insert(fit.step_slowdown.end(), work.step_slowdown.begin(),
+                           work.step_slowdown.end());
   if (work.instruction_gap >= 0) gaps.push_back(work.instruction_gap);
   if (work.message_latency >= 0) latencies.push_back(work.message_latency);
   return Status::Ok();
@@ -370,8 +376,7 @@ Result<CostFit> FitCosts(const std::vector<RunData>& runs, const Calibration* ca
   LeastSquaresProblem problem;
   std::vector<double> gaps, latencies;
   for (const RunData& run : runs) {
-    PIPETTE_RETURN_IF_ERROR(
-        AddRunRows(run, fit.gemm_table, fit.family, problem, fit.residuals, gaps, latencies));
+    PIPETTE_RETURN_IF_ERROR(AddRunRows(run, problem, fit, gaps, latencies));
     fit.runs.push_back(run.run.id);
   }
   for (const double target : problem.targets) problem.weights.push_back(1 / target);
@@ -382,6 +387,17 @@ Result<CostFit> FitCosts(const std::vector<RunData>& runs, const Calibration* ca
   fit.instruction_gap = gaps.empty() ? -1 : Median(gaps);
   fit.message_latency = latencies.empty() ? -1 : Median(latencies);
   return fit;
+}
+
+std::vector<std::vector<double>> StepSlowdownsFor(const CostFit& fit, int p) {
+  std::vector<std::vector<double>> out;
+  for (const std::vector<double>& step : fit.step_slowdown) {
+    if (step.empty()) continue;
+    std::vector<double> row;
+    for (int r = 0; r < p; ++r) row.push_back(step[static_cast<std::size_t>(r) % step.size()]);
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 Result<FittedWork> PriceWithFit(const CostFit& fit, const TrainPlan& plan,
@@ -458,6 +474,7 @@ StoredFit StoredFitOf(const CostFit& fit) {
     }
     doc["gemm_table"] = {{"calibration", fit.calibration}, {"timings", timings}};
   }
+  if (!fit.step_slowdown.empty()) doc["step_slowdown"] = fit.step_slowdown;
   StoredFit stored;
   stored.id = fit.id;
   stored.created_at = fit.created_at;
@@ -516,6 +533,14 @@ Result<CostFit> FitOf(const StoredFit& stored) {
       fit.status.push_back(FitStatus::kUnused);
       fit.independence.push_back(0);
       fit.with.emplace_back();
+    }
+    if (doc.contains("step_slowdown")) {
+      fit.step_slowdown = doc.at("step_slowdown").get<std::vector<std::vector<double>>>();
+      for (const std::vector<double>& step : fit.step_slowdown) {
+        for (const double f : step) {
+          if (!(f > 0 && f <= 100)) return unreadable;
+        }
+      }
     }
     if (doc.contains("gemm_table")) {
       const nlohmann::json& table = doc.at("gemm_table");

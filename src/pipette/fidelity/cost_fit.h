@@ -86,7 +86,16 @@ struct CostFit {
   // (calibration 0, the table empty), gemm_table is unused.
   std::int64_t calibration = 0;
   GemmTable gemm_table;
+  // The machine's speed from step to step in the fitted runs (RecordedWork::step_slowdown, each
+  // run's traced steps after step 0 in turn; per rank of that run): a prediction's simulated steps
+  // take them in turn (StepSlowdownsFor), so that its step time pays what the fitted runs paid
+  // for one rank running slower than another in a step. Empty: a steady machine (a fit stored
+  // before they were recorded).
+  std::vector<std::vector<double>> step_slowdown;
 };
+
+// The fit's step slowdowns for `p` ranks: rank r takes the fitted run's rank r mod its ranks.
+std::vector<std::vector<double>> StepSlowdownsFor(const CostFit& fit, int p);
 
 std::string_view FitStatusName(FitStatus status);  // "fitted", "unconstrained", "confounded"
 

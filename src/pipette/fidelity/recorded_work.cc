@@ -263,6 +263,37 @@ std::vector<EventRow> ShareOutContention(const std::vector<EventRow>& events, in
   return alone;
 }
 
+std::vector<std::vector<double>> StepSlowdowns(const std::vector<TraceEvent>& trace,
+                                               const std::vector<MeasuredStageCost>& stages, int p,
+                                               int steps) {
+  if (p < 1 || steps < 1) return {};
+  const int first = steps > 1 ? 1 : 0;
+  std::vector<std::vector<double>> measured(steps, std::vector<double>(p, 0.0)), priced = measured;
+  for (const TraceEvent& e : trace) {
+    const ActionKind kind = e.action.kind;
+    const bool plain = kind == ActionKind::kForward || kind == ActionKind::kInputBackward ||
+                       kind == ActionKind::kWeightBackward || kind == ActionKind::kFullBackward;
+    if (!plain || e.rank < 0 || e.rank >= p || e.step < first || e.step >= steps ||
+        e.action.stage < 0 || e.action.stage >= static_cast<int>(stages.size())) {
+      continue;
+    }
+    const std::optional<double>& cost = stages[e.action.stage].Of(kind);
+    if (!cost || !(*cost > 0)) continue;
+    measured[e.step][e.rank] += e.end - e.start;
+    priced[e.step][e.rank] += *cost;
+  }
+  std::vector<std::vector<double>> slowdown;
+  for (int s = first; s < steps; ++s) {
+    std::vector<double> row;
+    for (int r = 0; r < p; ++r) {
+      if (!(priced[s][r] > 0 && measured[s][r] > 0)) return {};
+      row.push_back(measured[s][r] / priced[s][r]);
+    }
+    slowdown.push_back(std::move(row));
+  }
+  return slowdown;
+}
+
 // NOLINTNEXTLINE(readability-function-size): reads the run's parts in order, each with its check
 Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& option,
                                     CostStatistic statistic, int alone_on_cores) {
@@ -286,8 +317,8 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
   std::vector<EventRow> alone;
   if (alone_on_cores > 0) alone = ShareOutContention(run.events, alone_on_cores, work.dp);
   const std::vector<EventRow>& costed = alone_on_cores > 0 ? alone : run.events;
-  work.stages =
-      MeasureStageCosts(alone_on_cores > 0 ? PlainInstructions(costed) : trace, stages, statistic);
+  const std::vector<TraceEvent> plain = alone_on_cores > 0 ? PlainInstructions(costed) : trace;
+  work.stages = MeasureStageCosts(plain, stages, statistic);
   CostBackwardsOfCells(costed, work.traced_steps > 1, statistic, work.stages);
   for (int s = 0; s < stages; ++s) {
     const MeasuredStageCost& c = work.stages[s];
@@ -320,6 +351,7 @@ Result<RecordedWork> RecordedWorkOf(const RunData& run, const std::string& optio
   for (int s = 0; s < work.traced_steps; ++s) {
     work.step_times.push_back(run.Metric(fmt::format("step_times_s[{}]", s)));
   }
+  work.step_slowdown = StepSlowdowns(plain, work.stages, work.p, work.traced_steps);
   return work;
 }
 

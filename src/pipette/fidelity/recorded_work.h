@@ -31,6 +31,10 @@ struct RecordedWork {
   std::vector<double> static_bytes;              // per rank; empty when not recorded
   std::vector<StageMemory> stage_memory;         // per stage; empty when not recorded
   std::vector<double> step_times;                // per traced step, seconds (the run's metric)
+  // The machine's speed from step to step (StepSlowdowns): per traced step without step 0 (every
+  // step when only one was traced), per rank, its plain computes' measured seconds over what
+  // `stages` prices them at. A rank 4% slower than the costs in that step: 1.04.
+  std::vector<std::vector<double>> step_slowdown;
   // The engine's time between instructions that wait for nothing (the median gap from the end of
   // one, or the post of a SEND or RECV, to the start of the next, without step 0 when later ones
   // exist; computes that consume a received message are left out: they may have waited); -1 when
@@ -54,6 +58,13 @@ struct RecordedWork {
 // REQUIRES: cores >= 1, replicas >= 1.
 std::vector<EventRow> ShareOutContention(const std::vector<EventRow>& events, int cores,
                                          int replicas = 1);
+
+// The step slowdowns of RecordedWork::step_slowdown: `trace` (plain instructions) against
+// `stages`' costs, for `p` ranks over `steps` traced steps; empty when a rank computed nothing
+// costed in one of them.
+std::vector<std::vector<double>> StepSlowdowns(const std::vector<TraceEvent>& trace,
+                                               const std::vector<MeasuredStageCost>& stages, int p,
+                                               int steps);
 
 // Reads `run`. InvalidArgument naming `option` (e.g. "--costs-from = 7") and the rule when the run
 // is not a finished real-engine run with a traced program: the simulator's own runs, runs not

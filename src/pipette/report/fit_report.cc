@@ -73,6 +73,21 @@ void PrintFit(const CostFit& fit) {
       "# instruction gap {:.3g} us, message latency {:.3g} us (medians over the runs; -1: none)\n",
       fit.instruction_gap < 0 ? -1 : fit.instruction_gap * 1e6,
       fit.message_latency < 0 ? -1 : fit.message_latency * 1e6);
+  if (fit.step_slowdown.empty()) {
+    fmt::print("# step slowdowns: none recorded (a steady machine)\n");
+  } else {
+    double low = fit.step_slowdown.front().front(), high = low;
+    for (const std::vector<double>& step : fit.step_slowdown) {
+      for (const double f : step) {
+        low = std::min(low, f);
+        high = std::max(high, f);
+      }
+    }
+    fmt::print(
+        "# step slowdowns: {} steps x {} ranks, {:.3f}-{:.3f} (a rank's computes in a step over "
+        "their costs; predictions take the steps in turn)\n",
+        fit.step_slowdown.size(), fit.step_slowdown.front().size(), low, high);
+  }
   fmt::print("# {:>5} {:<9} {:>5} {:>12} {:>12} {:>8}\n", "run", "kind", "index", "measured_ms",
              "fitted_ms", "error");
   for (const FitResidual& r : fit.residuals) {

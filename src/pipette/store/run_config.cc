@@ -293,6 +293,7 @@ void to_json(Json& json, const PredictionSettingsConfig& c) {
           {"allreduce_beta_s_per_byte", c.allreduce_beta_s_per_byte}};
   if (c.alone) json["costs"] = "alone";
   if (c.fit != 0) json["fit"] = c.fit;
+  if (c.step_slowdowns != 0) json["step_slowdowns"] = c.step_slowdowns;
 }
 
 void from_json(const Json& json, PredictionSettingsConfig& c) {
@@ -311,6 +312,7 @@ void from_json(const Json& json, PredictionSettingsConfig& c) {
   Read(json, "costs", costs);
   c.alone = costs == "alone";
   Read(json, "fit", c.fit);
+  Read(json, "step_slowdowns", c.step_slowdowns);
 }
 
 void to_json(Json& json, const PredictionConfig& c) {

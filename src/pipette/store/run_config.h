@@ -119,6 +119,9 @@ struct PredictionSettingsConfig {
   // of a configuration from the fit, not from a run's own measured costs. costs_from is then the
   // measured run of the same configuration it is compared with (0: none, never run).
   std::int64_t fit = 0;
+  // With a fit: the steps of the fitted runs' speed variation the simulated steps took in turn
+  // (CostFit::step_slowdown; written when not 0).
+  int step_slowdowns = 0;
 };
 
 // pipette simulate --costs-from RUN: the measured run's configuration with engine "sim", the

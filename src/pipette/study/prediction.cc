@@ -98,6 +98,8 @@ Result<CostsFromPlan> PlanCostsFrom(const RunData& run, const std::string& optio
                                                      settings.alone ? settings.cores : 0));
   plan.measured_config = ReadRunConfig(run.run.config);
   plan.settings = settings;
+  // A replay prices every step alike, from the run's own costs (docs/fidelity.md).
+  plan.work.step_slowdown.clear();
   const RecordedWork& w = plan.work;
   if (w.instruction_gap >= 0) {  // the run's own dispatch time beats a microbenchmark's
     plan.settings.instruction_overhead = w.instruction_gap;
@@ -159,6 +161,7 @@ Result<CostsFromPlan> PlanFitPrediction(const CostFit& fit, const TrainOptions& 
   w.traced_steps = steps;
   w.stages = std::move(fitted.stages);
   w.optimizer = std::move(fitted.optimizer);
+  w.step_slowdown = StepSlowdownsFor(fit, w.p);
   w.stage_output_bytes = MessageSizesOf(train).stage_output_bytes;
   if (train.dp > 1) {
     if (settings.allreduce_alpha < 0) {
@@ -194,6 +197,7 @@ SimulationCase CaseOf(const CostsFromPlan& plan) {
   one.step_barrier = true;
   one.cores = s.cores;
   one.optimizer = w.optimizer;
+  one.step_slowdown = w.step_slowdown;
   one.allreduce = w.allreduce;
   if (!w.allreduce.empty() && s.allreduce_alpha >= 0) {
     for (int r = 0; r < w.p; ++r) {
@@ -262,6 +266,7 @@ PredictionConfig ConfigOf(const CostsFromPlan& plan) {
   p.allreduce_beta_s_per_byte = s.allreduce_beta;
   p.alone = s.alone;  // the cores' sharing taken out
   p.fit = s.fit_id;
+  p.step_slowdowns = static_cast<int>(plan.work.step_slowdown.size());
   return config;
 }
 

@@ -164,6 +164,47 @@ TEST(ExperimentDb, MigratingToSixKeepsMetricsInOrderAndANanIsRecorded) {
             "NULL");
 }
 
+// Schema 9 admits imported runs (engine 'pytorch') by rebuilding runs: a version-8 database keeps
+// every run with its id and every child row (nothing cascades), and foreign keys hold afterwards.
+TEST(ExperimentDb, MigratingToNineKeepsRunsAndTheirRowsAndAdmitsImportedRuns) {
+  const std::string path = FreshPath("runs9");
+  std::int64_t kept = 0;
+  {
+    Result<ExperimentDb> v8 = ExperimentDb::Open(path, 8);
+    ASSERT_TRUE(v8.ok()) << v8.status().message();
+    (void)*v8->BeginRun(SimRun());  // run 1, deleted below: the ids keep their gap
+    kept = *v8->BeginRun(SimRun());
+    RunData rows;
+    rows.events = {{0, 0, 0, EventKind::kF, 0, 0, 0, 0.0, 1.0, 0}};
+    rows.metrics = {{"step_time_s", 1, "s"}};
+    ASSERT_TRUE(v8->FinishRun(kept, rows, kRunOk).ok());
+    RunRecord pytorch = SimRun();
+    pytorch.engine = "pytorch";
+    EXPECT_FALSE(v8->BeginRun(pytorch).ok());  // the CHECK of schema 8
+  }
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  ASSERT_EQ(sqlite3_exec(raw, "DELETE FROM runs WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  Result<ExperimentDb> db = ExperimentDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(db->schema_version(), kSchemaVersion);
+  Result<RunData> run = db->LoadRun(kept);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->events.size(), 1u);
+  EXPECT_EQ(run->Metric("step_time_s"), 1);
+  RunRecord pytorch = SimRun();
+  pytorch.engine = "pytorch";
+  const Result<std::int64_t> imported = db->BeginRun(pytorch);
+  ASSERT_TRUE(imported.ok()) << imported.status().message();
+  EXPECT_EQ(*imported, kept + 1);
+  // Foreign keys are on again: an orphan is refused.
+  RunRecord orphan = SimRun();
+  orphan.experiment_id = 999;
+  EXPECT_FALSE(db->BeginRun(orphan).ok());
+}
+
 // A training run records each finished step in its own transaction; its end replaces those rows
 // with the whole run's (no duplicates); a run failed after some steps keeps them and says how many.
 TEST(ExperimentDb, StepsRecordedAsTheRunGoesAreKeptOnFailureAndReplacedAtTheEnd) {

@@ -224,15 +224,19 @@ Result<ExperimentDb> ExperimentDb::OpenInPlace(const std::string& path, int up_t
       path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX));
   PIPETTE_RETURN_IF_ERROR(db.db_.OpenStatus(fmt::format("--db = '{}'", path)));
   Status s = db.RefuseForeign();  // before the first write: someone else's file stays as it was
-  if (s.ok()) s = db.db_.Exec("PRAGMA foreign_keys = ON");
+  if (s.ok()) s = db.db_.Exec("PRAGMA foreign_keys = OFF");
   if (s.ok()) s = db.db_.SwitchToWal();
   if (s.ok()) s = db.db_.Exec("PRAGMA synchronous = NORMAL");
   if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
+  // Migrated with foreign keys off (a migration may rebuild a parent table; SQLite cannot switch
+  // them inside the migration's transaction), then on for everything after.
   Status migrated = db.Migrate(up_to_version);
   if (!migrated.ok()) {
     if (migrated.code() == StatusCode::kFailedPrecondition) return migrated;
     return Status::IoError(fmt::format("--db = '{}': {}", path, migrated.message()));
   }
+  s = db.db_.Exec("PRAGMA foreign_keys = ON");
+  if (!s.ok()) return Status::IoError(fmt::format("--db = '{}': {}", path, s.message()));
   return db;
 }
 

@@ -39,7 +39,7 @@
 namespace pipette {
 
 // The schema version this build writes (PRAGMA user_version).
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 // The oldest schema OpenReadOnly() reads (older ones must be migrated by a command that writes).
 inline constexpr int kOldestReadableSchema = 2;
 
@@ -141,8 +141,8 @@ class ExperimentDb {
   // Inserts `run` with status `running` and returns its id. Empty host, pid and started_at are
   // filled in (this machine, this process, now). `point_key` (optional) names the run's point in
   // its experiment, for resuming sweeps; the point is claimed as by ClaimPoint and
-  // FailedPrecondition names the run that holds it. REQUIRES: run.engine is sim, cpu or cuda;
-  // run.config is JSON.
+  // FailedPrecondition names the run that holds it. REQUIRES: run.engine is sim, cpu, cuda or
+  // pytorch; run.config is JSON.
   Result<std::int64_t> BeginRun(RunRecord run, std::string_view point_key = "");
   // In one IMMEDIATE transaction: if point `point_key` of run.experiment_id has a finished (ok,
   // oom) run, or a `running` run whose process is alive (or on another host), returns that run

@@ -164,6 +164,36 @@ CREATE TABLE calibration_gemms(
 ) STRICT;
 CREATE INDEX calibration_gemms_by_calibration ON calibration_gemms(calibration_id);
 )sql",
+    // 9: runs measured by another framework and imported (`pipette import pytorch`, engine
+    // 'pytorch'). SQLite cannot widen a CHECK in place: runs is rebuilt with its ids, its children
+    // (events, memory, metrics, merged_runs) untouched (Migrate runs with foreign keys off and
+    // checks them before it commits).
+    R"sql(
+CREATE TABLE runs_v9(
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER REFERENCES experiments(id) ON DELETE CASCADE,
+  engine TEXT NOT NULL CHECK (engine IN ('sim', 'cpu', 'cuda', 'pytorch')),
+  config TEXT NOT NULL CHECK (json_valid(config)),
+  version TEXT NOT NULL,
+  git_rev TEXT NOT NULL,
+  libraries TEXT NOT NULL,
+  host TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'oom', 'failed')),
+  error TEXT NOT NULL DEFAULT '',
+  pid INTEGER NOT NULL DEFAULT 0,
+  point_key TEXT NOT NULL DEFAULT '',
+  owner_start TEXT NOT NULL DEFAULT ''
+) STRICT;
+INSERT INTO runs_v9(id, experiment_id, engine, config, version, git_rev, libraries, host,
+                    started_at, ended_at, status, error, pid, point_key, owner_start)
+  SELECT id, experiment_id, engine, config, version, git_rev, libraries, host, started_at,
+         ended_at, status, error, pid, point_key, owner_start FROM runs ORDER BY id;
+DROP TABLE runs;
+ALTER TABLE runs_v9 RENAME TO runs;
+CREATE INDEX runs_by_point ON runs(experiment_id, point_key);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -238,6 +268,15 @@ Status ExperimentDb::Migrate(int up_to_version) {
       return Status::IoError(fmt::format("migrating to schema {}: {}", v + 1, s.message()));
     }
     PIPETTE_RETURN_IF_ERROR(db_.Exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str()));
+  }
+  if (version < up_to_version) {  // a rebuilt parent table must still hold every child's parent
+    Statement check(db_.get(), "PRAGMA foreign_key_check");
+    if (check.Step() == SQLITE_ROW) {
+      return Status::IoError(
+          fmt::format("migrating to schema {}: table {} has a row whose parent "
+                      "is missing",
+                      up_to_version, check.Text(0)));
+    }
   }
   return tx.Commit();
 }

@@ -10,6 +10,8 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libboost-graph-dev
   # experiment store and plots
   libsqlite3-dev sqlite3 gnuplot-nox
+  # imported traces (pipette import pytorch: gzip)
+  zlib1g-dev
   # engines: SimGrid (simulated cluster), OpenBLAS + OpenMPI (CPU engine)
   libsimgrid-dev libopenblas-dev openmpi-bin libopenmpi-dev
   # tests and benchmarks

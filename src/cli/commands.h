@@ -33,6 +33,8 @@ void RegisterPapersCommand(CLI::App& app, int& exit_code);
 void RegisterCalibrationCommands(CLI::App& app, int& exit_code);
 // `fit RUN...` and `fits` (fit_commands.cc): cost models fitted to measured runs.
 void RegisterFitCommands(CLI::App& app, int& exit_code);
+// `import pytorch TRACE...` (import_command.cc): a run of another framework, from its traces.
+void RegisterImportCommands(CLI::App& app, int& exit_code);
 // The commands that live in a binary of their own (MPI: SimGrid exports MPI symbols of its own).
 inline constexpr const char* kSiblingCommands[] = {"train", "calibrate"};
 // `pipette COMMAND ARGS` for COMMAND = argv[1] in kSiblingCommands: replaces this process with

@@ -43,6 +43,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterPapersCommand(app, exit_code);
   pipette::cli::RegisterCalibrationCommands(app, exit_code);
   pipette::cli::RegisterFitCommands(app, exit_code);
+  pipette::cli::RegisterImportCommands(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   pipette::cli::AddTrainSubcommand(app);
 

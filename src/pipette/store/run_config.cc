@@ -250,6 +250,56 @@ void to_json(Json& json, const TrainingConfig& c) {
   json["stage_piece"] = c.stage_piece;
 }
 
+void to_json(Json& json, const ImportedRunConfig& c) {
+  json = Json::object();
+  json["engine"] = c.engine;
+  json["framework"] = c.framework;
+  json["model"] = c.model;
+  json["schedule"] = c.schedule;
+  json["schedule_from"] = c.schedule_from;
+  json["p"] = c.p;
+  json["v"] = c.v;
+  json["m"] = c.m;
+  json["pp"] = c.pp;
+  json["dp"] = c.dp;
+  json["steps"] = c.steps;
+  json["trace_steps"] = c.trace_steps;
+  json["annotations"] = c.annotations;
+  json["clock"] = c.clock;
+  Json traces = Json::array();
+  for (const ImportedTraceConfig& t : c.traces) {
+    traces.push_back({{"file", t.file}, {"sha256", t.sha256}, {"rank", t.rank}});
+  }
+  json["traces"] = traces;
+}
+
+void from_json(const Json& json, ImportedRunConfig& c) {
+  Read(json, "engine", c.engine);
+  Read(json, "framework", c.framework);
+  Read(json, "model", c.model);
+  Read(json, "schedule", c.schedule);
+  Read(json, "schedule_from", c.schedule_from);
+  Read(json, "p", c.p);
+  Read(json, "v", c.v);
+  Read(json, "m", c.m);
+  Read(json, "pp", c.pp);
+  Read(json, "dp", c.dp);
+  Read(json, "steps", c.steps);
+  Read(json, "trace_steps", c.trace_steps);
+  Read(json, "annotations", c.annotations);
+  Read(json, "clock", c.clock);
+  c.traces.clear();
+  if (const auto it = json.find("traces"); it != json.end() && it->is_array()) {
+    for (const Json& t : *it) {
+      ImportedTraceConfig trace;
+      Read(t, "file", trace.file);
+      Read(t, "sha256", trace.sha256);
+      Read(t, "rank", trace.rank);
+      c.traces.push_back(trace);
+    }
+  }
+}
+
 void from_json(const Json& json, TrainingConfig& c) {
   Read(json, "engine", c.engine);
   Read(json, "model", c.model);

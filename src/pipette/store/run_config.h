@@ -103,6 +103,29 @@ struct TrainingConfig {
   std::vector<int> stage_piece;                  // the piece each stage runs
 };
 
+// One trace file a run was imported from.
+struct ImportedTraceConfig {
+  std::string file;    // as given on the command line
+  std::string sha256;  // of the file's bytes (gzip as stored)
+  int rank = 0;        // its distributedInfo.rank
+};
+
+// pipette import pytorch: a run measured by PyTorch's pipelining (engine "pytorch"), mapped onto
+// pipette's program of its schedule. The program keys as a training run has them; what PyTorch
+// wrote it from and how its times were read.
+struct ImportedRunConfig {
+  std::string engine = "pytorch";
+  std::string framework = "pytorch";
+  std::string model;  // --model, when given
+  std::string schedule;
+  std::string schedule_from;  // "given" (--schedule) or "inferred" (from the actions' order)
+  int p = 1, v = 1, m = 1, pp = 1, dp = 1;
+  int steps = 0, trace_steps = 0;
+  std::string annotations;  // "PP:" (_PipelineScheduleRuntime) or "Forward/Backward" (GPipe)
+  std::string clock;        // "device" (kernels through their correlation ids) or "host"
+  std::vector<ImportedTraceConfig> traces;
+};
+
 // How a prediction priced the measured run's program ("prediction").
 struct PredictionSettingsConfig {
   std::string costs_from_engine;
@@ -146,6 +169,8 @@ void to_json(nlohmann::ordered_json& json, const ArchitectureConfig& c);
 void from_json(const nlohmann::ordered_json& json, ArchitectureConfig& c);
 void to_json(nlohmann::ordered_json& json, const TrainingConfig& c);
 void from_json(const nlohmann::ordered_json& json, TrainingConfig& c);
+void to_json(nlohmann::ordered_json& json, const ImportedRunConfig& c);
+void from_json(const nlohmann::ordered_json& json, ImportedRunConfig& c);
 void to_json(nlohmann::ordered_json& json, const PredictionSettingsConfig& c);
 void from_json(const nlohmann::ordered_json& json, PredictionSettingsConfig& c);
 void to_json(nlohmann::ordered_json& json, const PredictionConfig& c);

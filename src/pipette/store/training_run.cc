@@ -13,11 +13,9 @@
 #include "pipette/store/trace_rows.h"
 
 namespace pipette {
-namespace {
 
-// The run's measured per-stage costs as metrics "stage_f_s[s]", "stage_i_s[s]", "stage_w_s[s]" and
-// "stage_b_s[s]" (docs/metrics.md), kind by kind.
-void AddStageCosts(const std::vector<MeasuredStageCost>& costs, std::vector<MetricRow>& metrics) {
+void AddStageCostMetrics(const std::vector<MeasuredStageCost>& costs,
+                         std::vector<MetricRow>& metrics) {
   const std::pair<ActionKind, const char*> kinds[] = {{ActionKind::kForward, "stage_f_s"},
                                                       {ActionKind::kInputBackward, "stage_i_s"},
                                                       {ActionKind::kWeightBackward, "stage_w_s"},
@@ -30,8 +28,6 @@ void AddStageCosts(const std::vector<MeasuredStageCost>& costs, std::vector<Metr
     }
   }
 }
-
-}  // namespace
 
 double MeanStepTime(const TrainReport& r) {
   double mean = 0;
@@ -63,7 +59,7 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& r, bool virtua
     AddPerRank(data.metrics, "compute_work_s", r.compute_work_seconds, "s");
     AddPerRank(data.metrics, "slowdown_s", r.slowdown_seconds, "s");
   }
-  AddStageCosts(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
+  AddStageCostMetrics(MeasureStageCosts(r.trace, plan.schedule.num_stages()), data.metrics);
   AddKernelMetrics(r.kernels, r.kernel_profile_steps, data.metrics);
   // The bytes the engine holds, so a simulation can model its memory (simulate --costs-from).
   AddPerRank(data.metrics, "static_bytes", r.static_bytes, "B");

@@ -4,6 +4,9 @@
 // verification). Pure functions, shared by every real engine's run.
 #pragma once
 
+#include <vector>
+
+#include "pipette/engine/measured_costs.h"
 #include "pipette/engine/train_plan.h"
 #include "pipette/engine/train_report.h"
 #include "pipette/store/run_config.h"
@@ -20,6 +23,11 @@ RunData TrainingRunData(const TrainPlan& plan, const TrainReport& report, bool v
 // and step_times_s[k].
 RunData TrainingStepData(const TrainPlan& plan, int step, const TrainReport& step_report,
                          bool virtual_ranks);
+
+// Appends the measured per-stage costs as metrics "stage_f_s[s]", "stage_i_s[s]", "stage_w_s[s]"
+// and "stage_b_s[s]" (docs/metrics.md), kind by kind: every real engine's, and imported runs'.
+void AddStageCostMetrics(const std::vector<MeasuredStageCost>& costs,
+                         std::vector<MetricRow>& metrics);
 
 // The mean of the report's step times.
 double MeanStepTime(const TrainReport& report);

@@ -1,0 +1,601 @@
+#include "pipette/import/pytorch_import.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "pipette/engine/measured_costs.h"
+#include "pipette/schedule/lower.h"
+#include "pipette/schedule/registry.h"
+#include "pipette/store/trace_rows.h"
+#include "pipette/store/training_run.h"
+
+namespace pipette {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Two moments of one trace closer than this are one (Kineto writes nanoseconds; ranks' times pass
+// through a shift by their base times).
+constexpr double kSameInstant = 1e-10;
+
+// One pipeline range of a rank's trace, as pipette reads it.
+struct TracedAction {
+  Action action;
+  bool reduce_grad = false;   // a REDUCE_GRAD range (its stage in action.stage)
+  std::string name;           // as the trace wrote it
+  double start = 0, end = 0;  // seconds on the common clock (after its measured time is read)
+  double host_start = 0, host_end = 0;  // the range itself
+  int step = 0;
+};
+
+// One rank's trace on the common clock.
+struct RankTrace {
+  int rank = 0;
+  const ChromeTrace* trace = nullptr;
+  double shift = 0;  // added to the trace's times
+  bool gpipe = false;
+  bool device = false;                // the trace has GPU kernels
+  std::vector<TracedAction> actions;  // time order
+  std::vector<TraceRange> updates;    // Optimizer.step ranges (shifted)
+  std::vector<TraceRange> steps;      // ProfilerStep ranges (shifted), time order
+  int num_steps = 0;
+};
+
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+std::string Where(const RankTrace& r) {
+  return fmt::format("rank {} ('{}')", r.rank, r.trace->path);
+}
+
+// The action of "PP:<text>": nullopt for UNSHARD and RESHARD (FSDP's, not pipette's).
+Result<std::optional<TracedAction>> ParseRuntimeAction(std::string_view text) {
+  TracedAction out;
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view rest = text.substr(digits);
+  if (digits > 0 && (rest == "UNSHARD" || rest == "RESHARD")) {
+    return std::optional<TracedAction>();
+  }
+  if (digits > 0 && rest == "REDUCE_GRAD") {
+    out.reduce_grad = true;
+    out.action.stage = std::atoi(std::string(text.substr(0, digits)).c_str());
+    return std::optional(out);
+  }
+  PIPETTE_ASSIGN_OR_RETURN(out.action, ParseAction(text));
+  return std::optional(out);
+}
+
+// ScheduleGPipe's "Forward <i>" / "Backward <i>" on pipeline rank `rank` (its one stage).
+std::optional<TracedAction> ParseGPipeAction(std::string_view name, int rank) {
+  TracedAction out;
+  if (StartsWith(name, "Forward ")) {
+    out.action = Action::F(rank, std::atoi(std::string(name.substr(8)).c_str()));
+  } else if (StartsWith(name, "Backward ")) {
+    out.action = Action::B(rank, std::atoi(std::string(name.substr(9)).c_str()));
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// The rank's actions, updates and profiler steps, on the common clock.
+Status ReadRankRanges(RankTrace& r) {
+  bool runtime = false;
+  for (const TraceRange& range : r.trace->annotations) {
+    const TraceRange shifted{range.name, range.start + r.shift, range.end + r.shift, range.tid};
+    if (StartsWith(range.name, "ProfilerStep#")) {
+      r.steps.push_back(shifted);
+      continue;
+    }
+    if (StartsWith(range.name, "Optimizer.step#")) {
+      r.updates.push_back(shifted);
+      continue;
+    }
+    std::optional<TracedAction> action;
+    if (StartsWith(range.name, "PP:")) {
+      Result<std::optional<TracedAction>> parsed = ParseRuntimeAction(range.name.substr(3));
+      if (!parsed.ok()) {
+        return Status::InvalidArgument(fmt::format("{}: range '{}' at {:.6f} s: {}", Where(r),
+                                                   range.name, range.start,
+                                                   parsed.status().message()));
+      }
+      action = *parsed;
+      runtime = true;
+    } else {
+      action = ParseGPipeAction(range.name, r.rank);
+      r.gpipe = r.gpipe || action.has_value();
+    }
+    if (!action) continue;
+    action->name = range.name;
+    action->host_start = action->start = shifted.start;
+    action->host_end = action->end = shifted.end;
+    r.actions.push_back(*action);
+  }
+  if (runtime && r.gpipe) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: both 'PP:' ranges and GPipe's 'Forward i' / 'Backward i': one run per trace",
+        Where(r)));
+  }
+  if (r.actions.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: no pipeline ranges ('PP:<action>' of _PipelineScheduleRuntime or GPipe's 'Forward i' "
+        "/ 'Backward i'); Schedule1F1B names none: run it from a CSV (docs/import.md)",
+        Where(r)));
+  }
+  auto by_start = [](const auto& a, const auto& b) { return a.start < b.start; };
+  std::stable_sort(r.actions.begin(), r.actions.end(), by_start);
+  std::stable_sort(r.steps.begin(), r.steps.end(), by_start);
+  std::stable_sort(r.updates.begin(), r.updates.end(), by_start);
+  return Status::Ok();
+}
+
+// A key that tells a rank's actions apart within a step.
+std::string KeyOf(const TracedAction& a) {
+  return a.reduce_grad ? fmt::format("{}REDUCE_GRAD", a.action.stage) : ToString(a.action);
+}
+
+// Each action's step: the ProfilerStep range it starts in, or else its occurrence on the rank.
+Status AssignSteps(RankTrace& r) {
+  if (!r.steps.empty()) {
+    for (TracedAction& a : r.actions) {
+      const auto after =
+          std::upper_bound(r.steps.begin(), r.steps.end(), a.start,
+                           [](double t, const TraceRange& step) { return t < step.start; });
+      if (after == r.steps.begin() || a.start > std::prev(after)->end) {
+        return Status::InvalidArgument(
+            fmt::format("{}: action '{}' at {:.6f} s lies outside every ProfilerStep range",
+                        Where(r), a.name, a.start));
+      }
+      a.step = static_cast<int>(std::prev(after) - r.steps.begin());
+    }
+    r.num_steps = static_cast<int>(r.steps.size());
+    return Status::Ok();
+  }
+  std::map<std::string, int> seen;
+  for (TracedAction& a : r.actions) {
+    a.step = seen[KeyOf(a)]++;
+    r.num_steps = std::max(r.num_steps, a.step + 1);
+  }
+  return Status::Ok();
+}
+
+// GPipe's ranges hold their receive (first), compute and send (last): the communication ranges
+// that start inside one become its RECV and SEND actions (same step), and the compute what lies
+// between them.
+void SplitGPipeRanges(RankTrace& r, int p) {
+  std::vector<TracedAction> out;
+  for (TracedAction a : r.actions) {
+    const bool forward = a.action.kind == ActionKind::kForward;
+    const int s = a.action.stage, mb = a.action.microbatch;
+    const bool wants_recv = forward ? s > 0 : s < p - 1;
+    const bool wants_send = forward ? s < p - 1 : s > 0;
+    std::optional<TracedAction> recv, send;
+    auto widen = [&](std::optional<TracedAction>& part, ActionKind kind, double start, double end) {
+      if (!part) {
+        part =
+            TracedAction{Action::Make(kind, s, mb), false, a.name, start, end, start, end, a.step};
+      }
+      part->start = part->host_start = std::min(part->start, start);
+      part->end = part->host_end = std::max(part->end, end);
+    };
+    for (const TraceRange& c : r.trace->communications) {
+      const double start = c.start + r.shift, end = c.end + r.shift;
+      if (start < a.host_start - kSameInstant || start > a.host_end + kSameInstant) continue;
+      if (wants_recv && c.name.find("recv") != std::string::npos) {
+        widen(recv, forward ? ActionKind::kRecvForward : ActionKind::kRecvBackward, start, end);
+      } else if (wants_send && c.name.find("send") != std::string::npos) {
+        widen(send, forward ? ActionKind::kSendForward : ActionKind::kSendBackward, start, end);
+      }
+    }
+    if (recv) {
+      out.push_back(*recv);
+      a.start = std::clamp(recv->end, a.host_start, a.host_end);
+    }
+    if (send) a.end = std::clamp(send->start, a.start, a.host_end);
+    out.push_back(a);
+    if (send) out.push_back(*send);
+  }
+  r.actions = std::move(out);
+}
+
+// Whether compute `c` consumes what `recv` (RECV_F or RECV_B) brings.
+bool Consumes(const Action& c, const Action& recv) {
+  if (recv.kind == ActionKind::kRecvForward) {
+    const Action f = c.kind == ActionKind::kOverlapped ? c.forward_half() : c;
+    return f.kind == ActionKind::kForward && f.stage == recv.stage &&
+           f.microbatch == recv.microbatch;
+  }
+  const Action b = c.kind == ActionKind::kOverlapped ? c.backward_half() : c;
+  return IsInputBackward(b.kind) && b.stage == recv.stage && b.microbatch == recv.microbatch;
+}
+
+// Host-only traces: a RECV's transfers are the communication ranges that start inside it; its data
+// is there when the last of them ends (or when it was posted, without any). A compute that waited
+// for it inside its own range starts then.
+void TimeOnHost(RankTrace& r) {
+  for (TracedAction& recv : r.actions) {
+    const ActionKind kind = recv.action.kind;
+    if (r.gpipe || (kind != ActionKind::kRecvForward && kind != ActionKind::kRecvBackward)) {
+      continue;
+    }
+    double arrival = recv.host_end;
+    for (const TraceRange& c : r.trace->communications) {
+      const double start = c.start + r.shift;
+      const bool receives =
+          c.name.find("recv") != std::string::npos || c.name.find("coalesced") != std::string::npos;
+      if (receives && start >= recv.host_start - kSameInstant &&
+          start <= recv.host_end + kSameInstant) {
+        arrival = std::max(arrival, c.end + r.shift);
+      }
+    }
+    recv.end = arrival;
+    for (TracedAction& c : r.actions) {
+      if (c.step != recv.step || !IsCompute(c.action.kind) || !Consumes(c.action, recv.action)) {
+        continue;
+      }
+      c.start = std::clamp(arrival, c.host_start, c.host_end);
+      break;
+    }
+  }
+}
+
+// Device traces: a compute (or REDUCE_GRAD) takes the kernels launched inside its host range, from
+// the first one's start to the last one's end (NCCL kernels only for REDUCE_GRAD); a RECV ends
+// with its NCCL kernel. Returns the computes that launched none (they keep their host range).
+int TimeOnDevice(RankTrace& r) {
+  std::map<std::int64_t, const GpuKernel*> kernel_of;
+  for (const GpuKernel& k : r.trace->kernels) kernel_of[k.correlation] = &k;
+  std::vector<KernelLaunch> launches = r.trace->launches;
+  std::sort(launches.begin(), launches.end(),
+            [](const KernelLaunch& a, const KernelLaunch& b) { return a.time < b.time; });
+  int host_timed = 0;
+  for (TracedAction& a : r.actions) {
+    const bool compute = IsCompute(a.action.kind) && !a.reduce_grad;
+    const bool recv =
+        a.action.kind == ActionKind::kRecvForward || a.action.kind == ActionKind::kRecvBackward;
+    if (!compute && !recv && !a.reduce_grad) continue;
+    double first = kInf, last = -kInf;
+    const auto from =
+        std::lower_bound(launches.begin(), launches.end(), a.host_start - r.shift - kSameInstant,
+                         [](const KernelLaunch& l, double t) { return l.time < t; });
+    for (auto l = from; l != launches.end() && l->time <= a.host_end - r.shift + kSameInstant;
+         ++l) {
+      const auto k = kernel_of.find(l->correlation);
+      if (k == kernel_of.end() || k->second->communication == compute) continue;
+      first = std::min(first, k->second->start + r.shift);
+      last = std::max(last, k->second->end + r.shift);
+    }
+    if (first == kInf) {
+      if (compute) ++host_timed;
+      continue;
+    }
+    if (recv) {
+      a.end = std::max(a.host_start, last);
+    } else {
+      a.start = first;
+      a.end = last;
+    }
+  }
+  return host_timed;
+}
+
+// The computes of `actions` of step `step`, in the order they ran.
+std::vector<const TracedAction*> ComputesOf(const RankTrace& r, int step) {
+  std::vector<const TracedAction*> out;
+  for (const TracedAction& a : r.actions) {
+    if (a.step == step && !a.reduce_grad && IsCompute(a.action.kind)) out.push_back(&a);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TracedAction* a, const TracedAction* b) {
+    return a->host_start < b->host_start;
+  });
+  return out;
+}
+
+// OK when rank r's computes of every step run in the order of its program under `schedule`.
+Status CheckComputeOrder(const RankTrace& r, const RankProgram& program,
+                         std::string_view schedule) {
+  std::vector<Action> want;
+  for (const Instruction& ins : program.instructions) {
+    if (IsCompute(ins.action.kind)) want.push_back(ins.action);
+  }
+  for (int step = 0; step < r.num_steps; ++step) {
+    const std::vector<const TracedAction*> got = ComputesOf(r, step);
+    for (std::size_t k = 0; k < std::max(got.size(), want.size()); ++k) {
+      if (k < got.size() && k < want.size() && got[k]->action == want[k]) continue;
+      return Status::InvalidArgument(fmt::format(
+          "rank {}, step {}: compute {} of the step is '{}' in the trace, '{}' in schedule {}",
+          r.rank, step, k, k < got.size() ? ToString(got[k]->action) : "(none)",
+          k < want.size() ? ToString(want[k]) : "(none)", schedule));
+    }
+  }
+  return Status::Ok();
+}
+
+// Each of rank r's actions (REDUCE_GRAD aside) as its instruction id in `program`, step by step:
+// every program instruction once per step (a GPipe trace may lack the communication its ranges
+// did not show).
+Result<std::vector<int>> InstructionIds(const RankTrace& r, const RankProgram& program,
+                                        std::string_view schedule) {
+  std::map<std::string, int> id_of;
+  for (std::size_t k = 0; k < program.instructions.size(); ++k) {
+    id_of[ToString(program.instructions[k].action)] = static_cast<int>(k);
+  }
+  std::vector<int> ids(r.actions.size(), -1);
+  std::vector<std::vector<bool>> seen(r.num_steps,
+                                      std::vector<bool>(program.instructions.size(), false));
+  for (std::size_t k = 0; k < r.actions.size(); ++k) {
+    const TracedAction& a = r.actions[k];
+    if (a.reduce_grad) continue;
+    const auto found = id_of.find(ToString(a.action));
+    if (found == id_of.end()) {
+      return Status::InvalidArgument(fmt::format(
+          "rank {}, step {}: action '{}' (range '{}' at {:.6f} s) is not in schedule {}'s "
+          "program for rank {}",
+          r.rank, a.step, ToString(a.action), a.name, a.host_start, schedule, r.rank));
+    }
+    if (seen[a.step][found->second]) {
+      return Status::InvalidArgument(
+          fmt::format("rank {}, step {}: action '{}' twice", r.rank, a.step, ToString(a.action)));
+    }
+    seen[a.step][found->second] = true;
+    ids[k] = found->second;
+  }
+  for (int step = 0; step < r.num_steps; ++step) {
+    for (std::size_t k = 0; k < program.instructions.size(); ++k) {
+      const Action& want = program.instructions[k].action;
+      if (seen[step][k] || (r.gpipe && !IsCompute(want.kind))) continue;
+      return Status::InvalidArgument(
+          fmt::format("rank {}, step {}: schedule {}'s action '{}' is missing from the trace",
+                      r.rank, step, schedule, ToString(want)));
+    }
+  }
+  return ids;
+}
+
+// The traces in rank order, each shifted onto the common clock. InvalidArgument for a trace
+// without distributedInfo, two of one rank, one missing, or world sizes that disagree.
+Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces, int dp) {
+  if (dp != 1) {
+    return Status::InvalidArgument(
+        fmt::format("--dp = {}: only runs of one pipeline (dp = 1) are imported today", dp));
+  }
+  if (traces.empty()) return Status::InvalidArgument("give one trace per rank");
+  std::vector<RankTrace> ranks(traces.size());
+  std::int64_t base = traces.front().base_ns;
+  for (const ChromeTrace& t : traces) base = std::min(base, t.base_ns);
+  std::vector<const ChromeTrace*> of_rank(traces.size(), nullptr);
+  for (const ChromeTrace& t : traces) {
+    if (t.rank < 0) {
+      return Status::InvalidArgument(fmt::format(
+          "'{}': no distributedInfo.rank (profile after torch.distributed.init_process_group)",
+          t.path));
+    }
+    if (t.world_size != static_cast<int>(traces.size()) ||
+        t.rank >= static_cast<int>(traces.size())) {
+      return Status::InvalidArgument(fmt::format(
+          "'{}': rank {} of world size {}, but {} traces were given: one trace per rank", t.path,
+          t.rank, t.world_size, traces.size()));
+    }
+    if (of_rank[t.rank] != nullptr) {
+      return Status::InvalidArgument(
+          fmt::format("'{}' and '{}' both claim rank {}", of_rank[t.rank]->path, t.path, t.rank));
+    }
+    of_rank[t.rank] = &t;
+  }
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    ranks[r].rank = static_cast<int>(r);
+    ranks[r].trace = of_rank[r];
+    ranks[r].shift = static_cast<double>(of_rank[r]->base_ns - base) * 1e-9;
+    ranks[r].device = !of_rank[r]->kernels.empty();
+  }
+  return ranks;
+}
+
+// p, v and m from the traces, checked against the options.
+Result<ScheduleParams> SizesOf(const std::vector<RankTrace>& ranks,
+                               const PyTorchImportOptions& options) {
+  ScheduleParams params;
+  params.p = static_cast<int>(ranks.size());
+  int stages = 0;
+  for (const RankTrace& r : ranks) {
+    for (const TracedAction& a : r.actions) {
+      if (a.reduce_grad || !IsCompute(a.action.kind)) continue;
+      const Action parts[] = {
+          a.action.kind == ActionKind::kOverlapped ? a.action.forward_half() : a.action,
+          a.action.kind == ActionKind::kOverlapped ? a.action.backward_half() : a.action};
+      for (const Action& part : parts) {
+        stages = std::max(stages, part.stage + 1);
+        params.m = std::max(params.m, part.microbatch + 1);
+      }
+    }
+  }
+  if (stages % params.p != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "the traces' actions name {} stages, not a multiple of their {} ranks", stages, params.p));
+  }
+  params.v = stages / params.p;
+  const std::pair<int, int> given[] = {
+      {options.p, params.p}, {options.v, params.v}, {options.m, params.m}};
+  const char* names[] = {"-p", "-v", "-m"};
+  for (int k = 0; k < 3; ++k) {
+    if (given[k].first != 0 && given[k].first != given[k].second) {
+      return Status::InvalidArgument(
+          fmt::format("{} = {}: the traces have {}", names[k], given[k].first, given[k].second));
+    }
+  }
+  return params;
+}
+
+// The schedule the traces ran: --schedule, or the first candidate whose program runs every rank's
+// computes in the traced order.
+Result<Program> ChooseSchedule(const std::vector<RankTrace>& ranks, const ScheduleParams& params,
+                               const std::string& given, std::string& name) {
+  if (!given.empty()) {
+    Result<Schedule> schedule = MakeSchedule(given, params);
+    if (!schedule.ok()) {
+      return Status::InvalidArgument(fmt::format("--schedule = {} at p = {}, v = {}, m = {}: {}",
+                                                 given, params.p, params.v, params.m,
+                                                 schedule.status().message()));
+    }
+    name = given;
+    return Lower(*schedule);
+  }
+  for (const std::string& candidate : ImportCandidateSchedules()) {
+    Result<Schedule> schedule = MakeSchedule(candidate, params);
+    if (!schedule.ok()) continue;
+    Result<Program> program = Lower(*schedule);
+    if (!program.ok()) continue;
+    bool all = true;
+    for (const RankTrace& r : ranks) {
+      all = all && CheckComputeOrder(r, program->ranks[r.rank], candidate).ok();
+    }
+    if (all) {
+      name = candidate;
+      return program;
+    }
+  }
+  return Status::InvalidArgument(fmt::format(
+      "the traces' computes run in the order of no built-in schedule at p = {}, v = {}, m = {}: "
+      "give --schedule NAME or csv:FILE",
+      params.p, params.v, params.m));
+}
+
+// Each rank's step, span by span: its ProfilerStep ranges when every rank has them, else the span
+// of what the step's events cover on every rank.
+std::vector<double> StepTimes(const std::vector<RankTrace>& ranks,
+                              const std::vector<EventRow>& rows, int steps) {
+  std::vector<double> first(steps, kInf), last(steps, -kInf);
+  const bool profiled =
+      std::all_of(ranks.begin(), ranks.end(), [&](const RankTrace& r) { return !r.steps.empty(); });
+  if (profiled) {
+    for (const RankTrace& r : ranks) {
+      for (int k = 0; k < steps; ++k) {
+        first[k] = std::min(first[k], r.steps[k].start);
+        last[k] = std::max(last[k], r.steps[k].end);
+      }
+    }
+  } else {
+    for (const EventRow& e : rows) {
+      if (e.step < 0 || e.step >= steps) continue;
+      first[e.step] = std::min(first[e.step], e.start_s);
+      last[e.step] = std::max(last[e.step], e.end_s);
+    }
+  }
+  std::vector<double> times;
+  for (int k = 0; k < steps; ++k) times.push_back(std::max(0.0, last[k] - first[k]));
+  return times;
+}
+
+// Moves every time of the run so that it starts at 0.
+void StartAtZero(std::vector<RankTrace>& ranks) {
+  double origin = kInf;
+  for (const RankTrace& r : ranks) {
+    for (const TracedAction& a : r.actions) origin = std::min(origin, a.host_start);
+    for (const TraceRange& s : r.steps) origin = std::min(origin, s.start);
+    for (const TraceRange& u : r.updates) origin = std::min(origin, u.start);
+  }
+  for (RankTrace& r : ranks) {
+    r.shift -= origin;
+    for (TracedAction& a : r.actions) {
+      for (double* t : {&a.start, &a.end, &a.host_start, &a.host_end}) *t -= origin;
+    }
+    for (TraceRange& s : r.steps) s.start -= origin, s.end -= origin;
+    for (TraceRange& u : r.updates) u.start -= origin, u.end -= origin;
+  }
+}
+
+// Reads every rank's ranges, steps and measured times.
+Result<int> ReadRanks(std::vector<RankTrace>& ranks) {
+  int host_timed = 0;
+  for (RankTrace& r : ranks) PIPETTE_RETURN_IF_ERROR(ReadRankRanges(r));
+  StartAtZero(ranks);
+  for (RankTrace& r : ranks) {
+    PIPETTE_RETURN_IF_ERROR(AssignSteps(r));
+    if (r.gpipe) SplitGPipeRanges(r, static_cast<int>(ranks.size()));
+    if (r.device) {
+      host_timed += TimeOnDevice(r);
+    } else {
+      TimeOnHost(r);
+    }
+    if (r.num_steps != ranks.front().num_steps) {
+      return Status::InvalidArgument(fmt::format("{} ran {} steps, rank 0 {}", Where(r),
+                                                 r.num_steps, ranks.front().num_steps));
+    }
+  }
+  return host_timed;
+}
+
+}  // namespace
+
+std::vector<std::string> ImportCandidateSchedules() {
+  std::vector<std::string> names = {
+      "gpipe",          "1f1b", "interleaved-1f1b", "interleaved-gpipe",
+      "interleaved-zb", "zbv",  "dualpipe-v"};
+  for (const ScheduleGenerator* g : AllScheduleGenerators()) {
+    const std::string name(g->name());
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
+                                     const PyTorchImportOptions& options) {
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<RankTrace> ranks, OrderRanks(traces, options.dp));
+  ImportedRun out;
+  PIPETTE_ASSIGN_OR_RETURN(out.host_timed_computes, ReadRanks(ranks));
+  PIPETTE_ASSIGN_OR_RETURN(const ScheduleParams params, SizesOf(ranks, options));
+  std::string schedule;
+  PIPETTE_ASSIGN_OR_RETURN(out.program, ChooseSchedule(ranks, params, options.schedule, schedule));
+  std::vector<TraceEvent> trace;
+  std::vector<AllReduceEvent> reductions, updates;
+  for (const RankTrace& r : ranks) {
+    const RankProgram& program = out.program.ranks[r.rank];
+    PIPETTE_RETURN_IF_ERROR(CheckComputeOrder(r, program, schedule));
+    PIPETTE_ASSIGN_OR_RETURN(const std::vector<int> ids, InstructionIds(r, program, schedule));
+    for (std::size_t k = 0; k < r.actions.size(); ++k) {
+      const TracedAction& a = r.actions[k];
+      if (a.reduce_grad) {
+        reductions.push_back({r.rank, a.step, a.start, a.end, 0});
+      } else {
+        trace.push_back({r.rank, ids[k], a.step, a.action, a.start, a.end, 0});
+      }
+    }
+    for (std::size_t k = 0; k < r.updates.size() && static_cast<int>(k) < r.num_steps; ++k) {
+      const TraceRange& u = r.updates[k];
+      updates.push_back({r.rank, static_cast<int>(k), u.start, u.end, 0});
+    }
+  }
+  const int steps = ranks.front().num_steps;
+  ImportedRunConfig& c = out.config;
+  c.model = options.model;
+  c.schedule = schedule;
+  c.schedule_from = options.schedule.empty() ? "inferred" : "given";
+  c.p = c.pp = params.p;
+  c.v = params.v;
+  c.m = params.m;
+  c.dp = options.dp;
+  c.steps = c.trace_steps = steps;
+  c.annotations = ranks.front().gpipe ? "Forward/Backward" : "PP:";
+  c.clock = ranks.front().device ? "device" : "host";
+  for (const RankTrace& r : ranks) c.traces.push_back({r.trace->path, r.trace->sha256, r.rank});
+  RunData& data = out.data;
+  data.run.engine = c.engine;
+  data.run.config = nlohmann::ordered_json(c).dump();
+  data.events = ToEventRows(out.program, trace, reductions, updates);
+  const std::vector<double> times = StepTimes(ranks, data.events, steps);
+  double mean = 0;
+  for (const double t : times) mean += t / static_cast<double>(times.size());
+  data.metrics = {{"step_time_s", mean, "s"}};
+  AddPerRank(data.metrics, "step_times_s", times, "s");
+  AddStageCostMetrics(MeasureStageCosts(trace, out.program.num_stages()), data.metrics);
+  return out;
+}
+
+}  // namespace pipette

@@ -3,15 +3,20 @@
 // time (a round trip) and `compare` joins instruction by instruction; a mismatch exits 2 and a
 // damaged file 1, with nothing recorded.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "import/pytorch_trace_writer.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/store/experiment_db.h"
+#include "pipette/store/trace_rows.h"
 #include "pipette_runner.h"
 #include "sim/simulator.h"
 
@@ -113,6 +118,73 @@ TEST(ImportCli, AnImportedRunReplaysToItsOwnStepTimeAndMismatchesRecordNothing) 
   EXPECT_EQ(cut.exit_code, 1) << cut.err;
   EXPECT_TRUE(Contains(cut.err, "truncated gzip")) << cut.err;
   EXPECT_EQ(Runs("import.db"), 2);  // nothing half-written
+}
+
+// mpirun with the flags a 2-core CI machine running as root needs.
+std::string Launcher() {
+  return std::string(PIPETTE_MPIEXEC) + " --oversubscribe" +
+         (geteuid() == 0 ? " --allow-run-as-root" : "");
+}
+
+// The CPU engine's own run written as PyTorch would have traced it, imported: every event comes
+// back at its time under its id, and the replays of the two runs are the same prediction (so an
+// imported run is predicted within the CPU engine's own tolerance).
+TEST(ImportMpiCli, ACpuEngineRunRoundTripsThroughPyTorchTraces) {
+  const testing::CommandResult trained =
+      testing::Shell(Launcher() + " -np 2 " + PIPETTE_BINARY +
+                     " train -p 2 -m 4 --schedule zb-h1 --steps 4 --trace-steps 4 --db cpu.db");
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  Result<ExperimentDb> db = ExperimentDb::Open(ScratchDir() + "/cpu.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  const RunData cpu = *db->LoadRun(1);
+  std::vector<TraceEvent> trace;
+  std::vector<AllReduceEvent> updates;
+  for (const EventRow& e : cpu.events) {
+    if (e.kind == EventKind::kOptimizer) {
+      updates.push_back({e.rank, e.step, e.start_s, e.end_s, 0});
+    } else {
+      trace.push_back({e.rank, e.instr_id, e.step,
+                       Action::Make(ActionKindOf(e.kind), e.stage, e.microbatch), e.start_s,
+                       e.end_s, e.bytes});
+    }
+  }
+  const Program program = *Lower(*MakeSchedule("zb-h1", {2, 1, 4}));
+  testing::SyntheticTraceOptions options;
+  options.prefix = "cpu";
+  const testing::SyntheticTraces written =
+      testing::WriteSyntheticTraces(program, trace, updates, ScratchDir(), options);
+  const testing::CommandResult imported =
+      Pipette("import pytorch " + written.paths[0] + " " + written.paths[1] + " --db cpu.db");
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  db = ExperimentDb::Open(ScratchDir() + "/cpu.db");
+  const RunData back = *db->LoadRun(2);
+  EXPECT_EQ(back.run.engine, "pytorch");
+  ASSERT_EQ(back.events.size(), cpu.events.size());
+  std::map<std::tuple<int, int, int, int>, const EventRow*> by_id;
+  for (const EventRow& e : cpu.events) {
+    by_id[{e.rank, e.step, e.instr_id, static_cast<int>(e.kind)}] = &e;
+  }
+  for (const EventRow& e : back.events) {
+    const auto found = by_id.find({e.rank, e.step, e.instr_id, static_cast<int>(e.kind)});
+    ASSERT_NE(found, by_id.end()) << e.rank << " " << e.step << " " << e.instr_id;
+    // SENDs and RECVs posted at one moment are written 10 ns apart.
+    EXPECT_NEAR(e.start_s, found->second->start_s - written.origin, 1e-7) << e.instr_id;
+    EXPECT_NEAR(e.end_s, found->second->end_s - written.origin, 1e-7) << e.instr_id;
+  }
+  // Replayed from either run: the same prediction, against the same measured steps.
+  const nlohmann::json from_cpu =
+      nlohmann::json::parse(Pipette("simulate --costs-from 1 --db cpu.db --format json").out);
+  const nlohmann::json from_import =
+      nlohmann::json::parse(Pipette("simulate --costs-from 2 --db cpu.db --format json").out);
+  ASSERT_EQ(from_cpu["step_time_s"].size(), 4u);
+  ASSERT_EQ(from_import["step_time_s"].size(), 4u);
+  for (std::size_t s = 1; s < 4; ++s) {
+    const double predicted = from_cpu["step_time_s"][s],
+                 measured = from_cpu["measured_step_time_s"][s];
+    EXPECT_NEAR(from_import["step_time_s"][s].get<double>(), predicted, 1e-3 * predicted) << s;
+    EXPECT_NEAR(from_import["measured_step_time_s"][s].get<double>(), measured, 1e-3 * measured)
+        << s;
+  }
 }
 
 }  // namespace

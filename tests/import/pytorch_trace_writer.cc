@@ -111,6 +111,16 @@ std::string NameOf(const Action& a, bool gpipe) {
   return name;
 }
 
+// Whether the receive `recv` brings what compute `c` consumes: a forward's input (`forward`) or a
+// backward's output gradient.
+bool Feeds(const Action& recv, const Action& c, bool forward) {
+  const Action half =
+      c.kind == ActionKind::kOverlapped ? (forward ? c.forward_half() : c.backward_half()) : c;
+  const bool kind_matches =
+      forward ? half.kind == ActionKind::kForward : IsInputBackward(half.kind);
+  return kind_matches && half.stage == recv.stage && half.microbatch == recv.microbatch;
+}
+
 // GPipe's range of compute `e`: it opens where the host is, receives (a gloo:recv from 5 ns after
 // the opening to the arrival), computes, and sends (a gloo:send 5 ns before the compute's end, so
 // that it lies inside this range and not the next one, which may open right then).
@@ -177,7 +187,17 @@ void WriteStep(RankWriter& w, std::vector<const TraceEvent*> step,
     } else if (options.gpipe) {
       WriteGPipeRange(w, e, step, cursor);
     } else {
-      w.Range(NameOf(e.action, false), "user_annotation", std::min(cursor, e.start), e.end);
+      // The range opens where the host is when the compute waited for its receive (the wait is
+      // inside it), else when the compute started (an engine's dispatch lies between ranges).
+      double arrival = -1e300;
+      for (const TraceEvent* other : step) {
+        const Action& a = other->action;
+        const bool feeds = (a.kind == ActionKind::kRecvForward && Feeds(a, e.action, true)) ||
+                           (a.kind == ActionKind::kRecvBackward && Feeds(a, e.action, false));
+        if (feeds) arrival = std::max(arrival, other->end);
+      }
+      const double start = arrival >= e.start ? std::min(cursor, e.start) : e.start;
+      w.Range(NameOf(e.action, false), "user_annotation", start, e.end);
     }
     cursor = std::max(cursor, e.end);
   }

@@ -96,8 +96,10 @@ void RegisterImportCommands(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1 << 20));
   pytorch->add_option("-m", o->import.m, "Microbatches per step (default: the traces')")
       ->check(CLI::Range(1, 1 << 20));
-  pytorch->add_option("--dp", o->import.dp, "Data-parallel replicas (1: one pipeline)")
-      ->capture_default_str()
+  pytorch
+      ->add_option("--dp", o->import.dp,
+                   "Data-parallel replicas (default: the traces', ranks whose computes name "
+                   "the same lowest stage)")
       ->check(CLI::Range(1, 1 << 20));
   pytorch->add_option("--model", o->import.model, "The model it trained (recorded in the run)");
   pytorch->add_option("--db", o->record.db, "Experiment database")

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -249,7 +250,8 @@ TEST(PyTorchImport, EveryMismatchIsRefusedNamingTheRankStepAndAction) {
   bad[1].rank = 0;
   EXPECT_THAT(Refusal(bad), HasSubstr("both claim rank 0"));
   bad = {good[0]};
-  EXPECT_THAT(Refusal(bad), HasSubstr("rank 0 of world size 2, but 1 traces were given"));
+  EXPECT_THAT(Refusal(bad), HasSubstr("world size 2, but 1 traces were given: the traces of ranks "
+                                      "1 are missing"));
   bad = good;
   bad[0].rank = -1;
   EXPECT_THAT(Refusal(bad), HasSubstr("no distributedInfo.rank"));
@@ -300,7 +302,38 @@ TEST(PyTorchImport, EveryMismatchIsRefusedNamingTheRankStepAndAction) {
   EXPECT_THAT(Refusal(good, unknown), HasSubstr("--schedule = no-such at p = 2, v = 2, m = 4"));
   PyTorchImportOptions dp2;
   dp2.dp = 2;
-  EXPECT_THAT(Refusal(good, dp2), HasSubstr("--dp = 2"));
+  EXPECT_THAT(Refusal(good, dp2), HasSubstr("--dp = 2: the traces hold 1 replica(s) of a 2-rank "
+                                            "pipeline"));
+}
+
+TEST(PyTorchImport, DataParallelReplicasAreFoundByTheirStagesAndReplicaZeroIsRecorded) {
+  // Interleaved 1F1B on 2 pipeline ranks, 3 replicas: global ranks r * 3 + d. Each trace's lowest
+  // stage is its pipeline rank; replica 0 (global ranks 0 and 3) is the run.
+  const std::vector<SimulatedRun> runs = Simulated({{"interleaved-1f1b", 2, 2, 4, ""}});
+  SyntheticTraceOptions options;
+  options.dp = 3;
+  options.prefix = "dp3";
+  const testing::SyntheticTraces written = testing::WriteSyntheticTraces(
+      runs[0].program, runs[0].result.trace, runs[0].result.updates, TempDir("dp3"), options);
+  ASSERT_EQ(written.paths.size(), 6u);
+  std::vector<ChromeTrace> traces = Read(written.paths);
+  std::reverse(traces.begin(), traces.end());  // any order
+  Result<ImportedRun> run = ImportPyTorchRun(traces, {});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->config.dp, 3);
+  EXPECT_EQ(run->config.p, 2);
+  EXPECT_EQ(run->config.schedule, "interleaved-1f1b");
+  ExpectSameTimes(*run, runs[0], written.origin, true, "dp3");
+  PyTorchImportOptions two;
+  two.dp = 2;
+  EXPECT_THAT(Refusal(traces, two),
+              ::testing::HasSubstr("--dp = 2: the traces hold 3 replica(s) of a 2-rank pipeline"));
+  // A replica that did other work.
+  std::vector<ChromeTrace> uneven = traces;
+  for (ChromeTrace& t : uneven) {
+    if (t.rank == 4) t.annotations.pop_back();
+  }
+  EXPECT_THAT(Refusal(uneven), ::testing::HasSubstr("is a replica of rank 3 but ran"));
 }
 
 TEST(ChromeTrace, ReadsGzipAndPlainAndRefusesWhatIsNotATrace) {

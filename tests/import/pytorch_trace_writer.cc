@@ -70,11 +70,12 @@ class RankWriter {
   }
   double earliest() const { return earliest_; }
 
-  void Write(const std::string& path, int world, bool distributed_info, bool gzip) const {
+  void Write(const std::string& path, int global_rank, int world, bool distributed_info,
+             bool gzip) const {
     Json doc = Json::object();
     doc["schemaVersion"] = 1;
     if (distributed_info) {
-      doc["distributedInfo"] = {{"backend", "gloo"}, {"rank", rank_}, {"world_size", world}};
+      doc["distributedInfo"] = {{"backend", "gloo"}, {"rank", global_rank}, {"world_size", world}};
     }
     doc["deviceProperties"] = Json::array();
     doc["traceEvents"] = events_;
@@ -234,12 +235,15 @@ SyntheticTraces WriteSyntheticTraces(const Program& program, const std::vector<T
       }
       WriteStep(w, events, options);
     }
-    const std::string path =
-        (std::filesystem::path(dir) /
-         (options.prefix + "-rank" + std::to_string(r) + (options.gzip ? ".json.gz" : ".json")))
-            .string();
-    w.Write(path, program.p, options.distributed_info, options.gzip);
-    out.paths.push_back(path);
+    for (int d = 0; d < options.dp; ++d) {  // replicas: the same trace, pp the outer dimension
+      const int global = r * options.dp + d;
+      const std::string path =
+          (std::filesystem::path(dir) / (options.prefix + "-rank" + std::to_string(global) +
+                                         (options.gzip ? ".json.gz" : ".json")))
+              .string();
+      w.Write(path, global, program.p * options.dp, options.distributed_info, options.gzip);
+      out.paths.push_back(path);
+    }
     out.origin = std::min(out.origin, w.earliest());
   }
   return out;

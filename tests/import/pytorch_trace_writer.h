@@ -28,10 +28,13 @@ struct SyntheticTraceOptions {
   // off every ts: the same moments on the common clock, written from different bases.
   std::vector<std::int64_t> base_ns;
   std::string prefix = "trace";  // files PREFIX-rankR.json[.gz] in the directory
+  // Data-parallel replicas: pipeline rank r's trace written for global ranks r * dp + d (the
+  // pipeline the outer dimension of the mesh, as torchtitan's), every replica alike.
+  int dp = 1;
 };
 
 struct SyntheticTraces {
-  std::vector<std::string> paths;  // rank by rank
+  std::vector<std::string> paths;  // pipeline rank by pipeline rank, replica by replica
   double origin = 0;  // the earliest range written: the imported run's time 0, on the trace's clock
 };
 

@@ -35,7 +35,8 @@ struct TracedAction {
 
 // One rank's trace on the common clock.
 struct RankTrace {
-  int rank = 0;
+  int rank = 0;         // in the pipeline
+  int global_rank = 0;  // distributedInfo.rank
   const ChromeTrace* trace = nullptr;
   double shift = 0;  // added to the trace's times
   bool gpipe = false;
@@ -51,7 +52,7 @@ bool StartsWith(std::string_view text, std::string_view prefix) {
 }
 
 std::string Where(const RankTrace& r) {
-  return fmt::format("rank {} ('{}')", r.rank, r.trace->path);
+  return fmt::format("rank {} ('{}')", r.global_rank, r.trace->path);
 }
 
 // The action of "PP:<text>": nullopt for UNSHARD and RESHARD (FSDP's, not pipette's).
@@ -359,43 +360,105 @@ Result<std::vector<int>> InstructionIds(const RankTrace& r, const RankProgram& p
   return ids;
 }
 
-// The traces in rank order, each shifted onto the common clock. InvalidArgument for a trace
-// without distributedInfo, two of one rank, one missing, or world sizes that disagree.
-Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces, int dp) {
-  if (dp != 1) {
-    return Status::InvalidArgument(
-        fmt::format("--dp = {}: only runs of one pipeline (dp = 1) are imported today", dp));
-  }
+// The traces in global rank order, each shifted onto the common clock (its pipeline rank the
+// global one until KeepReplicaZero). InvalidArgument for a trace without distributedInfo, two of
+// one rank, ranks missing, or world sizes that disagree.
+Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces) {
   if (traces.empty()) return Status::InvalidArgument("give one trace per rank");
-  std::vector<RankTrace> ranks(traces.size());
+  const int world = traces.front().world_size;
   std::int64_t base = traces.front().base_ns;
-  for (const ChromeTrace& t : traces) base = std::min(base, t.base_ns);
-  std::vector<const ChromeTrace*> of_rank(traces.size(), nullptr);
+  std::map<int, const ChromeTrace*> of_rank;
   for (const ChromeTrace& t : traces) {
+    base = std::min(base, t.base_ns);
     if (t.rank < 0) {
       return Status::InvalidArgument(fmt::format(
           "'{}': no distributedInfo.rank (profile after torch.distributed.init_process_group)",
           t.path));
     }
-    if (t.world_size != static_cast<int>(traces.size()) ||
-        t.rank >= static_cast<int>(traces.size())) {
-      return Status::InvalidArgument(fmt::format(
-          "'{}': rank {} of world size {}, but {} traces were given: one trace per rank", t.path,
-          t.rank, t.world_size, traces.size()));
+    if (t.world_size != world || t.rank >= world) {
+      return Status::InvalidArgument(
+          fmt::format("'{}': rank {} of world size {}, but '{}' is of world size {}", t.path,
+                      t.rank, t.world_size, traces.front().path, world));
     }
-    if (of_rank[t.rank] != nullptr) {
+    if (of_rank.contains(t.rank)) {
       return Status::InvalidArgument(
           fmt::format("'{}' and '{}' both claim rank {}", of_rank[t.rank]->path, t.path, t.rank));
     }
     of_rank[t.rank] = &t;
   }
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    ranks[r].rank = static_cast<int>(r);
+  if (static_cast<int>(traces.size()) != world) {
+    std::string missing;
+    for (int r = 0; r < world; ++r) {
+      if (!of_rank.contains(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    return Status::InvalidArgument(fmt::format(
+        "world size {}, but {} traces were given: the traces of ranks {} are missing (one trace "
+        "per rank)",
+        world, traces.size(), missing));
+  }
+  std::vector<RankTrace> ranks(traces.size());
+  for (int r = 0; r < world; ++r) {
+    ranks[r].rank = ranks[r].global_rank = r;
     ranks[r].trace = of_rank[r];
     ranks[r].shift = static_cast<double>(of_rank[r]->base_ns - base) * 1e-9;
     ranks[r].device = !of_rank[r]->kernels.empty();
   }
   return ranks;
+}
+
+// The lowest stage a rank's computes name: its pipeline rank in a loop or V layout.
+int LowestStage(const RankTrace& r) {
+  int lowest = std::numeric_limits<int>::max();
+  for (const TracedAction& a : r.actions) {
+    if (a.reduce_grad || !IsCompute(a.action.kind)) continue;
+    lowest = std::min(lowest, a.action.stage);
+    if (a.action.kind == ActionKind::kOverlapped) lowest = std::min(lowest, a.action.back_stage);
+  }
+  return lowest;
+}
+
+// Data parallelism: every trace's pipeline rank is the lowest stage its computes name, and the
+// traces of one pipeline rank are its replicas, in global rank order. Keeps replica 0's traces
+// (whose events a run records, as the other engines do) and returns the replicas (dp). GPipe's
+// ranges name no stage: one pipeline. InvalidArgument for a --dp the traces contradict, replicas
+// of unequal count or work, or pipeline ranks that are not 0..p-1.
+Result<int> KeepReplicaZero(std::vector<RankTrace>& ranks, int dp_given) {
+  const bool gpipe =
+      std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.gpipe; });
+  std::map<int, std::vector<RankTrace*>> replicas;  // pipeline rank -> its traces
+  for (RankTrace& r : ranks) replicas[gpipe ? r.global_rank : LowestStage(r)].push_back(&r);
+  const int p = static_cast<int>(replicas.size());
+  const int dp = static_cast<int>(ranks.size()) / p;
+  if (dp_given != 0 && dp_given != dp) {
+    return Status::InvalidArgument(fmt::format(
+        "--dp = {}: the traces hold {} replica(s) of a {}-rank pipeline (ranks whose computes "
+        "name the same lowest stage are replicas)",
+        dp_given, dp, p));
+  }
+  int expected = 0;
+  for (const auto& [rank, group] : replicas) {
+    if (rank != expected++ || static_cast<int>(group.size()) != dp) {
+      return Status::InvalidArgument(fmt::format(
+          "the traces' pipeline ranks (the lowest stage each rank's computes name) are not {} "
+          "ranks of {} replicas each: rank {} ('{}') has lowest stage {} with {} trace(s)",
+          p, dp, group.front()->global_rank, group.front()->trace->path, rank, group.size()));
+    }
+    for (RankTrace* other : group) {
+      if (other->actions.size() != group.front()->actions.size()) {
+        return Status::InvalidArgument(
+            fmt::format("rank {} ('{}') is a replica of rank {} but ran {} actions to its {}",
+                        other->global_rank, other->trace->path, group.front()->global_rank,
+                        other->actions.size(), group.front()->actions.size()));
+      }
+    }
+  }
+  std::vector<RankTrace> kept;
+  for (const auto& [rank, group] : replicas) {
+    kept.push_back(std::move(*group.front()));
+    kept.back().rank = rank;
+  }
+  ranks = std::move(kept);
+  return dp;
 }
 
 // p, v and m from the traces, checked against the options.
@@ -511,10 +574,9 @@ void StartAtZero(std::vector<RankTrace>& ranks) {
   }
 }
 
-// Reads every rank's ranges, steps and measured times.
+// Reads every rank's steps and measured times (their ranges read).
 Result<int> ReadRanks(std::vector<RankTrace>& ranks) {
   int host_timed = 0;
-  for (RankTrace& r : ranks) PIPETTE_RETURN_IF_ERROR(ReadRankRanges(r));
   StartAtZero(ranks);
   for (RankTrace& r : ranks) {
     PIPETTE_RETURN_IF_ERROR(AssignSteps(r));
@@ -547,7 +609,9 @@ std::vector<std::string> ImportCandidateSchedules() {
 
 Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
                                      const PyTorchImportOptions& options) {
-  PIPETTE_ASSIGN_OR_RETURN(std::vector<RankTrace> ranks, OrderRanks(traces, options.dp));
+  PIPETTE_ASSIGN_OR_RETURN(std::vector<RankTrace> ranks, OrderRanks(traces));
+  for (RankTrace& r : ranks) PIPETTE_RETURN_IF_ERROR(ReadRankRanges(r));
+  PIPETTE_ASSIGN_OR_RETURN(const int dp, KeepReplicaZero(ranks, options.dp));
   ImportedRun out;
   PIPETTE_ASSIGN_OR_RETURN(out.host_timed_computes, ReadRanks(ranks));
   PIPETTE_ASSIGN_OR_RETURN(const ScheduleParams params, SizesOf(ranks, options));
@@ -580,7 +644,7 @@ Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
   c.p = c.pp = params.p;
   c.v = params.v;
   c.m = params.m;
-  c.dp = options.dp;
+  c.dp = dp;
   c.steps = c.trace_steps = steps;
   c.annotations = ranks.front().gpipe ? "Forward/Backward" : "PP:";
   c.clock = ranks.front().device ? "device" : "host";

@@ -20,6 +20,10 @@
 //     ends inside its range (the receive's communication ranges: gloo:recv, c10d::recv_, ...), and
 //     that moment is the RECV's end. SENDs and RECVs start when posted. REDUCE_GRAD ranges are the
 //     ranks' gradient all-reduces, "Optimizer.step#..." ranges their parameter updates.
+//   - data parallelism: a rank's pipeline rank is the lowest stage its computes name (loop and V
+//     layouts alike); the ranks of one pipeline rank are its replicas, in global rank order, and
+//     replica 0's events are the run's (as the other engines record one replica). GPipe's ranges
+//     name no stage: one pipeline.
 // Every mismatch is InvalidArgument naming the trace or rank, step and action; nothing is
 // returned half-made. Pure functions over the traces read.
 #pragma once
@@ -38,7 +42,7 @@ namespace pipette {
 struct PyTorchImportOptions {
   std::string schedule;     // a built-in name or csv:FILE; empty: inferred from the computes' order
   int p = 0, v = 0, m = 0;  // 0: from the traces (p = ranks / dp, v = stages / p, m = microbatches)
-  int dp = 1;               // data-parallel replicas (only 1 is read today)
+  int dp = 0;               // data-parallel replicas; 0: from the traces (KeepReplicaZero)
   std::string model;        // recorded in the configuration when given
 };
 

@@ -222,10 +222,14 @@ std::string Refusal(const std::vector<ChromeTrace>& traces,
   return std::string(run.status().message());
 }
 
-// The first of `trace`'s annotations named `name`.
-std::vector<TraceRange>::iterator Named(ChromeTrace& trace, const std::string& name) {
-  return std::find_if(trace.annotations.begin(), trace.annotations.end(),
-                      [&](const TraceRange& r) { return r.name == name; });
+// The first of `trace`'s annotations named `name` (a failure and a scratch range if none is).
+TraceRange* Named(ChromeTrace& trace, const std::string& name) {
+  const auto found = std::find_if(trace.annotations.begin(), trace.annotations.end(),
+                                  [&](const TraceRange& r) { return r.name == name; });
+  if (found != trace.annotations.end()) return &*found;
+  ADD_FAILURE() << "no range " << name << " in " << trace.path;
+  static TraceRange scratch;
+  return &scratch;
 }
 
 TEST(PyTorchImport, EveryMismatchIsRefusedNamingTheRankStepAndAction) {
@@ -262,9 +266,10 @@ TEST(PyTorchImport, EveryMismatchIsRefusedNamingTheRankStepAndAction) {
   bad = good;
   Named(bad[0], "PP:0SEND_F0")->name = "PP:2SEND_F0";
   EXPECT_THAT(Refusal(bad), HasSubstr("rank 0, step 0: action '2SEND_F0' (range 'PP:2SEND_F0' at"));
-  EXPECT_THAT(Refusal(bad), HasSubstr("is not in schedule zbv's program for rank 0"));
+  EXPECT_THAT(Refusal(bad), HasSubstr("is not in schedule zbv's program for pipeline rank 0"));
   bad = good;
-  bad[0].annotations.erase(Named(bad[0], "PP:0SEND_F1"));
+  bad[0].annotations.erase(bad[0].annotations.begin() +
+                           (Named(bad[0], "PP:0SEND_F1") - bad[0].annotations.data()));
   EXPECT_THAT(
       Refusal(bad),
       HasSubstr("rank 0, step 0: schedule zbv's action '0SEND_F1' is missing from the trace"));
@@ -300,6 +305,20 @@ TEST(PyTorchImport, EveryMismatchIsRefusedNamingTheRankStepAndAction) {
   PyTorchImportOptions unknown;
   unknown.schedule = "no-such";
   EXPECT_THAT(Refusal(good, unknown), HasSubstr("--schedule = no-such at p = 2, v = 2, m = 4"));
+  PyTorchImportOptions p4;
+  p4.p = 4;
+  EXPECT_THAT(Refusal(good, p4), HasSubstr("-p = 4: the traces have 2"));
+  // Both annotation forms in one trace; a stage count that is not a multiple of the ranks; an
+  // order no built-in schedule has.
+  bad = good;
+  bad[0].annotations.push_back({"Forward 0", 0, 1e-6, 1});
+  EXPECT_THAT(Refusal(bad), HasSubstr("both 'PP:' ranges and GPipe's"));
+  bad = good;
+  bad[1].annotations.push_back({"PP:4F0", 1e-3, 1.1e-3, 1});
+  EXPECT_THAT(Refusal(bad), HasSubstr("name 5 stages, not a multiple of their 2 ranks"));
+  bad = good;
+  std::swap(Named(bad[1], "PP:1F0")->name, Named(bad[1], "PP:1F1")->name);
+  EXPECT_THAT(Refusal(bad), HasSubstr("run in the order of no built-in schedule at p = 2, v = 2"));
   PyTorchImportOptions dp2;
   dp2.dp = 2;
   EXPECT_THAT(Refusal(good, dp2), HasSubstr("--dp = 2: the traces hold 1 replica(s) of a 2-rank "
@@ -312,6 +331,7 @@ TEST(PyTorchImport, DataParallelReplicasAreFoundByTheirStagesAndReplicaZeroIsRec
   const std::vector<SimulatedRun> runs = Simulated({{"interleaved-1f1b", 2, 2, 4, ""}});
   SyntheticTraceOptions options;
   options.dp = 3;
+  options.replica_delay_ns = 40'000;  // replica d 40 us x d later: recording another fails
   options.prefix = "dp3";
   const testing::SyntheticTraces written = testing::WriteSyntheticTraces(
       runs[0].program, runs[0].result.trace, runs[0].result.updates, TempDir("dp3"), options);
@@ -324,6 +344,11 @@ TEST(PyTorchImport, DataParallelReplicasAreFoundByTheirStagesAndReplicaZeroIsRec
   EXPECT_EQ(run->config.p, 2);
   EXPECT_EQ(run->config.schedule, "interleaved-1f1b");
   ExpectSameTimes(*run, runs[0], written.origin, true, "dp3");
+  ASSERT_EQ(run->config.traces.size(), 6u);  // every trace named, with its global rank
+  for (int g = 0; g < 6; ++g) {
+    EXPECT_EQ(run->config.traces[g].rank, g);
+    EXPECT_EQ(run->config.traces[g].file, written.paths[g]);
+  }
   PyTorchImportOptions two;
   two.dp = 2;
   EXPECT_THAT(Refusal(traces, two),
@@ -349,14 +374,34 @@ TEST(ChromeTrace, ReadsGzipAndPlainAndRefusesWhatIsNotATrace) {
     "baseTimeNanoseconds": 1700000000000000123})";
   std::ofstream(broken) << R"({"traceEvents": [{"ph": "X", "name": "PP:1F0", "ts": )";
   std::ofstream(other) << R"({"events": []})";
+  // Hostile or damaged values are refused naming them, never read as something else.
+  const std::pair<std::string, std::string> refused[] = {
+      {"0", "no traceEvents array"},
+      {R"({"distributedInfo": {"rank": 1e10}, "traceEvents": []})",
+       "distributedInfo.rank = 10000000000: not a rank"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "PP:0F0"}]})",
+       "event 1 'PP:0F0' (user_annotation) has no number ts"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "PP:0F0", "ts": 5,
+           "dur": -1}]})",
+       "has a negative or unreadable dur"}};
+  for (const auto& [text, message] : refused) {
+    const std::string path = dir + "/refused.json";
+    std::ofstream(path) << text;
+    const Result<ChromeTrace> trace = ReadChromeTrace(path);
+    ASSERT_FALSE(trace.ok()) << text;
+    EXPECT_EQ(trace.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(trace.status().message()), ::testing::HasSubstr(message)) << text;
+  }
   const Result<ChromeTrace> read = ReadChromeTrace(plain);
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(read->rank, 1);
   EXPECT_EQ(read->world_size, 2);
-  EXPECT_EQ(read->base_ns, 1700000000000000123);
+  // Time 0 is the first kept event, at base + 10 us; times after it exactly.
+  EXPECT_EQ(read->origin_ns, 1700000000000000123 + 10'000);
   ASSERT_EQ(read->annotations.size(), 1u);  // aten::mm is not kept
-  EXPECT_DOUBLE_EQ(read->annotations[0].start, 10e-6);
-  EXPECT_DOUBLE_EQ(read->annotations[0].end, 15e-6);
+  EXPECT_DOUBLE_EQ(read->annotations[0].start, 0);
+  EXPECT_DOUBLE_EQ(read->annotations[0].end, 5e-6);
+  EXPECT_DOUBLE_EQ(read->kernels[0].start, 10e-6);
   ASSERT_EQ(read->kernels.size(), 1u);
   EXPECT_TRUE(read->kernels[0].communication);
   EXPECT_EQ(read->kernels[0].correlation, 7);

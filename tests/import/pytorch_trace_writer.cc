@@ -70,8 +70,9 @@ class RankWriter {
   }
   double earliest() const { return earliest_; }
 
-  void Write(const std::string& path, int global_rank, int world, bool distributed_info,
-             bool gzip) const {
+  // Written with `later_ns` added to the base time: every moment that much later.
+  void Write(const std::string& path, int global_rank, int world, bool distributed_info, bool gzip,
+             std::int64_t later_ns = 0) const {
     Json doc = Json::object();
     doc["schemaVersion"] = 1;
     if (distributed_info) {
@@ -81,7 +82,7 @@ class RankWriter {
     doc["traceEvents"] = events_;
     doc["traceName"] = path;
     doc["displayTimeUnit"] = "ms";
-    doc["baseTimeNanoseconds"] = kEpochNs + base_ns_;
+    doc["baseTimeNanoseconds"] = kEpochNs + base_ns_ + later_ns;
     const std::string text = doc.dump(1);
     if (gzip) {
       gzFile file = gzopen(path.c_str(), "wb");
@@ -241,7 +242,8 @@ SyntheticTraces WriteSyntheticTraces(const Program& program, const std::vector<T
           (std::filesystem::path(dir) / (options.prefix + "-rank" + std::to_string(global) +
                                          (options.gzip ? ".json.gz" : ".json")))
               .string();
-      w.Write(path, global, program.p * options.dp, options.distributed_info, options.gzip);
+      w.Write(path, global, program.p * options.dp, options.distributed_info, options.gzip,
+              d * options.replica_delay_ns);
       out.paths.push_back(path);
     }
     out.origin = std::min(out.origin, w.earliest());

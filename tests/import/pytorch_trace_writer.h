@@ -29,8 +29,10 @@ struct SyntheticTraceOptions {
   std::vector<std::int64_t> base_ns;
   std::string prefix = "trace";  // files PREFIX-rankR.json[.gz] in the directory
   // Data-parallel replicas: pipeline rank r's trace written for global ranks r * dp + d (the
-  // pipeline the outer dimension of the mesh, as torchtitan's), every replica alike.
+  // pipeline the outer dimension of the mesh, as torchtitan's), replica d `replica_delay_ns`
+  // times d later than replica 0.
   int dp = 1;
+  std::int64_t replica_delay_ns = 0;
 };
 
 struct SyntheticTraces {

@@ -9,9 +9,10 @@
 //     "c10d::" (gloo:recv, nccl:coalesced, c10d::recv_, ...);
 //   - every CUDA runtime or driver call that carries a correlation id (a kernel launch) and every
 //     GPU kernel (its correlation id, and whether it is NCCL's: a name starting "nccl").
-// Times are seconds from the trace's base (Kineto's ts, microseconds, count from
-// baseTimeNanoseconds when the trace has it: base_ns; the importer aligns ranks on base_ns + time).
-// Everything else is skipped. docs/import.md says what is read from where.
+// Times are seconds from the trace's first kept event, read exactly (Kineto's ts: microseconds with
+// up to 3 decimals, counted from baseTimeNanoseconds when the trace has it, else from 1970);
+// origin_ns is that event's absolute time, on which the importer aligns the ranks. Everything else
+// is skipped. docs/import.md says what is read from where.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +42,10 @@ struct GpuKernel {
 
 struct ChromeTrace {
   std::string path;
-  std::string sha256;        // of the file's bytes as stored
-  int rank = -1;             // distributedInfo.rank; -1 when the trace has none
-  int world_size = -1;       // distributedInfo.world_size; -1 when the trace has none
-  std::int64_t base_ns = 0;  // baseTimeNanoseconds; 0 when the trace has none (absolute ts)
+  std::string sha256;          // of the file's bytes as stored
+  int rank = -1;               // distributedInfo.rank; -1 when the trace has none
+  int world_size = -1;         // distributedInfo.world_size; -1 when the trace has none
+  std::int64_t origin_ns = 0;  // the absolute time of time 0: baseTimeNanoseconds + the first ts
   std::vector<TraceRange> annotations;     // pipeline, step and optimizer ranges
   std::vector<TraceRange> communications;  // host ranges of point-to-point communication
   std::vector<KernelLaunch> launches;
@@ -52,8 +53,9 @@ struct ChromeTrace {
 };
 
 // Reads the trace at `path` (gzip or plain). IoError naming the path when it cannot be read;
-// InvalidArgument naming the path and the byte offset when it is not a Chrome trace (not JSON, no
-// traceEvents array, an event without a number ts).
+// InvalidArgument naming the path and what is wrong when it is not a Chrome trace: not JSON (with
+// the byte offset), no traceEvents array, a kept event without a number ts or with a negative
+// dur (with its index), a distributedInfo rank or world size that is not one.
 Result<ChromeTrace> ReadChromeTrace(const std::string& path);
 
 }  // namespace pipette

@@ -3,11 +3,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
+#include <tuple>
 
 #include "pipette/engine/measured_costs.h"
 #include "pipette/schedule/lower.h"
@@ -40,10 +42,11 @@ struct RankTrace {
   const ChromeTrace* trace = nullptr;
   double shift = 0;  // added to the trace's times
   bool gpipe = false;
-  bool device = false;                // the trace has GPU kernels
-  std::vector<TracedAction> actions;  // time order
-  std::vector<TraceRange> updates;    // Optimizer.step ranges (shifted)
-  std::vector<TraceRange> steps;      // ProfilerStep ranges (shifted), time order
+  bool device = false;                     // the trace has GPU kernels
+  std::vector<TracedAction> actions;       // time order
+  std::vector<TraceRange> updates;         // Optimizer.step ranges (shifted)
+  std::vector<TraceRange> steps;           // ProfilerStep ranges (shifted), time order
+  std::vector<TraceRange> communications;  // the trace's (shifted), by start
   int num_steps = 0;
 };
 
@@ -53,6 +56,25 @@ bool StartsWith(std::string_view text, std::string_view prefix) {
 
 std::string Where(const RankTrace& r) {
   return fmt::format("rank {} ('{}')", r.global_rank, r.trace->path);
+}
+
+// "rank G", with its pipeline rank when that differs (data parallelism).
+std::string RankName(const RankTrace& r) {
+  return r.global_rank == r.rank ? fmt::format("rank {}", r.global_rank)
+                                 : fmt::format("rank {} (pipeline rank {})", r.global_rank, r.rank);
+}
+
+// The largest stage and microbatch index an import reads (programs beyond are not simulated).
+constexpr int kMaxStage = 1 << 20, kMaxMicrobatch = 1 << 24;
+
+// `text` as a whole number in [0, limit], or nullopt.
+std::optional<int> IndexIn(std::string_view text, int limit) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0 || value > limit) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 // The action of "PP:<text>": nullopt for UNSHARD and RESHARD (FSDP's, not pipette's).
@@ -65,24 +87,32 @@ Result<std::optional<TracedAction>> ParseRuntimeAction(std::string_view text) {
     return std::optional<TracedAction>();
   }
   if (digits > 0 && rest == "REDUCE_GRAD") {
+    const std::optional<int> stage = IndexIn(text.substr(0, digits), kMaxStage);
+    if (!stage) return Status::InvalidArgument(fmt::format("stage beyond {}", kMaxStage));
     out.reduce_grad = true;
-    out.action.stage = std::atoi(std::string(text.substr(0, digits)).c_str());
+    out.action.stage = *stage;
     return std::optional(out);
   }
   PIPETTE_ASSIGN_OR_RETURN(out.action, ParseAction(text));
+  const Action& a = out.action;
+  for (const auto& [stage, mb] :
+       {std::pair{a.stage, a.microbatch}, std::pair{a.back_stage, a.back_microbatch}}) {
+    if (stage > kMaxStage || mb > kMaxMicrobatch) {
+      return Status::InvalidArgument(fmt::format(
+          "stage or microbatch beyond what pipette imports ({}, {})", kMaxStage, kMaxMicrobatch));
+    }
+  }
   return std::optional(out);
 }
 
 // ScheduleGPipe's "Forward <i>" / "Backward <i>" on pipeline rank `rank` (its one stage).
 std::optional<TracedAction> ParseGPipeAction(std::string_view name, int rank) {
   TracedAction out;
-  if (StartsWith(name, "Forward ")) {
-    out.action = Action::F(rank, std::atoi(std::string(name.substr(8)).c_str()));
-  } else if (StartsWith(name, "Backward ")) {
-    out.action = Action::B(rank, std::atoi(std::string(name.substr(9)).c_str()));
-  } else {
-    return std::nullopt;
-  }
+  const bool forward = StartsWith(name, "Forward ");
+  if (!forward && !StartsWith(name, "Backward ")) return std::nullopt;
+  const std::optional<int> mb = IndexIn(name.substr(forward ? 8 : 9), kMaxMicrobatch);
+  if (!mb) return std::nullopt;
+  out.action = forward ? Action::F(rank, *mb) : Action::B(rank, *mb);
   return out;
 }
 
@@ -104,7 +134,7 @@ Status ReadRankRanges(RankTrace& r) {
       Result<std::optional<TracedAction>> parsed = ParseRuntimeAction(range.name.substr(3));
       if (!parsed.ok()) {
         return Status::InvalidArgument(fmt::format("{}: range '{}' at {:.6f} s: {}", Where(r),
-                                                   range.name, range.start,
+                                                   range.name, shifted.start,
                                                    parsed.status().message()));
       }
       action = *parsed;
@@ -130,7 +160,11 @@ Status ReadRankRanges(RankTrace& r) {
         "/ 'Backward i'); Schedule1F1B names none: run it from a CSV (docs/import.md)",
         Where(r)));
   }
+  for (const TraceRange& c : r.trace->communications) {
+    r.communications.push_back({c.name, c.start + r.shift, c.end + r.shift, c.tid});
+  }
   auto by_start = [](const auto& a, const auto& b) { return a.start < b.start; };
+  std::stable_sort(r.communications.begin(), r.communications.end(), by_start);
   std::stable_sort(r.actions.begin(), r.actions.end(), by_start);
   std::stable_sort(r.steps.begin(), r.steps.end(), by_start);
   std::stable_sort(r.updates.begin(), r.updates.end(), by_start);
@@ -167,6 +201,19 @@ Status AssignSteps(RankTrace& r) {
   return Status::Ok();
 }
 
+// The rank's communication ranges on the common clock, by start, that start in [from, to] (both
+// widened by kSameInstant).
+std::vector<TraceRange> CommunicationsIn(const RankTrace& r, double from, double to) {
+  std::vector<TraceRange> out;
+  const auto first =
+      std::lower_bound(r.communications.begin(), r.communications.end(), from - kSameInstant,
+                       [](const TraceRange& c, double t) { return c.start < t; });
+  for (auto c = first; c != r.communications.end() && c->start <= to + kSameInstant; ++c) {
+    out.push_back(*c);
+  }
+  return out;
+}
+
 // GPipe's ranges hold their receive (first), compute and send (last): the communication ranges
 // that start inside one become its RECV and SEND actions (same step), and the compute what lies
 // between them.
@@ -186,9 +233,8 @@ void SplitGPipeRanges(RankTrace& r, int p) {
       part->start = part->host_start = std::min(part->start, start);
       part->end = part->host_end = std::max(part->end, end);
     };
-    for (const TraceRange& c : r.trace->communications) {
-      const double start = c.start + r.shift, end = c.end + r.shift;
-      if (start < a.host_start - kSameInstant || start > a.host_end + kSameInstant) continue;
+    for (const TraceRange& c : CommunicationsIn(r, a.host_start, a.host_end)) {
+      const double start = c.start, end = c.end;
       if (wants_recv && c.name.find("recv") != std::string::npos) {
         widen(recv, forward ? ActionKind::kRecvForward : ActionKind::kRecvBackward, start, end);
       } else if (wants_send && c.name.find("send") != std::string::npos) {
@@ -206,43 +252,38 @@ void SplitGPipeRanges(RankTrace& r, int p) {
   r.actions = std::move(out);
 }
 
-// Whether compute `c` consumes what `recv` (RECV_F or RECV_B) brings.
-bool Consumes(const Action& c, const Action& recv) {
-  if (recv.kind == ActionKind::kRecvForward) {
-    const Action f = c.kind == ActionKind::kOverlapped ? c.forward_half() : c;
-    return f.kind == ActionKind::kForward && f.stage == recv.stage &&
-           f.microbatch == recv.microbatch;
-  }
-  const Action b = c.kind == ActionKind::kOverlapped ? c.backward_half() : c;
-  return IsInputBackward(b.kind) && b.stage == recv.stage && b.microbatch == recv.microbatch;
-}
-
 // Host-only traces: a RECV's transfers are the communication ranges that start inside it; its data
 // is there when the last of them ends (or when it was posted, without any). A compute that waited
-// for it inside its own range starts then.
+// for it inside its own range starts then (an overlapped cell after both its receives).
 void TimeOnHost(RankTrace& r) {
+  // The computes of each step by what they consume: (step, 'F' or 'B', stage, microbatch).
+  std::map<std::tuple<int, char, int, int>, std::vector<TracedAction*>> consumers;
+  for (TracedAction& c : r.actions) {
+    if (c.reduce_grad || !IsCompute(c.action.kind)) continue;
+    const bool cell = c.action.kind == ActionKind::kOverlapped;
+    const Action f = cell ? c.action.forward_half() : c.action;
+    const Action b = cell ? c.action.backward_half() : c.action;
+    if (f.kind == ActionKind::kForward)
+      consumers[{c.step, 'F', f.stage, f.microbatch}].push_back(&c);
+    if (IsInputBackward(b.kind)) consumers[{c.step, 'B', b.stage, b.microbatch}].push_back(&c);
+  }
   for (TracedAction& recv : r.actions) {
     const ActionKind kind = recv.action.kind;
     if (r.gpipe || (kind != ActionKind::kRecvForward && kind != ActionKind::kRecvBackward)) {
       continue;
     }
     double arrival = recv.host_end;
-    for (const TraceRange& c : r.trace->communications) {
-      const double start = c.start + r.shift;
+    for (const TraceRange& c : CommunicationsIn(r, recv.host_start, recv.host_end)) {
       const bool receives =
           c.name.find("recv") != std::string::npos || c.name.find("coalesced") != std::string::npos;
-      if (receives && start >= recv.host_start - kSameInstant &&
-          start <= recv.host_end + kSameInstant) {
-        arrival = std::max(arrival, c.end + r.shift);
-      }
+      if (receives) arrival = std::max(arrival, c.end);
     }
     recv.end = arrival;
-    for (TracedAction& c : r.actions) {
-      if (c.step != recv.step || !IsCompute(c.action.kind) || !Consumes(c.action, recv.action)) {
-        continue;
-      }
-      c.start = std::clamp(arrival, c.host_start, c.host_end);
-      break;
+    const char what = kind == ActionKind::kRecvForward ? 'F' : 'B';
+    const auto found = consumers.find({recv.step, what, recv.action.stage, recv.action.microbatch});
+    if (found == consumers.end()) continue;
+    for (TracedAction* c : found->second) {
+      c->start = std::max(c->start, std::clamp(arrival, c->host_start, c->host_end));
     }
   }
 }
@@ -251,8 +292,8 @@ void TimeOnHost(RankTrace& r) {
 // the first one's start to the last one's end (NCCL kernels only for REDUCE_GRAD); a RECV ends
 // with its NCCL kernel. Returns the computes that launched none (they keep their host range).
 int TimeOnDevice(RankTrace& r) {
-  std::map<std::int64_t, const GpuKernel*> kernel_of;
-  for (const GpuKernel& k : r.trace->kernels) kernel_of[k.correlation] = &k;
+  std::multimap<std::int64_t, const GpuKernel*> kernel_of;  // a graph launch: several kernels
+  for (const GpuKernel& k : r.trace->kernels) kernel_of.emplace(k.correlation, &k);
   std::vector<KernelLaunch> launches = r.trace->launches;
   std::sort(launches.begin(), launches.end(),
             [](const KernelLaunch& a, const KernelLaunch& b) { return a.time < b.time; });
@@ -268,10 +309,12 @@ int TimeOnDevice(RankTrace& r) {
                          [](const KernelLaunch& l, double t) { return l.time < t; });
     for (auto l = from; l != launches.end() && l->time <= a.host_end - r.shift + kSameInstant;
          ++l) {
-      const auto k = kernel_of.find(l->correlation);
-      if (k == kernel_of.end() || k->second->communication == compute) continue;
-      first = std::min(first, k->second->start + r.shift);
-      last = std::max(last, k->second->end + r.shift);
+      const auto [from_k, to_k] = kernel_of.equal_range(l->correlation);
+      for (auto k = from_k; k != to_k; ++k) {
+        if (k->second->communication == compute) continue;
+        first = std::min(first, k->second->start + r.shift);
+        last = std::max(last, k->second->end + r.shift);
+      }
     }
     if (first == kInf) {
       if (compute) ++host_timed;
@@ -311,8 +354,8 @@ Status CheckComputeOrder(const RankTrace& r, const RankProgram& program,
     for (std::size_t k = 0; k < std::max(got.size(), want.size()); ++k) {
       if (k < got.size() && k < want.size() && got[k]->action == want[k]) continue;
       return Status::InvalidArgument(fmt::format(
-          "rank {}, step {}: compute {} of the step is '{}' in the trace, '{}' in schedule {}",
-          r.rank, step, k, k < got.size() ? ToString(got[k]->action) : "(none)",
+          "{}, step {}: compute {} of the step is '{}' in the trace, '{}' in schedule {}",
+          RankName(r), step, k, k < got.size() ? ToString(got[k]->action) : "(none)",
           k < want.size() ? ToString(want[k]) : "(none)", schedule));
     }
   }
@@ -337,13 +380,13 @@ Result<std::vector<int>> InstructionIds(const RankTrace& r, const RankProgram& p
     const auto found = id_of.find(ToString(a.action));
     if (found == id_of.end()) {
       return Status::InvalidArgument(fmt::format(
-          "rank {}, step {}: action '{}' (range '{}' at {:.6f} s) is not in schedule {}'s "
-          "program for rank {}",
-          r.rank, a.step, ToString(a.action), a.name, a.host_start, schedule, r.rank));
+          "{}, step {}: action '{}' (range '{}' at {:.6f} s) is not in schedule {}'s "
+          "program for pipeline rank {}",
+          RankName(r), a.step, ToString(a.action), a.name, a.host_start, schedule, r.rank));
     }
     if (seen[a.step][found->second]) {
       return Status::InvalidArgument(
-          fmt::format("rank {}, step {}: action '{}' twice", r.rank, a.step, ToString(a.action)));
+          fmt::format("{}, step {}: action '{}' twice", RankName(r), a.step, ToString(a.action)));
     }
     seen[a.step][found->second] = true;
     ids[k] = found->second;
@@ -353,8 +396,8 @@ Result<std::vector<int>> InstructionIds(const RankTrace& r, const RankProgram& p
       const Action& want = program.instructions[k].action;
       if (seen[step][k] || (r.gpipe && !IsCompute(want.kind))) continue;
       return Status::InvalidArgument(
-          fmt::format("rank {}, step {}: schedule {}'s action '{}' is missing from the trace",
-                      r.rank, step, schedule, ToString(want)));
+          fmt::format("{}, step {}: schedule {}'s action '{}' is missing from the trace",
+                      RankName(r), step, schedule, ToString(want)));
     }
   }
   return ids;
@@ -366,10 +409,10 @@ Result<std::vector<int>> InstructionIds(const RankTrace& r, const RankProgram& p
 Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces) {
   if (traces.empty()) return Status::InvalidArgument("give one trace per rank");
   const int world = traces.front().world_size;
-  std::int64_t base = traces.front().base_ns;
+  std::int64_t base = traces.front().origin_ns;
   std::map<int, const ChromeTrace*> of_rank;
   for (const ChromeTrace& t : traces) {
-    base = std::min(base, t.base_ns);
+    base = std::min(base, t.origin_ns);
     if (t.rank < 0) {
       return Status::InvalidArgument(fmt::format(
           "'{}': no distributedInfo.rank (profile after torch.distributed.init_process_group)",
@@ -388,8 +431,10 @@ Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces
   }
   if (static_cast<int>(traces.size()) != world) {
     std::string missing;
-    for (int r = 0; r < world; ++r) {
-      if (!of_rank.contains(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    int named = 0;
+    for (int r = 0; r < world && named <= 8; ++r) {
+      if (of_rank.contains(r)) continue;
+      missing += (missing.empty() ? "" : ", ") + (++named > 8 ? "..." : std::to_string(r));
     }
     return Status::InvalidArgument(fmt::format(
         "world size {}, but {} traces were given: the traces of ranks {} are missing (one trace "
@@ -400,7 +445,7 @@ Result<std::vector<RankTrace>> OrderRanks(const std::vector<ChromeTrace>& traces
   for (int r = 0; r < world; ++r) {
     ranks[r].rank = ranks[r].global_rank = r;
     ranks[r].trace = of_rank[r];
-    ranks[r].shift = static_cast<double>(of_rank[r]->base_ns - base) * 1e-9;
+    ranks[r].shift = static_cast<double>(of_rank[r]->origin_ns - base) * 1e-9;
     ranks[r].device = !of_rank[r]->kernels.empty();
   }
   return ranks;
@@ -427,6 +472,9 @@ Result<int> KeepReplicaZero(std::vector<RankTrace>& ranks, int dp_given) {
       std::any_of(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.gpipe; });
   std::map<int, std::vector<RankTrace*>> replicas;  // pipeline rank -> its traces
   for (RankTrace& r : ranks) replicas[gpipe ? r.global_rank : LowestStage(r)].push_back(&r);
+  if (dp_given == 1 || (dp_given == 0 && replicas.size() == ranks.size())) {
+    return 1;  // one pipeline: each rank's pipeline rank is its global rank, whatever its stages
+  }
   const int p = static_cast<int>(replicas.size());
   const int dp = static_cast<int>(ranks.size()) / p;
   if (dp_given != 0 && dp_given != dp) {
@@ -556,6 +604,35 @@ std::vector<double> StepTimes(const std::vector<RankTrace>& ranks,
   return times;
 }
 
+// The step a moment of rank r belongs to: the ProfilerStep range holding it, else the step of the
+// last action that started before it (the step it follows, as an update follows its step's
+// backward); nullopt before the first action or outside every ProfilerStep.
+std::optional<int> StepOf(const RankTrace& r, double t) {
+  if (!r.steps.empty()) {
+    for (std::size_t k = 0; k < r.steps.size(); ++k) {
+      if (t >= r.steps[k].start - kSameInstant && t <= r.steps[k].end + kSameInstant) {
+        return static_cast<int>(k);
+      }
+    }
+    return std::nullopt;
+  }
+  std::optional<int> step;
+  for (const TracedAction& a : r.actions) {
+    if (a.host_start <= t) step = step ? std::max(*step, a.step) : a.step;
+  }
+  return step;
+}
+
+// Widens the span of `key` in `spans` to [start, end] (one all-reduce or update per rank and step,
+// however many ranges: a REDUCE_GRAD per stage, an optimizer per model part).
+void Widen(std::map<std::pair<int, int>, Span>& spans, std::pair<int, int> key, double start,
+           double end) {
+  const auto [at, fresh] = spans.try_emplace(key, Span{start, end});
+  if (fresh) return;
+  at->second.start = std::min(at->second.start, start);
+  at->second.end = std::max(at->second.end, end);
+}
+
 // Moves every time of the run so that it starts at 0.
 void StartAtZero(std::vector<RankTrace>& ranks) {
   double origin = kInf;
@@ -571,6 +648,7 @@ void StartAtZero(std::vector<RankTrace>& ranks) {
     }
     for (TraceRange& s : r.steps) s.start -= origin, s.end -= origin;
     for (TraceRange& u : r.updates) u.start -= origin, u.end -= origin;
+    for (TraceRange& c : r.communications) c.start -= origin, c.end -= origin;
   }
 }
 
@@ -587,8 +665,8 @@ Result<int> ReadRanks(std::vector<RankTrace>& ranks) {
       TimeOnHost(r);
     }
     if (r.num_steps != ranks.front().num_steps) {
-      return Status::InvalidArgument(fmt::format("{} ran {} steps, rank 0 {}", Where(r),
-                                                 r.num_steps, ranks.front().num_steps));
+      return Status::InvalidArgument(fmt::format("{} ran {} steps, {} {}", Where(r), r.num_steps,
+                                                 RankName(ranks.front()), ranks.front().num_steps));
     }
   }
   return host_timed;
@@ -618,7 +696,7 @@ Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
   std::string schedule;
   PIPETTE_ASSIGN_OR_RETURN(out.program, ChooseSchedule(ranks, params, options.schedule, schedule));
   std::vector<TraceEvent> trace;
-  std::vector<AllReduceEvent> reductions, updates;
+  std::map<std::pair<int, int>, Span> reduced, updated;  // (rank, step) -> their span
   for (const RankTrace& r : ranks) {
     const RankProgram& program = out.program.ranks[r.rank];
     PIPETTE_RETURN_IF_ERROR(CheckComputeOrder(r, program, schedule));
@@ -626,16 +704,22 @@ Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
     for (std::size_t k = 0; k < r.actions.size(); ++k) {
       const TracedAction& a = r.actions[k];
       if (a.reduce_grad) {
-        reductions.push_back({r.rank, a.step, a.start, a.end, 0});
+        Widen(reduced, {r.rank, a.step}, a.start, a.end);
       } else {
         trace.push_back({r.rank, ids[k], a.step, a.action, a.start, a.end, 0});
       }
     }
-    for (std::size_t k = 0; k < r.updates.size() && static_cast<int>(k) < r.num_steps; ++k) {
-      const TraceRange& u = r.updates[k];
-      updates.push_back({r.rank, static_cast<int>(k), u.start, u.end, 0});
+    for (const TraceRange& u : r.updates) {
+      if (const std::optional<int> step = StepOf(r, u.start)) {
+        Widen(updated, {r.rank, *step}, u.start, u.end);
+      }
     }
   }
+  std::vector<AllReduceEvent> reductions, updates;
+  for (const auto& [at, span] : reduced)
+    reductions.push_back({at.first, at.second, span.start, span.end, 0});
+  for (const auto& [at, span] : updated)
+    updates.push_back({at.first, at.second, span.start, span.end, 0});
   const int steps = ranks.front().num_steps;
   ImportedRunConfig& c = out.config;
   c.model = options.model;
@@ -647,8 +731,14 @@ Result<ImportedRun> ImportPyTorchRun(const std::vector<ChromeTrace>& traces,
   c.dp = dp;
   c.steps = c.trace_steps = steps;
   c.annotations = ranks.front().gpipe ? "Forward/Backward" : "PP:";
-  c.clock = ranks.front().device ? "device" : "host";
-  for (const RankTrace& r : ranks) c.traces.push_back({r.trace->path, r.trace->sha256, r.rank});
+  const auto devices =
+      std::count_if(ranks.begin(), ranks.end(), [](const RankTrace& r) { return r.device; });
+  c.clock = devices == 0 ? "host" : devices == static_cast<long>(ranks.size()) ? "device" : "mixed";
+  std::vector<const ChromeTrace*> every;
+  for (const ChromeTrace& t : traces) every.push_back(&t);
+  std::sort(every.begin(), every.end(),
+            [](const ChromeTrace* a, const ChromeTrace* b) { return a->rank < b->rank; });
+  for (const ChromeTrace* t : every) c.traces.push_back({t->path, t->sha256, t->rank});
   RunData& data = out.data;
   data.run.engine = c.engine;
   data.run.config = nlohmann::ordered_json(c).dump();

@@ -18,8 +18,9 @@
 //     communication); a RECV ends when its NCCL kernel does; a compute without kernels keeps its
 //     host range. On a host-only trace (gloo) a compute starts when the wait for its own receive
 //     ends inside its range (the receive's communication ranges: gloo:recv, c10d::recv_, ...), and
-//     that moment is the RECV's end. SENDs and RECVs start when posted. REDUCE_GRAD ranges are the
-//     ranks' gradient all-reduces, "Optimizer.step#..." ranges their parameter updates.
+//     that moment is the RECV's end. SENDs and RECVs start when posted. A rank's REDUCE_GRAD ranges
+//     of a step are its gradient all-reduce, its "Optimizer.step#..." ranges its parameter update
+//     (one event each, spanning them).
 //   - data parallelism: a rank's pipeline rank is the lowest stage its computes name (loop and V
 //     layouts alike); the ranks of one pipeline rank are its replicas, in global rank order, and
 //     replica 0's events are the run's (as the other engines record one replica). GPipe's ranges

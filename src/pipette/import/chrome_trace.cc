@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <istream>
 #include <memory>
@@ -50,15 +49,11 @@ struct GzClose {
   void operator()(gzFile_s* file) const { gzclose(file); }
 };
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // "Forward 12" / "Backward 3": ScheduleGPipe's ranges.
 bool IsGPipeRange(std::string_view name) {
   std::string_view digits;
-  if (StartsWith(name, "Forward ")) digits = name.substr(8);
-  if (StartsWith(name, "Backward ")) digits = name.substr(9);
+  if (name.starts_with("Forward ")) digits = name.substr(8);
+  if (name.starts_with("Backward ")) digits = name.substr(9);
   if (digits.empty()) return false;
   for (const char c : digits) {
     if (c < '0' || c > '9') return false;
@@ -67,12 +62,12 @@ bool IsGPipeRange(std::string_view name) {
 }
 
 bool IsPipelineAnnotation(std::string_view name) {
-  return StartsWith(name, "PP:") || StartsWith(name, "ProfilerStep#") ||
-         StartsWith(name, "Optimizer.step#") || IsGPipeRange(name);
+  return name.starts_with("PP:") || name.starts_with("ProfilerStep#") ||
+         name.starts_with("Optimizer.step#") || IsGPipeRange(name);
 }
 
 bool IsCommunication(std::string_view name) {
-  return StartsWith(name, "gloo:") || StartsWith(name, "nccl:") || StartsWith(name, "c10d::");
+  return name.starts_with("gloo:") || name.starts_with("nccl:") || name.starts_with("c10d::");
 }
 
 // One element of traceEvents as far as pipette reads it.
@@ -255,7 +250,7 @@ class TraceHandler : public nlohmann::json_sax<nlohmann::json> {
     if (pipeline) out_.annotations.push_back({e.name, start, end, e.tid});
     if (communication) out_.communications.push_back({e.name, start, end, e.tid});
     if (launch) out_.launches.push_back({start, e.correlation});
-    if (kernel) out_.kernels.push_back({start, end, e.correlation, StartsWith(e.name, "nccl")});
+    if (kernel) out_.kernels.push_back({start, end, e.correlation, e.name.starts_with("nccl")});
     return true;
   }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -49,10 +48,6 @@ struct RankTrace {
   std::vector<TraceRange> communications;  // the trace's (shifted), by start
   int num_steps = 0;
 };
-
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
 
 std::string Where(const RankTrace& r) {
   return fmt::format("rank {} ('{}')", r.global_rank, r.trace->path);
@@ -108,8 +103,8 @@ Result<std::optional<TracedAction>> ParseRuntimeAction(std::string_view text) {
 // ScheduleGPipe's "Forward <i>" / "Backward <i>" on pipeline rank `rank` (its one stage).
 std::optional<TracedAction> ParseGPipeAction(std::string_view name, int rank) {
   TracedAction out;
-  const bool forward = StartsWith(name, "Forward ");
-  if (!forward && !StartsWith(name, "Backward ")) return std::nullopt;
+  const bool forward = name.starts_with("Forward ");
+  if (!forward && !name.starts_with("Backward ")) return std::nullopt;
   const std::optional<int> mb = IndexIn(name.substr(forward ? 8 : 9), kMaxMicrobatch);
   if (!mb) return std::nullopt;
   out.action = forward ? Action::F(rank, *mb) : Action::B(rank, *mb);
@@ -121,16 +116,16 @@ Status ReadRankRanges(RankTrace& r) {
   bool runtime = false;
   for (const TraceRange& range : r.trace->annotations) {
     const TraceRange shifted{range.name, range.start + r.shift, range.end + r.shift, range.tid};
-    if (StartsWith(range.name, "ProfilerStep#")) {
+    if (range.name.starts_with("ProfilerStep#")) {
       r.steps.push_back(shifted);
       continue;
     }
-    if (StartsWith(range.name, "Optimizer.step#")) {
+    if (range.name.starts_with("Optimizer.step#")) {
       r.updates.push_back(shifted);
       continue;
     }
     std::optional<TracedAction> action;
-    if (StartsWith(range.name, "PP:")) {
+    if (range.name.starts_with("PP:")) {
       Result<std::optional<TracedAction>> parsed = ParseRuntimeAction(range.name.substr(3));
       if (!parsed.ok()) {
         return Status::InvalidArgument(fmt::format("{}: range '{}' at {:.6f} s: {}", Where(r),

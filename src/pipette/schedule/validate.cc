@@ -98,6 +98,42 @@ Status Record(const Schedule& s, int r, std::size_t pos, const Action& a, std::v
   }
 }
 
+// Record()'s checks and bookkeeping without building a Status, for the common case: true when
+// `a` is fine (and then recorded, as Record() would); false, with nothing recorded, when Record()
+// has an error to report.
+bool RecordIfValid(const Schedule& s, int r, std::int32_t pos, const Action& a,
+                   std::vector<Seen>& seen) {
+  if (a.stage < 0 || a.stage >= s.num_stages() || a.microbatch < 0 || a.microbatch >= s.m ||
+      s.placement.rank_of(a.stage) != r || !s.routes[a.microbatch].contains(a.stage)) {
+    return false;
+  }
+  Seen& e = seen[static_cast<std::size_t>(a.stage) * s.m + a.microbatch];
+  switch (a.kind) {
+    case ActionKind::kForward:
+      if (e.f >= 0) return false;
+      e.f = pos;
+      return true;
+    case ActionKind::kInputBackward:
+    case ActionKind::kFullBackward:
+      if (e.b >= 0 || e.i >= 0 || e.f < 0) return false;
+      (a.kind == ActionKind::kFullBackward ? e.b : e.i) = pos;
+      return true;
+    case ActionKind::kWeightBackward:
+      if (e.w >= 0 || e.b >= 0 || e.i < 0) return false;
+      e.w = pos;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Records `a` (a plain compute action at `pos` on rank r), or returns the reason it is wrong.
+Status CheckAndRecord(const Schedule& s, int r, std::size_t pos, const Action& a,
+                      std::vector<Seen>& seen) {
+  if (RecordIfValid(s, r, static_cast<std::int32_t>(pos), a, seen)) return Status::Ok();
+  return Record(s, r, pos, a, seen);
+}
+
 }  // namespace
 
 namespace internal {
@@ -115,10 +151,10 @@ Status CheckStructure(const Schedule& s) {
                           "must be a B or an I backward",
                           r, pos, ToString(a)));
         }
-        PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a.forward_half(), seen));
-        PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a.backward_half(), seen));
-      } else {
-        PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a, seen));
+        PIPETTE_RETURN_IF_ERROR(CheckAndRecord(s, r, pos, a.forward_half(), seen));
+        PIPETTE_RETURN_IF_ERROR(CheckAndRecord(s, r, pos, a.backward_half(), seen));
+      } else if (!RecordIfValid(s, r, static_cast<std::int32_t>(pos), a, seen)) {
+        return Record(s, r, pos, a, seen);
       }
     }
   }

@@ -46,8 +46,16 @@ int ExecProgram(std::string_view command, const std::string& program,
   } else {
     execv(program.c_str(), pointers.data());
   }
+  const int error = errno;
   fmt::print(stderr, "pipette {}: cannot run {}: {}\n", command, Printable(program),
-             std::strerror(errno));
+             std::strerror(error));
+  const std::string name = std::filesystem::path(program).filename().string();
+  if (error == ENOENT && name.starts_with("pipette-")) {  // scripts/main.sh builds only the CLI
+    fmt::print(stderr,
+               "pipette {}: build it with `bash scripts/build.sh` (everything) or `cmake "
+               "--build build --target {}`\n",
+               command, Printable(name));
+  }
   return kExitFailure;
 }
 

@@ -16,13 +16,13 @@ int payload = 0;       // every message's (unused) data
 void* sink = nullptr;  // where receives put it
 
 // The latency and bandwidth (its slowest link) of the route from `from` to `to`.
-struct Hop {
+struct RouteCost {
   double latency = 0;
   double bandwidth = std::numeric_limits<double>::infinity();
 };
 
-Hop HopOf(sg4::Host* from, sg4::Host* to) {
-  Hop hop;
+RouteCost RouteCostOf(sg4::Host* from, sg4::Host* to) {
+  RouteCost hop;
   std::vector<sg4::Link*> links;
   from->route_to(to, links, &hop.latency);
   for (const sg4::Link* link : links)
@@ -80,7 +80,7 @@ void CollectiveGroup::Ring(int i, double bytes) const {
   const int steps = 2 * (n - 1);
   const int segments = std::min(kRingSegments, steps);
   const int next = (i + 1) % n;
-  const double latency = HopOf(members_[i], members_[next]).latency;
+  const double latency = RouteCostOf(members_[i], members_[next]).latency;
   for (int g = 0; g < segments; ++g) {
     const int k = StepsIn(g, steps, segments);
     sg4::CommPtr in = Box(i, 0, 0)->get_init()->set_dst_data(&sink, sizeof(sink));
@@ -103,7 +103,7 @@ void CollectiveGroup::Tree(int tree, int i, double bytes) const {
   const double chunk = bytes / 2 / kTreeChunks;
   // A message to `to`, capped at half its route's bandwidth (module comment).
   auto send = [&](int to, int slot) {
-    const Hop hop = HopOf(members_[i], members_[to]);
+    const RouteCost hop = RouteCostOf(members_[i], members_[to]);
     sg4::CommPtr comm = Box(to, tree, slot)->put_init(&payload, Bytes(chunk));
     if (std::isfinite(hop.bandwidth)) comm->set_rate(hop.bandwidth / 2);
     comm->start();
@@ -113,7 +113,7 @@ void CollectiveGroup::Tree(int tree, int i, double bytes) const {
   // takes the rate of whichever side of a rendezvous comes second).
   auto receive = [&](int slot) {
     const int from = slot == 2 ? parent : children[slot];
-    const Hop hop = HopOf(members_[from], members_[i]);
+    const RouteCost hop = RouteCostOf(members_[from], members_[i]);
     sg4::CommPtr comm = Box(i, tree, slot)->get_init()->set_dst_data(&sink, sizeof(sink));
     if (std::isfinite(hop.bandwidth)) comm->set_rate(hop.bandwidth / 2);
     comm->start();

@@ -20,19 +20,19 @@ struct CalibrationsOptions {
   std::string format = "text";
 };
 
-int Fail(const Status& status) { return ReportError("calibrations", status); }
+int CalibrationsFail(const Status& status) { return ReportError("calibrations", status); }
 
 int RunCalibrations(const CalibrationsOptions& o) {
   Result<ExperimentDb> db = OpenExistingDb(o.db);
-  if (!db.ok()) return Fail(db.status());
+  if (!db.ok()) return CalibrationsFail(db.status());
   const bool json = o.format == "json";
   if (o.id != 0) {
     Result<Calibration> c = db->LoadCalibration(o.id);
     if (!c.ok() && c.status().code() == StatusCode::kNotFound) {
-      return Fail(
+      return CalibrationsFail(
           Status::InvalidArgument(fmt::format("--id = {}: {}", o.id, c.status().message())));
     }
-    if (!c.ok()) return Fail(c.status());
+    if (!c.ok()) return CalibrationsFail(c.status());
     if (json) {
       std::cout << CalibrationJson(*c).dump() << std::endl;
     } else {
@@ -41,7 +41,7 @@ int RunCalibrations(const CalibrationsOptions& o) {
     return kExitOk;
   }
   Result<std::vector<Calibration>> all = db->ListCalibrations();
-  if (!all.ok()) return Fail(all.status());
+  if (!all.ok()) return CalibrationsFail(all.status());
   if (json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const Calibration& c : *all) list.push_back(CalibrationJson(c));

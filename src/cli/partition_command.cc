@@ -37,16 +37,17 @@ struct PartitionOptions {
   CLI::Option* microbatches_option = nullptr;
 };
 
-int Fail(const Status& status) { return ReportError("partition", status); }
+int PartitionFail(const Status& status) { return ReportError("partition", status); }
 
 int Run(PartitionOptions o) {
-  if (o.model.empty()) return Fail(Status::InvalidArgument("missing --model NAME|FILE"));
+  if (o.model.empty()) return PartitionFail(Status::InvalidArgument("missing --model NAME|FILE"));
   Result<PartitionStrategy> strategy = ParsePartitionStrategy(o.strategy);
-  if (!strategy.ok()) return Fail(strategy.status());
+  if (!strategy.ok()) return PartitionFail(strategy.status());
   // A CSV schedule's counts are the file's: --pp, -v and -m left out ask for them (0).
   const bool csv = o.schedule.starts_with("csv:");
   if (o.pp_option->count() == 0) {
-    if (!csv) return Fail(Status::InvalidArgument("missing --pp P (or a --schedule csv:FILE)"));
+    if (!csv)
+      return PartitionFail(Status::InvalidArgument("missing --pp P (or a --schedule csv:FILE)"));
     o.config.pp = 0;
   }
   if (csv && o.v_option->count() == 0) o.config.v = 0;
@@ -55,10 +56,11 @@ int Run(PartitionOptions o) {
         std::tuple{"-v", o.config.v, !csv || o.v_option->count() > 0},
         std::tuple{"--tp", o.config.tp, true}, std::tuple{"--dp", o.config.dp, true}}) {
     if (given && value < 1)
-      return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be >= 1", key, value)));
+      return PartitionFail(
+          Status::InvalidArgument(fmt::format("{} = {}: must be >= 1", key, value)));
   }
   if (o.config.pp > kMaxPipelineRanks) {
-    return Fail(Status::InvalidArgument(fmt::format(
+    return PartitionFail(Status::InvalidArgument(fmt::format(
         "--pp = {}: more than the limit of {} pipeline ranks", o.config.pp, kMaxPipelineRanks)));
   }
   // The default -m: 2*pp (no overflow below the limit), or a CSV schedule's own m.
@@ -66,7 +68,8 @@ int Run(PartitionOptions o) {
     o.config.microbatches = o.schedule.starts_with("csv:") ? 0 : 2 * o.config.pp;
   }
   if (o.nodes < 0) {
-    return Fail(Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
+    return PartitionFail(
+        Status::InvalidArgument(fmt::format("--nodes = {}: must be >= 1", o.nodes)));
   }
   ModelPlanOptions options;
   options.model = o.model;
@@ -79,7 +82,7 @@ int Run(PartitionOptions o) {
   options.efficiency = o.efficiency;
   options.strategy = *strategy;
   Result<ModelPlan> plan = BuildModelPlan(options);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!plan.ok()) return PartitionFail(plan.status());
   if (o.format == "json") {
     std::cout << PartitionJson(*plan, options.schedule).dump() << "\n";
   } else {

@@ -32,7 +32,7 @@ struct ScheduleOptions {
   CLI::Option* v_option = nullptr;
 };
 
-int Fail(const Status& status) { return ReportError("schedule", status); }
+int ScheduleFail(const Status& status) { return ReportError("schedule", status); }
 
 // The peak memory of a built-in schedule's report, estimated before anything is built: about
 // 80 MB plus 310 bytes per (stage, microbatch) chunk for the text report (it keeps every action's
@@ -65,51 +65,52 @@ int Run(const ScheduleOptions& o) {
     return kExitOk;
   }
   if (o.name.empty()) {
-    return Fail(Status::InvalidArgument(
+    return ScheduleFail(Status::InvalidArgument(
         "missing schedule NAME (see `pipette schedule --list`, or csv:FILE)"));
   }
   const bool from_csv = o.name.rfind("csv:", 0) == 0;
   if (!from_csv && o.p_option->count() == 0) {
-    return Fail(Status::InvalidArgument("missing -p (pipeline ranks), e.g. -p 4"));
+    return ScheduleFail(Status::InvalidArgument("missing -p (pipeline ranks), e.g. -p 4"));
   }
   if (!from_csv && o.m_option->count() == 0) {
-    return Fail(Status::InvalidArgument("missing -m (microbatches per step), e.g. -m 8"));
+    return ScheduleFail(Status::InvalidArgument("missing -m (microbatches per step), e.g. -m 8"));
   }
   // A value given explicitly must be valid; 0 means "not given" only to the library.
   for (const auto& [option, key, value] :
        {std::tuple{o.p_option, "-p", o.params.p}, std::tuple{o.m_option, "-m", o.params.m},
         std::tuple{o.v_option, "-v", o.params.v}}) {
     if (option->count() > 0 && value < 1) {
-      return Fail(Status::InvalidArgument(fmt::format("{} = {}: must be at least 1", key, value)));
+      return ScheduleFail(
+          Status::InvalidArgument(fmt::format("{} = {}: must be at least 1", key, value)));
     }
   }
   Result<StageCost> times = ParseStageCost(o.times, "--times");
-  if (!times.ok()) return Fail(times.status());
+  if (!times.ok()) return ScheduleFail(times.status());
   if (!(o.latency >= 0.0 && o.latency <= kMaxCost)) {  // checked before any work is done
-    return Fail(Status::InvalidArgument(
+    return ScheduleFail(Status::InvalidArgument(
         fmt::format("--latency = {}: must be a number in [0, {:g}]", o.latency, kMaxCost)));
   }
-  if (Status within = CheckReportMemory(o); !within.ok()) return Fail(within);
+  if (Status within = CheckReportMemory(o); !within.ok()) return ScheduleFail(within);
   Result<Schedule> schedule = MakeSchedule(o.name, o.params);
-  if (!schedule.ok()) return Fail(schedule.status());
+  if (!schedule.ok()) return ScheduleFail(schedule.status());
   Result<Program> program = Lower(*schedule);
   if (!program.ok()) {
-    if (from_csv) return Fail(program.status());
-    return Fail(Status::Internal(fmt::format("built-in schedule {} p={} v={} m={} is invalid: {}",
-                                             o.name, schedule->p, schedule->v, schedule->m,
-                                             program.status().message())));
+    if (from_csv) return ScheduleFail(program.status());
+    return ScheduleFail(Status::Internal(
+        fmt::format("built-in schedule {} p={} v={} m={} is invalid: {}", o.name, schedule->p,
+                    schedule->v, schedule->m, program.status().message())));
   }
   Result<UnevenWork> uneven = ParseUnevenWorkOptions(o.uneven, schedule->p, schedule->m);
-  if (!uneven.ok()) return Fail(uneven.status());
+  if (!uneven.ok()) return ScheduleFail(uneven.status());
   Result<Costs> costs = ApplyUnevenWork(Costs::Uniform(schedule->num_stages(), *times),
                                         schedule->placement, schedule->m, *uneven);
-  if (!costs.ok()) return Fail(costs.status());
+  if (!costs.ok()) return ScheduleFail(costs.status());
   EvaluateOptions options;
   options.p2p_latency = o.latency;
   options.record_timeline = o.format == "text";
   options.link_slowdowns = uneven->link_slowdowns;
   Result<Evaluation> evaluation = Evaluate(*program, *costs, options);
-  if (!evaluation.ok()) return Fail(evaluation.status());
+  if (!evaluation.ok()) return ScheduleFail(evaluation.status());
 
   const ScheduleReport report{*schedule, *program, *evaluation, *times, o.latency, *costs, *uneven};
   if (o.format == "csv") {

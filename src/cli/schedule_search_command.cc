@@ -43,7 +43,7 @@ struct SearchCliOptions {
   CLI::Option* v_option = nullptr;
 };
 
-int Fail(const Status& status) { return ReportError("schedule search", status); }
+int SearchFail(const Status& status) { return ReportError("schedule search", status); }
 
 // "F=..,I=..,W=..;F=..;..." -> one StageCost per stage, each starting from --times.
 Result<Costs> ParseStageTimes(const std::string& text, int stages, StageCost defaults) {
@@ -127,20 +127,20 @@ Result<Resolved> Resolve(const SearchCliOptions& o) {
 
 int Run(const SearchCliOptions& cli) {
   Result<Resolved> resolved = Resolve(cli);
-  if (!resolved.ok()) return Fail(resolved.status());
+  if (!resolved.ok()) return SearchFail(resolved.status());
   const SearchOptions& options = resolved->search;
   Result<SearchResult> result = SearchSchedule(options);
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return SearchFail(result.status());
   if (cli.format == "csv") {
     std::cout << ToComputeCsv(result->schedule);
     return kExitOk;
   }
   Result<Program> program = Lower(result->schedule);
-  if (!program.ok()) return Fail(Status::Internal(program.status().message()));
+  if (!program.ok()) return SearchFail(Status::Internal(program.status().message()));
   EvaluateOptions evaluate = options.evaluate;
   evaluate.record_timeline = cli.format == "text";
   Result<Evaluation> evaluation = Evaluate(*program, options.costs, evaluate);
-  if (!evaluation.ok()) return Fail(evaluation.status());
+  if (!evaluation.ok()) return SearchFail(evaluation.status());
   const ScheduleReport report{result->schedule,     *program,      *evaluation,     resolved->times,
                               evaluate.p2p_latency, options.costs, resolved->uneven};
   if (cli.format == "json") {

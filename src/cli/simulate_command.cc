@@ -46,7 +46,7 @@
 namespace pipette::cli {
 namespace {
 
-int Fail(const Status& status) { return ReportError("simulate", status); }
+int SimulateFail(const Status& status) { return ReportError("simulate", status); }
 
 // Refuses, before a schedule is built, a request whose simulation would certainly pass the limits
 // of sim/simulation_size.h (a lower bound, with v = 1 where the schedule picks v); the lowered
@@ -119,38 +119,38 @@ Status ClusterSpeeds(const SimulateOptions& o, int p, int m, UnevenWork& work) {
 // --times: the schedule with fixed per-chunk times on the ideal network.
 int RunTimes(const SimulateOptions& o) {
   if (!o.ideal_network) {
-    return Fail(Status::InvalidArgument(
+    return SimulateFail(Status::InvalidArgument(
         "--times needs --ideal-network: with per-chunk times there is no model to size the "
         "messages on a cluster"));
   }
   Result<StageCost> ms = ParseStageCost(o.times, "--times");
-  if (!ms.ok()) return Fail(ms.status());
+  if (!ms.ok()) return SimulateFail(ms.status());
   for (const auto& [key, value] : {std::pair{'F', ms->f}, {'I', ms->i}, {'W', ms->w}}) {
     const Status bounded = CheckDuration(value / 1e3, fmt::format("--times {}={:g}", key, value),
                                          fmt::format("one chunk's {}", key));
-    if (!bounded.ok()) return Fail(bounded);
+    if (!bounded.ok()) return SimulateFail(bounded);
   }
-  if (Status grad = CheckNoGradientOptions(o, "--times"); !grad.ok()) return Fail(grad);
-  if (Status size = CheckRequestSize(o, 1); !size.ok()) return Fail(size);
+  if (Status grad = CheckNoGradientOptions(o, "--times"); !grad.ok()) return SimulateFail(grad);
+  if (Status size = CheckRequestSize(o, 1); !size.ok()) return SimulateFail(size);
   Result<Schedule> schedule = MakeSchedule(o.schedule, ParamsOf(o));
-  if (!schedule.ok()) return Fail(schedule.status());
+  if (!schedule.ok()) return SimulateFail(schedule.status());
   Result<Program> program = Lower(*schedule);
-  if (!program.ok()) return Fail(program.status());
+  if (!program.ok()) return SimulateFail(program.status());
   const Status size = CheckSimulationSize(
       EstimateSimulationSize(static_cast<std::int64_t>(program->num_instructions()), program->p, 1,
                              o.steps, 0),
       fmt::format("--schedule {} --pp {} -v {} -m {} --steps {}", o.schedule, program->p,
                   program->v, program->m, o.steps));
-  if (!size.ok()) return Fail(size);
+  if (!size.ok()) return SimulateFail(size);
   Result<UnevenWork> uneven = ParseUnevenWorkOptions(o.uneven, schedule->p, schedule->m,
                                                      o.seq_len_option->count() > 0 ? o.seq_len : 0);
-  if (!uneven.ok()) return Fail(uneven.status());
+  if (!uneven.ok()) return SimulateFail(uneven.status());
   if (Status speeds = ClusterSpeeds(o, schedule->p, schedule->m, *uneven); !speeds.ok())
-    return Fail(speeds);
+    return SimulateFail(speeds);
   const StageCost seconds{ms->f / 1e3, ms->i / 1e3, ms->w / 1e3};
   Result<Costs> costs = ApplyUnevenWork(Costs::Uniform(schedule->num_stages(), seconds),
                                         schedule->placement, schedule->m, *uneven);
-  if (!costs.ok()) return Fail(costs.status());
+  if (!costs.ok()) return SimulateFail(costs.status());
   const TimesPlan plan{std::move(*schedule), std::move(*program), *ms};
   const SimulateSettings settings = SettingsOf(o);
   return RecordAndPrint<TimesReport>(
@@ -196,7 +196,7 @@ int RunModel(const SimulateOptions& o) {
   options.config.dp = o.dp;
   options.config.tp = o.tp;
   Result<PlacementOrder> placement = ParsePlacementOrder(o.placement_order);
-  if (!placement.ok()) return Fail(placement.status());
+  if (!placement.ok()) return SimulateFail(placement.status());
   options.config.placement = *placement;
   options.config.ep = o.ep;
   options.config.microbatches = params.m;
@@ -206,21 +206,23 @@ int RunModel(const SimulateOptions& o) {
   options.config.recompute = o.recompute;
   options.dtype = o.dtype;
   options.efficiency = o.efficiency;
-  if (Status size = CheckRequestSize(o, o.ideal_network ? 1 : o.dp); !size.ok()) return Fail(size);
+  if (Status size = CheckRequestSize(o, o.ideal_network ? 1 : o.dp); !size.ok())
+    return SimulateFail(size);
   Result<ModelPlan> plan = BuildModelPlan(options);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!plan.ok()) return SimulateFail(plan.status());
   const SimulateSettings settings = SettingsOf(o);
   ModelSimulationOptions simulation;
   simulation.ideal_network = o.ideal_network;
   simulation.every_replica = o.every_replica;
   simulation.latency = o.latency_us / 1e6;
   simulation.steps = o.steps;
-  if (Status grad = GradientOptions(o, simulation); !grad.ok()) return Fail(grad);
+  if (Status grad = GradientOptions(o, simulation); !grad.ok()) return SimulateFail(grad);
   simulation.overlap_alltoall = !o.no_alltoall_overlap;
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
-  if (!uneven.ok()) return Fail(uneven.status());
+  if (!uneven.ok()) return SimulateFail(uneven.status());
   // Absurd transfer times and too-large simulations are refused before the run is recorded.
-  if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok()) return Fail(checked);
+  if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok())
+    return SimulateFail(checked);
   const ModelSimulationOptions resolved = ResolvedOptions(*plan, simulation);
   return RecordAndPrint<ModelReport>(
       o, WithUneven(ConfigOf(*plan, settings, resolved), *uneven), [&]() -> Result<ModelReport> {
@@ -232,18 +234,18 @@ int RunModel(const SimulateOptions& o) {
 int Run(const SimulateOptions& o) {
   // Checked before anything is recorded, with or without --ideal-network (which alone uses it).
   if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
-    return Fail(Status::InvalidArgument(
+    return SimulateFail(Status::InvalidArgument(
         fmt::format("--latency-us = {}: must be a number of microseconds in [0, {:g}]",
                     o.latency_us, kMaxCost)));
   }
   if (o.latency_option->count() > 0 && !o.ideal_network) {
-    return Fail(Status::InvalidArgument(fmt::format(
+    return SimulateFail(Status::InvalidArgument(fmt::format(
         "--latency-us = {}: applies only with --ideal-network; on a cluster every link's latency "
         "is the cluster's (--cluster)",
         o.latency_us)));
   }
   if (o.fit_option->count() > 0) return RunFitPrediction(o);
-  if (Status checked = CheckCostsFromOptions(o); !checked.ok()) return Fail(checked);
+  if (Status checked = CheckCostsFromOptions(o); !checked.ok()) return SimulateFail(checked);
   if (o.costs_from_option->count() > 0) return RunCostsFrom(o);
   return o.times_option->count() == 0 ? RunModel(o) : RunTimes(o);
 }

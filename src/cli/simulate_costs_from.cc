@@ -14,7 +14,7 @@
 namespace pipette::cli {
 namespace {
 
-int Fail(const Status& status) { return ReportError("simulate", status); }
+int CostsFromFail(const Status& status) { return ReportError("simulate", status); }
 
 // What --calibration (or its absence) and --cores add to the run's measured compute.
 Result<PredictionSettings> PredictionOf(const SimulateOptions& o, ExperimentDb& db) {
@@ -97,15 +97,15 @@ int RunCostsFrom(const SimulateOptions& o) {
     }
     return loaded;
   }();
-  if (!run.ok()) return Fail(run.status());
+  if (!run.ok()) return CostsFromFail(run.status());
   Result<CostsFromPlan> plan = PlanCostsFrom(*run, option, settings);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!plan.ok()) return CostsFromFail(plan.status());
   Result<UnevenWork> uneven = UnevenOfRun(o, *plan);
-  if (!uneven.ok()) return Fail(uneven.status());
+  if (!uneven.ok()) return CostsFromFail(uneven.status());
   SimulationCase one = CaseOf(*plan);
   Result<Costs> costs =
       ApplyUnevenWork(one.costs, plan->schedule.placement, plan->program.m, *uneven);
-  if (!costs.ok()) return Fail(costs.status());
+  if (!costs.ok()) return CostsFromFail(costs.status());
   one.costs = std::move(*costs);
   one.sizes.microbatch_scale = SeqlenRatios(*uneven);
   one.link_slowdowns = uneven->link_slowdowns;

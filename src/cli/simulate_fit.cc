@@ -17,7 +17,7 @@
 namespace pipette::cli {
 namespace {
 
-int Fail(const Status& status) { return ReportError("simulate", status); }
+int FitFail(const Status& status) { return ReportError("simulate", status); }
 
 // The options a fitted prediction reads: what runs (the engine's training options), the steps,
 // the calibration and cores, the output. Anything else would be taken silently.
@@ -102,8 +102,8 @@ Result<TrainOptions> OptionsOf(const SimulateOptions& o, const CostFit& fit, Exp
 }  // namespace
 
 int RunFitPrediction(const SimulateOptions& o) {
-  if (Status checked = CheckFitOptions(o); !checked.ok()) return Fail(checked);
-  if (Result<std::int64_t> id = ParseFitName(o.fit, "--fit"); !id.ok()) return Fail(id.status());
+  if (Status checked = CheckFitOptions(o); !checked.ok()) return FitFail(checked);
+  if (Result<std::int64_t> id = ParseFitName(o.fit, "--fit"); !id.ok()) return FitFail(id.status());
   PredictionSettings settings;
   TrainOptions options;
   CostFit fit;
@@ -117,12 +117,12 @@ int RunFitPrediction(const SimulateOptions& o) {
     PIPETTE_ASSIGN_OR_RETURN(options, OptionsOf(o, fit, db));
     return Status::Ok();
   }();
-  if (!read.ok()) return Fail(read);
+  if (!read.ok()) return FitFail(read);
   if (o.cores >= 0) settings.cores = o.cores;
   const int steps = o.costs_from_option->count() > 0 ? std::max(1, options.trace_steps) : o.steps;
   const std::int64_t of_run = o.costs_from_option->count() > 0 ? o.costs_from : 0;
   Result<CostsFromPlan> plan = PlanFitPrediction(fit, options, settings, steps, of_run);
-  if (!plan.ok()) return Fail(plan.status());
+  if (!plan.ok()) return FitFail(plan.status());
   const SimulationCase one = CaseOf(*plan);
   return RecordAndPrint<CostsFromReport>(o, nlohmann::ordered_json(ConfigOf(*plan)),
                                          [&] { return PredictRun(*plan, one); });

@@ -38,7 +38,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Fail(const Status& status) { return ReportError("sweep", status); }
+int SweepFail(const Status& status) { return ReportError("sweep", status); }
 
 void Note(const std::string& line) { fmt::print(stderr, "pipette sweep: {}\n", line); }
 
@@ -119,26 +119,26 @@ Result<std::vector<SweepPoint>> ShardPoints(SweepOptions& o, std::vector<SweepPo
 int Run(const CLI::App& app, SweepOptions o) {
   const Clock::time_point start = Clock::now();
   Result<SweepSpec> spec = LoadSweepSpec(o.spec);
-  if (!spec.ok()) return Fail(spec.status());
+  if (!spec.ok()) return SweepFail(spec.status());
   const CLI::App* command =
       app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == spec->command; })
           .front();
   Status checked = CheckSweepOptions(*spec, OptionsOf(*command));
-  if (!checked.ok()) return Fail(checked);
+  if (!checked.ok()) return SweepFail(checked);
   Result<std::vector<SweepPoint>> sharded = ShardPoints(o, ExpandPoints(*spec));
-  if (!sharded.ok()) return Fail(sharded.status());
+  if (!sharded.ok()) return SweepFail(sharded.status());
   const std::vector<SweepPoint>& points = *sharded;
   if (o.dry_run) return DryRun(*spec, o, points);
 
   Result<ExperimentDb> db = ExperimentDb::Open(o.db);
-  if (!db.ok()) return Fail(db.status());
+  if (!db.ok()) return SweepFail(db.status());
   Result<std::int64_t> experiment = db->EnsureExperiment(spec->name, spec->description, spec->text);
-  if (!experiment.ok()) return Fail(experiment.status());
+  if (!experiment.ok()) return SweepFail(experiment.status());
   std::vector<std::size_t> todo;
   std::size_t already = 0;
   for (std::size_t k = 0; k < points.size(); ++k) {
     Result<std::optional<std::int64_t>> run = db->FindFinishedRun(*experiment, points[k].key);
-    if (!run.ok()) return Fail(run.status());
+    if (!run.ok()) return SweepFail(run.status());
     already += run->has_value();
     if (!*run && !o.figures_only) todo.push_back(k);
   }

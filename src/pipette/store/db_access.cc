@@ -9,8 +9,6 @@
 
 namespace pipette {
 
-namespace {
-
 // Whether `a` and `b` name one file: the same file now, or the same path once resolved.
 bool SameFile(const std::string& a, const std::string& b) {
   std::error_code error;
@@ -25,8 +23,6 @@ bool SameFile(const std::string& a, const std::string& b) {
   const std::filesystem::path rb = resolved(b);
   return !error && ra == rb;
 }
-
-}  // namespace
 
 Status CheckOutIsNotTheDatabase(const std::string& out, const std::string& db) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {

@@ -13,6 +13,10 @@
 
 namespace pipette {
 
+// Whether `a` and `b` name one file: the same file now, or the same path once resolved (absolute,
+// then weakly canonical: also for files not there yet).
+bool SameFile(const std::string& a, const std::string& b);
+
 // InvalidArgument when writing `out` (export --out, plot --out) would destroy the database `db`:
 // `out` is the database or its -wal, -shm or -journal file, by identity (another path or a link to
 // the same file) or by name (a file not yet there, such as a journal SQLite would take for a hot

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "pipette/common/host_machine.h"
+#include "pipette/store/db_access.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/store/run_config.h"
 #include "pipette/store/sqlite.h"
@@ -440,13 +441,6 @@ Result<Connection> OpenInput(const std::string& path) {
         path, checked->schema_version(), kSchemaVersion, path));
   }
   return std::move(*checked).TakeConnection();
-}
-
-// True when `a` and `b` name the same file (or the same path, for files not there yet).
-bool SameFile(const std::string& a, const std::string& b) {
-  std::error_code error;
-  if (std::filesystem::equivalent(a, b, error) && !error) return true;
-  return std::filesystem::weakly_canonical(a, error) == std::filesystem::weakly_canonical(b, error);
 }
 
 // Merges every input into `out` (an open connection) in one transaction.

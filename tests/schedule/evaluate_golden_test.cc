@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -15,6 +16,7 @@
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "pipette/schedule/schedule.h"
 
 namespace pipette {
 namespace {
@@ -147,6 +149,47 @@ TEST(EvaluateGolden, EveryScheduleEvaluatesBitForBitAsBeforeTheFastPath) {
   // message slots) on this grid.
   EXPECT_EQ(evaluations, 1888) << "evaluations";
   EXPECT_EQ(digest, 0xf9329c3619944d31ull) << fmt::format("digest 0x{:016x}", digest);
+}
+
+// No built-in schedule overlaps a forward with an input-gradient backward, (F;I): one by hand, on
+// both ranks, priced by the table and by Costs::Of alike (F of stage s plus I of the back stage).
+TEST(EvaluateGolden, OverlappedForwardWithInputBackwardCostsTheSameThroughTheTable) {
+  Schedule s = MakeEmptySchedule("by-hand", 2, 1, 3, Placement::Loop(2, 1));
+  using A = Action;
+  s.ranks[0] = {A::F(0, 0), A::F(0, 1), A::Overlap(A::F(0, 2), A::I(0, 0)),
+                A::W(0, 0), A::I(0, 1), A::W(0, 1),
+                A::I(0, 2), A::W(0, 2)};
+  s.ranks[1] = {A::F(1, 0),
+                A::Overlap(A::F(1, 1), A::I(1, 0)),
+                A::Overlap(A::F(1, 2), A::I(1, 1)),
+                A::W(1, 0),
+                A::I(1, 2),
+                A::W(1, 1),
+                A::W(1, 2)};
+  Result<Program> program = Lower(s);
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  for (bool measured_b : {false, true}) {
+    EvaluateOptions options;
+    options.p2p_latency = 0.23;
+    options.record_timeline = true;
+    const Costs costs = Heterogeneous(2, measured_b);
+    Result<Evaluation> table = Evaluate(*program, costs, options);
+    Result<Evaluation> of = Evaluate(*program, AsVariant(costs, 3), options);
+    ASSERT_TRUE(table.ok() && of.ok());
+    ExpectSame(*table, *of, measured_b ? "measured B" : "I + W");
+    // Rank 1's first overlapped cell, (1F1;1I0): it starts when rank 1 has run 1F0 (after 0F0's
+    // message) and 0F1's message has arrived, and costs F + I of stage 1.
+    const auto& rank1 = program->ranks[1].instructions;
+    const auto cell = std::find_if(rank1.begin(), rank1.end(), [](const Instruction& in) {
+      return in.action.kind == ActionKind::kOverlapped && in.action.microbatch == 1;
+    });
+    ASSERT_NE(cell, rank1.end());
+    const Interval& span = table->timeline[1][cell - rank1.begin()];
+    const double f0 = costs.stages[0].f, f1 = costs.stages[1].f, i1 = costs.stages[1].i;
+    const double start = std::max(f0 + 0.23 + f1, (f0 + f0) + 0.23);
+    EXPECT_EQ(span.start, start) << "(1F1;1I0)";
+    EXPECT_EQ(span.end, start + (f1 + i1)) << "(1F1;1I0)";
+  }
 }
 
 }  // namespace

@@ -7,6 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-TARGETS=pipette bash scripts/build.sh
+# Only the CLI; the binaries `pipette train` and `calibrate` exec are rebuilt too when an earlier
+# full build left them there, so that they never lag behind the CLI.
+targets=pipette
+for sibling in pipette-train pipette-calibrate; do
+  [ -x "build/$sibling" ] && targets="$targets $sibling"
+done
+TARGETS=$targets bash scripts/build.sh
 ./build/pipette simulate --db pipette.db
 ./build/pipette plot timeline --db pipette.db --run last --out timeline.png

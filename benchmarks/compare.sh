@@ -13,12 +13,13 @@
 #   JOBS       build parallelism (default: all cores)
 #
 # Each commit is exported with `git archive` into DIR/<sha>/src and built there, Release with the
-# same compiler and flags, tests and the CUDA engine off, only the named programs. The machines are
+# same compiler and flags, tests, the CUDA engine and unity builds off, only the named programs. The machines are
 # shared and noisy, so the two are never timed apart: round k runs both, alternating which goes
 # first, and the script prints, per benchmark, each side's median time per iteration, the speed-up
 # (OLD's median over NEW's: 2.0 = NEW takes half the time) and the spread of the per-round
 # speed-ups (min-max), then the rate counters (actions/s, ...) the same way.
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(build ...) stops the script too
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
   sed -n '2,20p' "$0" >&2
@@ -47,21 +48,28 @@ build() {
     rm -rf "$src"
     mkdir -p "$src"
     # tracked and untracked-but-not-ignored files, as they are now
-    git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$src" 2>/dev/null || true
+    # (deleted files are skipped; times kept, so an unchanged file is not rebuilt)
+    git ls-files -co --exclude-standard -z |
+      while IFS= read -r -d '' file; do
+        [ -e "$file" ] && cp -p --parents "$file" "$src"
+      done
   else
     if ! sha=$(git rev-parse --verify --quiet "$rev^{commit}"); then
       echo "compare.sh: $rev: not a commit" >&2
       exit 2
     fi
     src=$dir/$sha/src
-    if [ ! -d "$src" ]; then
-      mkdir -p "$src"
-      git archive "$sha" | tar -x -C "$src"
+    if [ ! -d "$src" ]; then  # extracted whole or not at all: an interrupted export is not reused
+      rm -rf "$src.partial"
+      mkdir -p "$src.partial"
+      git archive "$sha" | tar -x -C "$src.partial"
+      mv "$src.partial" "$src"
     fi
   fi
   out=$dir/$sha/build
+  # Unity builds off on both sides (commits before 3112a1d have none; batching changes inlining).
   cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DPIPETTE_BUILD_TESTS=OFF \
-    -DPIPETTE_WITH_CUDA=OFF >"$dir/$sha.configure.log" 2>&1 ||
+    -DPIPETTE_WITH_CUDA=OFF -DPIPETTE_UNITY_BUILD=OFF >"$dir/$sha.configure.log" 2>&1 ||
     { echo "compare.sh: configuring $rev failed: $dir/$sha.configure.log" >&2 && exit 1; }
   for program in $programs; do
     cmake --build "$out" -j "$jobs" --target "$program" >>"$dir/$sha.build.log" 2>&1 ||

@@ -5,7 +5,9 @@ Usage: compare_report.py RESULTS_DIR PROGRAM...
 RESULTS_DIR holds PROGRAM.{old,new}.ROUND.json (Google Benchmark's JSON output). Prints, per
 benchmark, each side's median real time per iteration over the rounds, the speed-up (OLD's median
 over NEW's) and the min-max of the per-round speed-ups; then each rate counter (a counter whose
-name ends in "/s") as medians and their ratio NEW / OLD.
+name ends in "/s") as medians and their ratio NEW / OLD. Google Benchmark computes those rates per
+CPU second unless a benchmark uses real time, so on a loaded machine they can differ from the
+speed-up, which is from real time.
 """
 import glob
 import json
@@ -42,18 +44,23 @@ def report(results, program):
     print(f"\n## {program}")
     print(f"{'benchmark':<58} {'OLD':>10} {'NEW':>10} {'speed-up':>9} {'spread':>13}")
     for name in names:
-        olds = [seconds(old[r][name]) for r in common_rounds]
-        news = [seconds(new[r][name]) for r in common_rounds]
+        rounds = [r for r in common_rounds if name in old[r] and name in new[r]]
+        olds = [seconds(old[r][name]) for r in rounds]
+        news = [seconds(new[r][name]) for r in rounds]
         ratios = [o / n for o, n in zip(olds, news) if n > 0]
         o, n = statistics.median(olds), statistics.median(news)
+        if not ratios or n <= 0:
+            print(f"{name:<58} {fmt_time(o):>10} {fmt_time(n):>10}         -")
+            continue
         print(f"{name:<58} {fmt_time(o):>10} {fmt_time(n):>10} {o / n:>8.2f}x "
               f"{min(ratios):>5.2f}-{max(ratios):.2f}x")
     print(f"\n{'rate counter (median)':<58} {'OLD':>10} {'NEW':>10} {'NEW/OLD':>9}")
     for name in names:
         entry = old[common_rounds[0]][name]
         for counter in sorted(k for k in entry if k.endswith("/s")):
-            olds = [old[r][name].get(counter, 0.0) for r in common_rounds]
-            news = [new[r][name].get(counter, 0.0) for r in common_rounds]
+            rounds = [r for r in common_rounds if name in old[r] and name in new[r]]
+            olds = [old[r][name].get(counter, 0.0) for r in rounds]
+            news = [new[r][name].get(counter, 0.0) for r in rounds]
             o, n = statistics.median(olds), statistics.median(news)
             label = f"{name} {counter}"
             ratio = f"{n / o:8.2f}x" if o > 0 else "       -"

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "pipette/schedule/message.h"
+#include "pipette/schedule/schedule.h"
 
 namespace pipette {
 namespace {
@@ -100,28 +101,16 @@ class Evaluator {
     return std::move(result_);
   }
 
-  // The slot of message (stage, microbatch, gradient): Message::slot, inline.
+  // The slot of message (stage, microbatch, gradient) (message.h).
   std::size_t Slot(int stage, int microbatch, bool gradient) const {
-    return 2 * (static_cast<std::size_t>(stage) * m_ + microbatch) + (gradient ? 1 : 0);
+    return static_cast<std::size_t>(Message{stage, microbatch, gradient}.slot(m_));
   }
 
-  // The slot of the input of plain compute action a (InputMessage), or -1 if it has none.
+  // The slot of the input of plain compute action a (InputMessage() without its optional, which
+  // came back through the stack and stalled every action), or -1 if it has none.
   std::int64_t InputSlot(const Action& a) const {
-    const StageRange& route = prog_.routes[a.microbatch];
-    if (a.kind == ActionKind::kForward) {
-      return a.stage > route.first ? static_cast<std::int64_t>(Slot(a.stage, a.microbatch, false))
-                                   : -1;
-    }
-    if (!IsInputBackward(a.kind) || a.stage >= route.last) return -1;
-    return static_cast<std::int64_t>(Slot(a.stage, a.microbatch, true));
-  }
-
-  // The stage consuming the output of plain compute action a (ConsumerStage), or -1.
-  int ConsumerOf(const Action& a) const {
-    const StageRange& route = prog_.routes[a.microbatch];
-    if (a.kind == ActionKind::kForward) return a.stage < route.last ? a.stage + 1 : -1;
-    if (IsInputBackward(a.kind)) return a.stage > route.first ? a.stage - 1 : -1;
-    return -1;
+    if (InputStage(prog_.routes[a.microbatch], a) < 0) return -1;
+    return static_cast<std::int64_t>(Slot(a.stage, a.microbatch, a.kind != ActionKind::kForward));
   }
 
   // The cost of compute action a: Costs::Of, or the same from the table.
@@ -176,7 +165,7 @@ class Evaluator {
 
   // Hands a's output to a consumer on the same rank at time `end`.
   void ProduceLocal(int r, const Action& a, double end) {
-    const int consumer = ConsumerOf(a);
+    const int consumer = ConsumerStage(prog_.routes[a.microbatch], a);
     if (consumer < 0 || prog_.placement.rank_of(consumer) != r) return;
     ready_[Slot(consumer, a.microbatch, a.kind != ActionKind::kForward)] = end;
   }

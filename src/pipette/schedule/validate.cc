@@ -153,8 +153,8 @@ Status CheckStructure(const Schedule& s) {
         }
         PIPETTE_RETURN_IF_ERROR(CheckAndRecord(s, r, pos, a.forward_half(), seen));
         PIPETTE_RETURN_IF_ERROR(CheckAndRecord(s, r, pos, a.backward_half(), seen));
-      } else if (!RecordIfValid(s, r, static_cast<std::int32_t>(pos), a, seen)) {
-        PIPETTE_RETURN_IF_ERROR(Record(s, r, pos, a, seen));
+      } else {
+        PIPETTE_RETURN_IF_ERROR(CheckAndRecord(s, r, pos, a, seen));
       }
     }
   }

@@ -3,9 +3,10 @@
 // as failed; --check checks the whole database's integrity.
 // `pipette export --db FILE --run ID|last --format chrome|csv [--step S] [--out FILE]`: a run's
 // trace as Chrome trace-event JSON or PyTorch's compute-only CSV of the executed order.
-// `pipette plot timeline|bubble|memory|compare|steptime --db FILE --run ID[,ID...]|last|lastN
-// [--out FILE.png|.svg] [--size WxH] [--x KEY] [--step N]`: a figure drawn with gnuplot from the
-// database.
+// `pipette plot timeline|bubble|memory|compare|steptime|errors --db FILE --run
+// ID[,ID...]|last|lastN
+// [--out FILE.png|.svg] [--size WxH] [--x KEY] [--step N] [--colour-by KEY] [--marker-by KEY]`: a
+// figure drawn with gnuplot from the database.
 #include <fmt/core.h>
 
 #include <cstdio>
@@ -134,6 +135,8 @@ struct PlotCommandOptions {
   std::string x = std::string(NameOf(RunKey::kM));
   CLI::Option* x_option = nullptr;
   int step = -1;
+  std::string colour_by;  // compare: empty: chosen
+  std::string marker_by;
 };
 
 int RunPlot(const PlotCommandOptions& o) {
@@ -144,12 +147,24 @@ int RunPlot(const PlotCommandOptions& o) {
   if (Status s = CheckOutIsNotTheDatabase(options.out, o.db); !s.ok())
     return ReportError("plot", s);
   options.x_key = o.x;
-  if (o.x_option->count() > 0 && *kind != PlotKind::kBubble && *kind != PlotKind::kStepTime) {
+  if (*kind == PlotKind::kErrors && o.x_option->count() == 0) {
+    options.x_key = std::string(NameOf(RunKey::kSchedule));
+  }
+  if (o.x_option->count() > 0 && *kind != PlotKind::kBubble && *kind != PlotKind::kStepTime &&
+      *kind != PlotKind::kErrors) {
     return ReportError("plot", Status::InvalidArgument(fmt::format(
-                                   "--x = '{}': applies only to the bubble and steptime figures, "
-                                   "not to {} (its x axis is fixed)",
+                                   "--x = '{}': applies only to the bubble, steptime and errors "
+                                   "figures, not to {} (its x axis is fixed)",
                                    o.x, o.kind)));
   }
+  if ((!o.colour_by.empty() || !o.marker_by.empty()) && *kind != PlotKind::kCompare) {
+    return ReportError("plot", Status::InvalidArgument(fmt::format(
+                                   "--{} = '{}': applies only to the compare figure, not to {}",
+                                   o.colour_by.empty() ? "marker-by" : "colour-by",
+                                   o.colour_by.empty() ? o.marker_by : o.colour_by, o.kind)));
+  }
+  options.colour_by = o.colour_by;
+  options.marker_by = o.marker_by;
   if (o.step < -1 || (o.step >= 0 && *kind != PlotKind::kTimeline)) {
     return ReportError(
         "plot", Status::InvalidArgument(
@@ -215,7 +230,8 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
 
   auto plot = std::make_shared<PlotCommandOptions>();
   cmd = app.add_subcommand("plot", "Draw a figure of recorded runs with gnuplot");
-  cmd->add_option("kind", plot->kind, "timeline, bubble, memory, compare or steptime")->required();
+  cmd->add_option("kind", plot->kind, "timeline, bubble, memory, compare, steptime or errors")
+      ->required();
   cmd->add_option("--db", plot->db, "Experiment database")
       ->capture_default_str()
       ->check(DatabasePathValidator());
@@ -228,8 +244,15 @@ void RegisterStoreCommands(CLI::App& app, int& exit_code) {
   cmd->add_option("--size", plot->size, "WIDTHxHEIGHT in pixels (height 0: default)")
       ->capture_default_str();
   plot->x_option =
-      cmd->add_option("--x", plot->x, "bubble, steptime: the configuration key on the x axis")
+      cmd->add_option("--x", plot->x,
+                      "bubble, steptime: the configuration key on the x axis; errors: the key "
+                      "grouping the pairs (default schedule)")
           ->capture_default_str();
+  cmd->add_option("--colour-by", plot->colour_by,
+                  "compare: the configuration key that colours the points (none: one colour; "
+                  "default: chosen beyond 8 pairs)");
+  cmd->add_option("--marker-by", plot->marker_by,
+                  "compare: the configuration key that picks the markers (none: one marker)");
   cmd->add_option("--step", plot->step, "timeline: draw only this step, from its start")
       ->capture_default_str();
   cmd->callback([plot, &exit_code] { exit_code = RunPlot(*plot); });

@@ -14,6 +14,7 @@
 
 #include "pipette/plot/palette.h"
 #include "pipette/plot/run_labels.h"
+#include "pipette/plot/series_encoding.h"
 #include "pipette/schedule/evaluate.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -185,7 +186,8 @@ TEST(FigureScript, CompareComputesMapeAndDrawsTheBand) {
   options.out = "c.png";
   const std::string script = *FigureScript(PlotKind::kCompare, {sim1, meas1, sim2, meas2}, options);
   EXPECT_NE(script.find("(2 pairs), MAPE = 10.00%"), std::string::npos) << script;
-  EXPECT_NE(script.find("(0.9*$1):(1.1*$1) with filledcurves"), std::string::npos);
+  EXPECT_NE(script.find("(0.95*$1):(1.05*$1) with filledcurves"), std::string::npos);
+  EXPECT_NE(script.find("title \"+-5%\""), std::string::npos);
   EXPECT_NE(script.find("x with lines"), std::string::npos);
   EXPECT_FALSE(FigureScript(PlotKind::kCompare, {sim1, meas1, sim2}, options).ok());
 }
@@ -310,6 +312,168 @@ TEST(FigureScript, ComparePairsAPredictionWithTheRunItPredicts) {
   EXPECT_EQ(Block(*script, "$p1"), "11 20\n");  // run 1 predicts run 6
 }
 
+// A run of a fidelity-like study: `model` (its sequence length follows from it), `schedule` (v
+// follows from it), m; step time `step_ms`.
+RunData StudyRun(int id, const std::string& engine, const std::string& model,
+                 const std::string& schedule, int m, double step_ms) {
+  RunData run;
+  run.run.id = id;
+  run.run.engine = engine;
+  const int v = schedule.starts_with("interleaved") || schedule.starts_with("zbv") ? 2 : 1;
+  run.run.config = fmt::format(
+      R"({{"schedule":"{}","pp":2,"v":{},"m":{},"model":"models/{}.toml","seq_len":{}}})", schedule,
+      v, m, model, model == "tiny" ? 32 : 64);
+  run.metrics = {{"step_time_s", step_ms / 1e3, "s"}};
+  return run;
+}
+
+const std::vector<std::string> kTenSchedules = {
+    "gpipe",          "1f1b", "eager-1f1b", "zb-h1",     "zb-h2", "interleaved-1f1b",
+    "interleaved-zb", "zbv",  "v-half",     "dualpipe-v"};
+
+// The measured runs of 2 models x 10 schedules x m 4, 8 (40 runs, ids from 100).
+std::vector<RunData> StudyRuns() {
+  std::vector<RunData> runs;
+  int id = 100;
+  for (const std::string model : {"tiny", "gpt-w256"}) {
+    for (const std::string& schedule : kTenSchedules) {
+      for (int m : {4, 8}) runs.push_back(StudyRun(id++, "cpu", model, schedule, m, 10.0 * m));
+    }
+  }
+  return runs;
+}
+
+TEST(EncodeSeries, ColoursByAKeyWithFewValuesAndSkipsKeysThatFollowFromAnother) {
+  const std::vector<RunData> runs = StudyRuns();
+  std::vector<const RunData*> ptrs;
+  for (const RunData& run : runs) ptrs.push_back(&run);
+  // Ten schedules are more than eight colours: colour by model, marker by m; v follows from the
+  // schedule and the sequence length from the model, so neither is chosen.
+  Result<SeriesEncoding> enc = EncodeSeries(ptrs, "", "", 10);
+  ASSERT_TRUE(enc.ok()) << enc.status().message();
+  EXPECT_EQ(enc->colour_key, "model");
+  EXPECT_EQ(enc->colour_values, (std::vector<std::string>{"model=tiny", "model=gpt-w256"}));
+  EXPECT_EQ(enc->marker_key, "m");
+  EXPECT_EQ(enc->marker_values, (std::vector<std::string>{"m=4", "m=8"}));
+  EXPECT_EQ(enc->LegendEntries(), 4);
+  EXPECT_EQ(enc->colour[0], 0);
+  EXPECT_EQ(enc->colour[20], 1);
+  EXPECT_EQ(enc->marker[0], 0);
+  EXPECT_EQ(enc->marker[1], 1);
+
+  // Eight schedules or fewer: colour by schedule; then the model marks them (m would do too, but
+  // the model comes first).
+  const std::vector<const RunData*> eight(ptrs.begin(), ptrs.begin() + 16);
+  std::vector<const RunData*> two_models = eight;
+  two_models.insert(two_models.end(), ptrs.begin() + 20, ptrs.begin() + 36);
+  enc = EncodeSeries(two_models, "", "", 10);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->colour_key, "schedule");
+  EXPECT_EQ(enc->colour_values.size(), 8u);
+  EXPECT_EQ(enc->marker_key, "model");
+  // A budget of 9 entries leaves no room for a second key.
+  enc = EncodeSeries(two_models, "", "", 9);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->marker_key, "");
+  EXPECT_EQ(enc->LegendEntries(), 8);
+
+  // Given keys, and their refusals naming the key and the rule.
+  enc = EncodeSeries(ptrs, "m", "none", 10);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->colour_key, "m");
+  EXPECT_EQ(enc->marker_key, "");
+  EXPECT_EQ(EncodeSeries(ptrs, "schedule", "", 10).status().message(),
+            "--colour-by = 'schedule': the runs have 10 values of it, a figure tells at most 8 "
+            "colours apart (choose a key with fewer values, or none)");
+  EXPECT_EQ(EncodeSeries(ptrs, "", "cluster", 10).status().message(),
+            "--marker-by = 'cluster': run 100 has no configuration key 'cluster'");
+  EXPECT_EQ(
+      EncodeSeries(ptrs, "m", "m", 10).status().message(),
+      "--marker-by = 'm': already the colour key (--colour-by); encode a second key, or none");
+  // A marker key given, the colour chosen among the others.
+  enc = EncodeSeries(ptrs, "", "model", 10);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->colour_key, "m");
+}
+
+// 40 pairs: the legend has a colour per model with its MAPE and a marker per m, 8 entries at most
+// with the band and y = x; every pair drawn once.
+TEST(FigureScript, CompareOfManyPairsEncodesTheKeysThatVary) {
+  std::vector<RunData> runs = StudyRuns();
+  const std::size_t measured = runs.size();
+  for (std::size_t k = 0; k < measured; ++k) {
+    RunData sim = runs[k];
+    sim.run.id = runs[k].run.id + 1000;
+    sim.run.engine = "sim";
+    // tiny predicted 10% short, gpt-w256 2% long
+    const double factor = k < 20 ? 0.9 : 1.02;
+    sim.metrics = {{"step_time_s", runs[k].metrics[0].value * factor, "s"}};
+    runs.push_back(sim);
+  }
+  PlotOptions options;
+  options.out = "c.png";
+  const Result<std::string> script = FigureScript(PlotKind::kCompare, runs, options);
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  EXPECT_NE(script->find("(40 pairs), MAPE = 6.00%"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title \"model=tiny: MAPE 10.00% (20)\""), std::string::npos);
+  EXPECT_NE(script->find("title \"model=gpt-w256: MAPE 2.00% (20)\""), std::string::npos);
+  EXPECT_NE(script->find("keyentry with points pt 7 ps 1.5 lc rgb \"#555555\" title \"m=8\""),
+            std::string::npos);
+  std::size_t titled = 0, points = 0;
+  for (std::size_t at = script->find(" title \""); at != std::string::npos;
+       at = script->find(" title \"", at + 1)) {
+    ++titled;
+  }
+  EXPECT_EQ(titled, 2u + 2u + 2u + 1u);  // band, y = x, 2 colours, 2 markers; and the plot title
+  // Four groups (model x m) of ten points: each pair once, the tiny m = 4 ones at (36, 40).
+  for (int g = 0; g < 4; ++g) {
+    const std::string block = Block(*script, fmt::format("$g{}", g));
+    points += static_cast<std::size_t>(std::count(block.begin(), block.end(), '\n'));
+  }
+  EXPECT_EQ(points, 40u);
+  std::string tiny_m4;
+  for (int k = 0; k < 10; ++k) tiny_m4 += "36 40\n";
+  EXPECT_EQ(Block(*script, "$g0"), tiny_m4);
+  // Asked for: one colour per m and no marker key.
+  options.colour_by = "m";
+  options.marker_by = "none";
+  const std::string by_m = *FigureScript(PlotKind::kCompare, runs, options);
+  EXPECT_NE(by_m.find("title \"m=4: MAPE 6.00% (20)\""), std::string::npos) << by_m;
+  EXPECT_EQ(by_m.find("#555555"), std::string::npos);
+  options.colour_by = "schedule";
+  EXPECT_FALSE(FigureScript(PlotKind::kCompare, runs, options).ok());
+}
+
+// Errors by schedule: each group's MAPE as a bar, its worst pair labelled with its sign; the title
+// names the worst of all.
+TEST(FigureScript, ErrorsGroupsThePairsByAKeyAndMarksTheWorst) {
+  std::vector<RunData> runs;
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"1f1b", 0.98}, {"1f1b", 1.04}, {"zb-h1", 0.90}, {"zb-h1", 1.02}, {"zbv", 1.01}};
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    // Each pair its own m, so that pairs are told apart by configuration.
+    const int id = 2 * static_cast<int>(k) + 1, m = 4 * id;
+    runs.push_back(StudyRun(id, "cpu", "tiny", cases[k].first, m, 100));
+    runs.push_back(StudyRun(id + 1, "sim", "tiny", cases[k].first, m, 100 * cases[k].second));
+  }
+  PlotOptions options;
+  options.out = "e.png";
+  options.x_key = "schedule";
+  const Result<std::string> script = FigureScript(PlotKind::kErrors, runs, options);
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  EXPECT_EQ(Block(*script, "$errors"),
+            "\"1f1b\" 3 4 \"+4.0%\" 2\n\"zb-h1\" 6 10 \"-10.0%\" 2\n\"zbv\" 1 1 \"+1.0%\" 1\n");
+  EXPECT_NE(script->find("set title \"Prediction error by schedule (5 pairs, MAPE 3.80%, worst "
+                         "-10.00% at schedule=zb-h1)\""),
+            std::string::npos)
+      << *script;
+  EXPECT_NE(script->find("first 3.8 to graph 1, first 3.8 nohead"), std::string::npos);
+  EXPECT_NE(script->find("title \"all pairs: MAPE 3.80%\""), std::string::npos);
+  options.x_key = "cluster";
+  EXPECT_EQ(FigureScript(PlotKind::kErrors, runs, options).status().message(),
+            "run 1: its configuration has no key 'cluster'");
+}
+
 TEST(RunLabels, NameTheEngineAndTheKeysThatDiffer) {
   const RunData sim4 = StepRun(1, "sim", 4, 1), sim8 = StepRun(2, "sim", 8, 1);
   const RunData cpu4 = StepRun(3, "cpu", 4, 1);
@@ -411,6 +575,7 @@ TEST(FigureScript, RejectsBadOptions) {
   EXPECT_FALSE(FigureScript(PlotKind::kTimeline, {}, PlotOptions{}).ok());
   EXPECT_FALSE(ParsePlotKind("pie").ok());
   EXPECT_EQ(*ParsePlotKind("memory"), PlotKind::kMemory);
+  EXPECT_EQ(*ParsePlotKind("errors"), PlotKind::kErrors);
 }
 
 TEST(DrawFigure, EveryKindWritesAPngOfTheRequestedSize) {
@@ -418,7 +583,7 @@ TEST(DrawFigure, EveryKindWritesAPngOfTheRequestedSize) {
   std::vector<RunData> runs;
   for (int m : {4, 8}) runs.push_back(EvaluatedRun("1f1b", {4, 1, m, 0}, m));
   for (PlotKind kind : {PlotKind::kTimeline, PlotKind::kBubble, PlotKind::kMemory,
-                        PlotKind::kCompare, PlotKind::kStepTime}) {
+                        PlotKind::kCompare, PlotKind::kStepTime, PlotKind::kErrors}) {
     PlotOptions options;
     options.out = Scratch(std::to_string(static_cast<int>(kind)) + ".png");
     options.width = 900;

@@ -258,10 +258,26 @@ TEST(SweepSpec, UnknownCommandAndFigureKindAreRejected) {
             "(simulated points, or measured ones on a real engine under mpirun)");
   EXPECT_EQ(ParseError("[[figures]]\nkind = \"pie\"\n"),
             "experiments/bad.toml:2: figures[0].kind = \"pie\": unknown figure kind (pipette plot "
-            "draws timeline, bubble, memory, compare or steptime)");
+            "draws timeline, bubble, memory, compare, steptime or errors)");
   EXPECT_NE(ParseError("[[figures]]\nkind = \"bubble\"\ntitle = \"x\"\n")
-                .find("figures[0].title: unknown key (a figure has kind, out, where or x)"),
+                .find("figures[0].title: unknown key (a figure has kind, out, where, x, colour_by "
+                      "or marker_by)"),
             std::string::npos);
+  EXPECT_EQ(ParseError("[[figures]]\nkind = \"bubble\"\ncolour_by = \"model\"\n"),
+            "experiments/bad.toml:3: figures[0].colour_by = \"model\": applies only to kind = "
+            "\"compare\"");
+}
+
+TEST(SweepSpec, ACompareFigureNamesItsColourAndMarkerKeys) {
+  const SweepSpec spec = Parse(
+      "[axes]\nm = [4]\n[[figures]]\nkind = \"compare\"\ncolour_by = \"model\"\n"
+      "marker_by = \"m\"\n[[figures]]\nkind = \"errors\"\nx = \"model\"\n");
+  ASSERT_EQ(spec.figures.size(), 2u);
+  EXPECT_EQ(spec.figures[0].colour_by, "model");
+  EXPECT_EQ(spec.figures[0].marker_by, "m");
+  EXPECT_EQ(spec.figures[1].kind, "errors");
+  EXPECT_EQ(spec.figures[1].x, "model");
+  EXPECT_EQ(spec.figures[1].colour_by, "");
 }
 
 TEST(SweepSpec, FigureWhereMustNameASettingAndTimelineOnePoint) {

@@ -58,6 +58,7 @@ Result<std::string> Terminal(const PlotOptions& o, int default_height) {
 
 using internal::BubbleScript;
 using internal::CompareScript;
+using internal::ErrorsScript;
 using internal::MemoryScript;
 using internal::StepTimeScript;
 using internal::TimelineScript;
@@ -68,8 +69,10 @@ Result<PlotKind> ParsePlotKind(std::string_view text) {
   if (text == "memory") return PlotKind::kMemory;
   if (text == "compare") return PlotKind::kCompare;
   if (text == "steptime") return PlotKind::kStepTime;
-  return Status::InvalidArgument(fmt::format(
-      "plot kind '{}': must be timeline, bubble, memory, compare or steptime", Printable(text)));
+  if (text == "errors") return PlotKind::kErrors;
+  return Status::InvalidArgument(
+      fmt::format("plot kind '{}': must be timeline, bubble, memory, compare, steptime or errors",
+                  Printable(text)));
 }
 
 Result<PlotSize> ParsePlotSize(std::string_view text) {
@@ -111,6 +114,8 @@ Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs
       return CompareScript(runs, options);
     case PlotKind::kStepTime:
       return StepTimeScript(runs, options);
+    case PlotKind::kErrors:
+      return ErrorsScript(runs, options);
   }
   return Status::Internal("unknown plot kind");
 }

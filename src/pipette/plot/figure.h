@@ -16,11 +16,18 @@
 //             device's memory as a line.
 //   compare   simulated against measured step time, one point per pair of runs: simulated runs on
 //             x, measured runs on y whatever the --run order, paired by configuration (PairRuns);
-//             with y = x, a +-10% band and the mean absolute percentage error in the title.
+//             with y = x, a +-5% band and the mean absolute percentage error in the title. Up to
+//             eight pairs are named one by one in the legend; more (or with `colour_by` or
+//             `marker_by`) are coloured by one configuration key and marked by a second
+//             (series_encoding.h), a legend entry per value, each colour's MAPE beside it.
+//   errors    the same pairs' prediction error grouped by the configuration key `x_key` (default
+//             schedule): a bar per value, the MAPE of its pairs, its worst pair marked and labelled
+//             with its signed error, the MAPE of all pairs as a dashed line.
 //   steptime  step time as clustered bars: one group per value of the configuration key `x_key`
 //             (e.g. cluster), in the order the runs come, one bar per schedule (with the model when
 //             the runs have several); one run per bar.
-// Series beyond eight keep distinct (colour, marker) pairs (palette::Series).
+// Series beyond eight keep distinct (colour, marker) pairs (palette::Series); a legend holds at
+// most 12 entries (figure_scripts.h).
 //
 // Pure functions apart from DrawFigure, which runs `gnuplot` as a child process
 // (common/subprocess.h: no shell, the script on its standard input, data inline) and writes only
@@ -37,10 +44,10 @@
 
 namespace pipette {
 
-enum class PlotKind { kTimeline, kBubble, kMemory, kCompare, kStepTime };
+enum class PlotKind { kTimeline, kBubble, kMemory, kCompare, kStepTime, kErrors };
 
-// "timeline", "bubble", "memory", "compare", "steptime"; InvalidArgument naming the value
-// otherwise.
+// "timeline", "bubble", "memory", "compare", "steptime", "errors"; InvalidArgument naming the
+// value otherwise.
 Result<PlotKind> ParsePlotKind(std::string_view text);
 
 // Figure sizes in pixels are in [kMinPlotPixels, kMaxPlotPixels].
@@ -60,15 +67,20 @@ struct PlotOptions {
   std::string out = "figure.png";  // .png or .svg
   int width = 1200;                // pixels
   int height = 0;                  // 0: the kind's default
-  // bubble, steptime: the configuration key on the x axis
+  // bubble, steptime: the configuration key on the x axis; errors: the key that groups the pairs
   std::string x_key = std::string(NameOf(RunKey::kM));
+  // compare: the configuration keys that colour and mark the points (series_encoding.h); empty:
+  // chosen when there are more than eight pairs, "none": that channel unused
+  std::string colour_by;
+  std::string marker_by;
   int step = -1;  // timeline: draw only this step (-1: every step)
 };
 
 // The gnuplot script of the figure (data inline). Errors (InvalidArgument) name the run and the
 // missing metric or configuration key, an unsupported --out extension, a size out of [100, 10000],
 // no runs, more than eight runs or a --step a run did not trace for a timeline, runs that do not
-// pair for compare (PairRuns).
+// pair for compare or errors (PairRuns), a colour or marker key the runs lack or with more values
+// than colours or markers (EncodeSeries).
 Result<std::string> FigureScript(PlotKind kind, const std::vector<RunData>& runs,
                                  const PlotOptions& options);
 

@@ -1,8 +1,8 @@
 // Internal to the plot layer: the gnuplot script of each figure kind, one file each
 // (timeline_figure.cc, bubble_figure.cc, memory_figure.cc, step_time_figure.cc,
-// compare_figure.cc), which FigureScript (figure.h) dispatches to, and the helpers more than one of
-// them uses: gnuplot quoting, colours and the terminal (figure.cc), and a run's configuration and
-// metrics (figure_common.cc).
+// compare_figure.cc, errors_figure.cc), which FigureScript (figure.h) dispatches to, and the
+// helpers more than one of them uses: gnuplot quoting, colours and the terminal (figure.cc), and a
+// run's configuration and metrics (figure_common.cc).
 //
 // Pure functions on the caller's runs (store/run_data.h): nothing is owned or kept, and every
 // function is thread-safe. Errors are FigureScript's (InvalidArgument naming the run and what it
@@ -38,11 +38,31 @@ Result<double> NeedMetric(const RunData& run, const std::string& name);
 Result<nlohmann::json> NeedConfig(const RunData& run, const std::string& key);
 Result<nlohmann::json> NeedConfig(const RunData& run, RunKey key);
 
+// A figure lists at most this many runs in its legend, one entry each; beyond, it encodes the
+// keys that vary (series_encoding.h). A legend holds at most kMaxLegendEntries entries.
+inline constexpr int kMaxPerRunSeries = 8;
+inline constexpr int kMaxLegendEntries = 12;
+// The colour of a legend entry that shows a marker alone (its value of the marker key).
+inline constexpr std::uint32_t kKeyGrey = 0x555555;
+
+// A predicted run, the measured run it predicts (run_labels.h, PairRuns) and their steady-state
+// step times in ms (steps >= 1, over the steps the prediction simulates), as `pipette compare
+// --experiment` judges them.
+struct PairedTimes {
+  const RunData* predicted = nullptr;
+  const RunData* measured = nullptr;
+  double predicted_ms = 0;
+  double measured_ms = 0;
+};
+// PairRuns' pairs with their step times; its errors, or NeedMetric's for a run without step time.
+Result<std::vector<PairedTimes>> PairedStepTimes(const std::vector<RunData>& runs);
+
 // The scripts of the figure kinds (figure.h describes each); `runs` is not empty.
 Result<std::string> TimelineScript(const std::vector<RunData>& given, const PlotOptions& o);
 Result<std::string> BubbleScript(const std::vector<RunData>& runs, const PlotOptions& o);
 Result<std::string> MemoryScript(const std::vector<RunData>& runs, const PlotOptions& o);
 Result<std::string> StepTimeScript(const std::vector<RunData>& runs, const PlotOptions& o);
 Result<std::string> CompareScript(const std::vector<RunData>& runs, const PlotOptions& o);
+Result<std::string> ErrorsScript(const std::vector<RunData>& runs, const PlotOptions& o);
 
 }  // namespace pipette::internal

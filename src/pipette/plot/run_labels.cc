@@ -17,14 +17,6 @@ bool Ignored(const std::string& key) { return DescribesRecording(key); }
 
 nlohmann::ordered_json ConfigOf(const RunData& run) { return ReadRunConfig(run.run.config).json; }
 
-std::string ValueText(const nlohmann::ordered_json& value) {
-  if (!value.is_string()) return value.dump();
-  // A file (a model or cluster .toml) reads as its stem: the directory is no difference to show.
-  const std::string text = value.get<std::string>();
-  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
-  return text;
-}
-
 // The scalar keys every configuration has, in the first one's order.
 std::vector<std::string> SharedScalarKeys(const std::vector<nlohmann::ordered_json>& configs) {
   std::vector<std::string> keys;
@@ -43,23 +35,44 @@ std::string ProgramLabel(const nlohmann::ordered_json& config) {
   for (const RunKey key : kProgramSummaryKeys) {
     const auto it = config.find(NameOf(key));
     if (it == config.end() || it->is_structured()) continue;
-    label += fmt::format("{}{}={}", label.empty() ? "" : " ", NameOf(key), ValueText(*it));
+    label += fmt::format("{}{}={}", label.empty() ? "" : " ", NameOf(key), LabelValue(*it));
   }
   return label;
 }
 
-}  // namespace
-
-std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine) {
-  if (runs.empty()) return {};
-  std::vector<nlohmann::ordered_json> configs;
-  for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
+// The keys of SharedScalarKeys whose values are not the same in all `configs`.
+std::vector<std::string> Differing(const std::vector<nlohmann::ordered_json>& configs) {
   std::vector<std::string> differing;
   for (const std::string& key : SharedScalarKeys(configs)) {
     const bool differs = std::any_of(configs.begin(), configs.end(),
                                      [&](const auto& c) { return c[key] != configs[0][key]; });
     if (differs) differing.push_back(key);
   }
+  return differing;
+}
+
+}  // namespace
+
+std::string LabelValue(const nlohmann::ordered_json& value) {
+  if (!value.is_string()) return value.dump();
+  // A file (a model or cluster .toml) reads as its stem: the directory is no difference to show.
+  const std::string text = value.get<std::string>();
+  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
+  return text;
+}
+
+std::vector<std::string> DifferingKeys(const std::vector<const RunData*>& runs) {
+  if (runs.empty()) return {};
+  std::vector<nlohmann::ordered_json> configs;
+  for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
+  return Differing(configs);
+}
+
+std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine) {
+  if (runs.empty()) return {};
+  std::vector<nlohmann::ordered_json> configs;
+  for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
+  const std::vector<std::string> differing = Differing(configs);
   const bool engines_differ = std::any_of(runs.begin(), runs.end(), [&](const RunData* r) {
     return r->run.engine != runs[0]->run.engine;
   });
@@ -67,7 +80,7 @@ std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool
   for (std::size_t k = 0; k < runs.size(); ++k) {
     std::string label = always_engine || engines_differ ? runs[k]->run.engine : "";
     for (const std::string& key : differing) {
-      label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, ValueText(configs[k][key]));
+      label += fmt::format("{}{}={}", label.empty() ? "" : " ", key, LabelValue(configs[k][key]));
     }
     if (differing.empty()) {
       const std::string program = ProgramLabel(configs[k]);

@@ -8,6 +8,7 @@
 // order).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ namespace pipette {
 // When nothing differs (one run, or identical configurations) the label names the program
 // (schedule, pp, v, m, those present); labels that would still coincide get " (run ID)".
 std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine);
+
+// The keys RunLabels names: the scalar configuration keys every run has, but the engine and
+// recording keys, whose values are not the same in all runs, in the first run's order.
+std::vector<std::string> DifferingKeys(const std::vector<const RunData*>& runs);
+
+// A configuration value as a label shows it: a string as it is (a .toml file by its stem), any
+// other value as JSON.
+std::string LabelValue(const nlohmann::ordered_json& value);
 
 // Whether `a` and `b` have the same configuration apart from engine and recording keys: every
 // key present in both configurations, but those RunLabels ignores, has equal values.

@@ -49,6 +49,8 @@ FigureCounts DrawFigures(const SweepSpec& spec, const std::string& db_path, bool
     std::vector<std::string> args{"pipette", "plot", figure.kind, "--db", db_path,
                                   "--run",   ids,    "--out",     out};
     if (!figure.x.empty()) args.insert(args.end(), {"--x", figure.x});
+    if (!figure.colour_by.empty()) args.insert(args.end(), {"--colour-by", figure.colour_by});
+    if (!figure.marker_by.empty()) args.insert(args.end(), {"--marker-by", figure.marker_by});
     Result<Subprocess> plot = Subprocess::Run(kSelfBinary, args);
     if (plot.ok() && plot->Wait().code == kExitOk) {
       note(fmt::format("drew {} figure {}", figure.kind, out));

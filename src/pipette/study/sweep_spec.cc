@@ -23,7 +23,7 @@ constexpr std::uintmax_t kMaxSpecBytes = std::uintmax_t{1} << 20;
 
 constexpr std::string_view kTopLevelKeys[] = {
     "name", "description", "command", "predict", "calibration", "fit", "fixed", "axes", "figures"};
-constexpr std::string_view kFigureKeys[] = {"kind", "out", "where", "x"};
+constexpr std::string_view kFigureKeys[] = {"kind", "out", "where", "x", "colour_by", "marker_by"};
 
 template <typename Range>
 bool Contains(const Range& range, std::string_view word) {
@@ -213,6 +213,18 @@ Status ParseFigure(const SweepSpec& spec, const TomlOrigin& origin, const toml::
                            reader.FindString("x", Presence::kOptional, EmptyString::kAllowed));
   figure.x = x.value_or("");
   PIPETTE_RETURN_IF_ERROR(RejectControlBytes(origin, reader.Get("x"), name + ".x", figure.x));
+  for (auto [key, field] :
+       {std::pair{"colour_by", &figure.colour_by}, std::pair{"marker_by", &figure.marker_by}}) {
+    PIPETTE_ASSIGN_OR_RETURN(std::optional<std::string> value,
+                             reader.FindString(key, Presence::kOptional, EmptyString::kAllowed));
+    *field = value.value_or("");
+    PIPETTE_RETURN_IF_ERROR(RejectControlBytes(origin, reader.Get(key), name + "." + key, *field));
+    if (!field->empty() && figure.kind != "compare") {
+      return origin.Error(
+          reader.Get(key),
+          fmt::format("{}.{} = \"{}\": applies only to kind = \"compare\"", name, key, *field));
+    }
+  }
   PIPETTE_ASSIGN_OR_RETURN(
       const toml::table* where,
       reader.FindTable("where", Presence::kOptional, ", e.g. { schedule = \"1f1b\" }"));

@@ -49,10 +49,13 @@ struct SweepCondition {
 
 // A [[figures]] entry: `pipette plot KIND` over the finished runs of the points `where` selects.
 struct SweepFigure {
-  std::string kind;  // timeline, bubble, memory, compare or steptime
+  std::string kind;  // timeline, bubble, memory, compare, steptime or errors
   std::string out;   // as written: relative paths are relative to the spec file's directory
   std::vector<SweepCondition> where;  // empty selects every point
-  std::string x;  // bubble, steptime: the configuration key on the x axis (default m)
+  std::string x;  // bubble, steptime: the configuration key on the x axis (default m); errors:
+                  // the key grouping the pairs (default schedule)
+  std::string colour_by;  // compare: pipette plot --colour-by (empty: chosen)
+  std::string marker_by;  // compare: pipette plot --marker-by (empty: chosen)
 };
 
 struct SweepSpec {
@@ -92,8 +95,8 @@ struct SweepOption {
 // The commands a sweep runs, the figure kinds and the command-line options the sweep itself sets
 // on each child.
 inline constexpr std::string_view kSweepCommands[] = {"simulate", "train"};
-inline constexpr std::string_view kSweepFigureKinds[] = {"timeline", "bubble", "memory", "compare",
-                                                         "steptime"};
+inline constexpr std::string_view kSweepFigureKinds[] = {"timeline", "bubble",   "memory",
+                                                         "compare",  "steptime", "errors"};
 inline constexpr std::string_view kSweepReservedOptions[] = {"db", "no-db", "experiment",
                                                              "point-key", "format"};
 

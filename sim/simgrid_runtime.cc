@@ -73,7 +73,16 @@ void SimGridRuntime::Work(double seconds) {
   }
 }
 
-void SimGridRuntime::Dispatch(const Instruction&) { Work(work_.instruction_overhead); }
+void InstructionCounter::Count() {
+  if (++executed < next) return;
+  next = executed + every;
+  report(executed, total, sg4::Engine::get_clock());
+}
+
+void SimGridRuntime::Dispatch(const Instruction&) {
+  if (work_.counter != nullptr) work_.counter->Count();
+  Work(work_.instruction_overhead);
+}
 
 void SimGridRuntime::Compute(const Instruction& ins) {
   if (work_.experts != nullptr) {

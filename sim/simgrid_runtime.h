@@ -80,6 +80,18 @@ struct Channels {
 // What one rank's runtime spends its time on besides messages.
 class RankReducer;
 
+// The instructions every rank of a simulation has executed, reported every `every`
+// (SimulationProgress).
+struct InstructionCounter {
+  std::int64_t executed = 0;
+  std::int64_t total = 0;
+  std::int64_t every = 1;
+  std::int64_t next = 0;  // the count of the next report
+  std::function<void(std::int64_t, std::int64_t, double)> report;
+  // One more instruction; reports when it is due.
+  void Count();
+};
+
 struct RankWork {
   const Costs* costs = nullptr;           // per stage, seconds
   double instruction_overhead = 0;        // seconds of rank time per instruction beyond its cost
@@ -96,6 +108,7 @@ struct RankWork {
   // Per step (step s takes entry s mod the size): the factor its computes' seconds are multiplied
   // by (SimulationCase::step_slowdown); empty: 1.
   std::vector<double> step_slowdown;
+  InstructionCounter* counter = nullptr;  // counts every instruction (progress); nullptr: none
 };
 
 class SimGridRuntime final : public RankRuntime {

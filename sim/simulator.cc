@@ -359,7 +359,7 @@ std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& ho
 // time with them.
 void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
                 const std::vector<int>& simulated, std::vector<std::unique_ptr<Channels>>& channels,
-                ActorLogs& logs, Collectives& owned) {
+                ActorLogs& logs, Collectives& owned, InstructionCounter* counter) {
   const int p = sc.program->p;
   const int n = static_cast<int>(simulated.size());
   logs.assign(n, std::vector<RankLog>(p));
@@ -387,6 +387,7 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
       if (!reducers.empty()) work.reducer = reducers[static_cast<std::size_t>(d) * p + r];
       work.experts = alltoall;
       work.replica = d;
+      work.counter = counter;
       sg4::Actor::create(fmt::format("case{}-replica{}-rank{}", c, d, r), first[r], PipelineRank,
                          &sc, channels.back().get(), r, work, barriers[r], step_barrier,
                          &logs[i][r]);
@@ -436,7 +437,30 @@ SimulationResult Collect(const SimulationCase& sc, ActorLogs& logs) {
   return result;
 }
 
+SimulationProgress& Progress() {
+  static SimulationProgress progress;
+  return progress;
+}
+
+// The counter of the cases' instructions (every simulated replica, every step) for Progress();
+// nullptr when no progress is wanted.
+std::unique_ptr<InstructionCounter> MakeCounter(const std::vector<SimulationCase>& cases,
+                                                const std::vector<std::vector<int>>& simulated) {
+  if (!Progress().report) return nullptr;
+  auto counter = std::make_unique<InstructionCounter>();
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    counter->total += static_cast<std::int64_t>(cases[c].program->num_instructions()) *
+                      cases[c].steps * static_cast<std::int64_t>(simulated[c].size());
+  }
+  counter->every = std::max<std::int64_t>(1, Progress().every);
+  counter->next = counter->every;
+  counter->report = Progress().report;
+  return counter;
+}
+
 }  // namespace
+
+void SetSimulationProgress(SimulationProgress progress) { Progress() = std::move(progress); }
 
 Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>& cases) {
   static bool used = false;
@@ -465,10 +489,12 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
         CheckSimulationSize(SizeOf(sc, routes, static_cast<int>(simulated[c].size())),
                             fmt::format("simulation case {}", c)));
   }
+  const std::unique_ptr<InstructionCounter> counter = MakeCounter(cases, simulated);
   for (std::size_t c = 0; c < cases.size(); ++c) {
-    LaunchCase(cases[c], c, hosts[c], simulated[c], channels, logs[c], collectives);
+    LaunchCase(cases[c], c, hosts[c], simulated[c], channels, logs[c], collectives, counter.get());
   }
   engine->run();
+  if (Progress().finished) Progress().finished();
 
   std::vector<SimulationResult> results;
   for (std::size_t c = 0; c < cases.size(); ++c) {

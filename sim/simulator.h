@@ -15,6 +15,8 @@
 // once per process.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pipette/cluster/cluster_spec.h"
@@ -110,6 +112,22 @@ struct SimulationResult {
   std::vector<Span> step_spans;  // replica 0, per step: earliest start to latest end over ranks
   int simulated_replicas = 1;    // replicas whose actors ran (the others are copies of one)
 };
+
+// What a long simulation reports as it runs (pipette simulate's progress line): `report` is called
+// from inside the simulation every `every` executed instructions (over every case) with how many
+// have executed, how many will (every simulated replica's, every step's) and the simulated time so
+// far. It only observes: the simulation is the same with or without it, and it must not call
+// SimGrid.
+struct SimulationProgress {
+  std::function<void(std::int64_t executed, std::int64_t total, double simulated_s)> report;
+  std::int64_t every = std::int64_t{1} << 14;
+  // Called once when the simulation has ended (before its results are collected), if set.
+  std::function<void()> finished;
+};
+
+// The progress report of this process's Simulate() (one simulation per process, as SimGrid has one
+// engine); an empty `report`: none (the default).
+void SetSimulationProgress(SimulationProgress progress);
 
 // Returns one result per case, or FailedPrecondition on a second call in the same process, or
 // InvalidArgument for a case without a program, with costs of the wrong shape (Costs::Check), a

@@ -26,6 +26,7 @@
 #include "cli/mpi_launcher.h"
 #include "cli/option_checks.h"
 #include "cli/run_store.h"
+#include "cpu/blas_kernel.h"
 #include "cpu/calibrate.h"
 #include "cpu/mpi_launch.h"
 #include "pipette/common/host_machine.h"
@@ -165,10 +166,12 @@ int Finish(const CalibrateOptions& o, Calibration& c) {
     nlohmann::ordered_json json = CalibrationJson(c);
     if (!o.no_db) json["db"] = o.db;
     if (!o.cluster_out.empty()) json["cluster_out"] = o.cluster_out;
+    json["blas"] = pipette::cpu::BlasKernelNote();
     std::cout << json.dump() << std::endl;
     return kExitOk;
   }
   PrintCalibration(c);
+  fmt::print("# {}\n", pipette::cpu::BlasKernelNote());
   if (!o.cluster_out.empty()) fmt::print("# cluster file {}\n", Printable(o.cluster_out));
   if (!o.no_db) fmt::print("# recorded as calibration {} in {}\n", c.id, Printable(o.db));
   return kExitOk;
@@ -246,6 +249,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 #endif
 
 int main(int argc, char** argv) {
+  pipette::cpu::EnsureBlasKernel(argv);  // may execute this program again, before MPI starts
   pipette::cli::IgnoreFileSizeSignal();
   using namespace pipette::cli;
   using pipette::kExitFailure;

@@ -1,6 +1,8 @@
-// `pipette db merge OUT IN... [--format text|json]`: joins experiment databases (the shards of
-// `pipette sweep SPEC --shard K/N`) into OUT (store/db_merge.h: ids remapped, a sweep point's first
-// finished run kept, provenance in `merged_runs`, one transaction, inputs read only).
+// `pipette db merge OUT IN... [--format text|json] [--quiet]`: joins experiment databases (the
+// shards of `pipette sweep SPEC --shard K/N`) into OUT (store/db_merge.h: ids remapped, a sweep
+// point's first finished run kept, provenance in `merged_runs`, one transaction, inputs read only).
+// On a terminal a merge past 2 s shows a progress line (runs merged of all inputs'), unless
+// --quiet.
 #include <fmt/core.h>
 
 #include <iostream>
@@ -10,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_store.h"
+#include "pipette/common/progress_line.h"
 #include "pipette/report/merge_report.h"
 #include "pipette/store/db_merge.h"
 
@@ -20,10 +23,17 @@ struct MergeOptions {
   std::string out;
   std::vector<std::string> inputs;
   std::string format = "text";
+  bool quiet = false;
 };
 
 int RunMerge(const MergeOptions& o) {
-  Result<MergeReport> report = MergeDatabases(o.out, o.inputs);
+  ProgressLine line("pipette db merge", stderr, ProgressWanted(o.quiet));
+  MergeProgress progress{[&](std::int64_t done, std::int64_t total) {
+    line.Update(static_cast<double>(done), static_cast<double>(total),
+                fmt::format("{} of {} runs", done, total));
+  }};
+  Result<MergeReport> report = MergeDatabases(o.out, o.inputs, progress);
+  line.End();
   if (!report.ok()) return ReportError("db merge", report.status());
   if (o.format == "json") {
     std::cout << MergeJson(o.out, *report).dump() << "\n";
@@ -52,6 +62,7 @@ void RegisterDbCommands(CLI::App& app, int& exit_code) {
   merge->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  merge->add_flag("--quiet", o->quiet, "No progress line on the terminal (shown past 2 s)");
   merge->callback([o, &exit_code] { exit_code = RunMerge(*o); });
 }
 

@@ -34,6 +34,7 @@
 #include "pipette/cluster/cluster_registry.h"
 #include "pipette/common/duration_limit.h"
 #include "pipette/common/printable.h"
+#include "pipette/common/progress_line.h"
 #include "pipette/partition/model_plan.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
@@ -231,6 +232,13 @@ int RunModel(const SimulateOptions& o) {
       });
 }
 
+// A count as a progress line shows it: 950, 12.3 k, 4.56 M.
+std::string Count(std::int64_t n) {
+  if (n < 10000) return std::to_string(n);
+  if (n < 1000000) return fmt::format("{:.1f} k", static_cast<double>(n) / 1e3);
+  return fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
+}
+
 int Run(const SimulateOptions& o) {
   // Checked before anything is recorded, with or without --ideal-network (which alone uses it).
   if (!(o.latency_us >= 0 && o.latency_us <= kMaxCost)) {
@@ -244,6 +252,15 @@ int Run(const SimulateOptions& o) {
         "is the cluster's (--cluster)",
         o.latency_us)));
   }
+  // On a terminal, past 2 s: the instructions executed and the simulated time so far.
+  ProgressLine progress("pipette simulate", stderr, ProgressWanted(o.quiet));
+  SetSimulationProgress({[&](std::int64_t executed, std::int64_t total, double simulated_s) {
+                           progress.Update(static_cast<double>(executed),
+                                           static_cast<double>(total),
+                                           fmt::format("{} of {} instructions, {:.4g} s simulated",
+                                                       Count(executed), Count(total), simulated_s));
+                         },
+                         std::int64_t{1} << 14, [&] { progress.End(); }});
   if (o.fit_option->count() > 0) return RunFitPrediction(o);
   if (Status checked = CheckCostsFromOptions(o); !checked.ok()) return SimulateFail(checked);
   if (o.costs_from_option->count() > 0) return RunCostsFrom(o);

@@ -73,6 +73,8 @@ void AddProgramOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_flag("--ideal-network", o.ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us")
       ->group(kProgramGroup);
+  cmd->add_flag("--quiet", o.quiet,
+                "No progress line on the terminal (shown past 2 s while the simulation runs)");
   cmd->add_flag("--every-replica", o.every_replica, "Simulate every replica, even alike ones")
       ->group(kProgramGroup);
   o.latency_option = cmd->add_option("--latency-us", o.latency_us,

@@ -35,6 +35,7 @@ struct SimulateOptions {
   std::string times;
   bool ideal_network = false;
   bool every_replica = false;
+  bool quiet = false;  // no progress line
   double latency_us = 0;
   int steps = 1;
   std::string format = "text";

@@ -1,4 +1,5 @@
-// `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run] [--shard K/N|auto] [--figures-only]`:
+// `pipette sweep SPEC.toml [--db FILE] [-j N] [--dry-run] [--shard K/N|auto] [--figures-only]
+// [--quiet]`:
 // runs every point of a study
 // (docs/experiments.md) as a `pipette simulate` child process (or, for `command = "train"`, an
 // `mpirun -np P*DP pipette-train` child: measured runs) recording into the experiment
@@ -26,6 +27,7 @@
 #include "cli/mpi_launcher.h"
 #include "cli/run_store.h"
 #include "pipette/common/printable.h"
+#include "pipette/common/progress_line.h"
 #include "pipette/store/experiment_db.h"
 #include "pipette/study/sweep_followups.h"
 #include "pipette/study/sweep_progress.h"
@@ -87,7 +89,7 @@ std::vector<PointResult> RunPoints(const SweepSpec& spec, const SweepOptions& o,
                                    const std::vector<std::size_t>& todo) {
   std::vector<ChildCommand> children;
   for (const std::size_t k : todo) children.push_back(ChildOf(spec, o, points[k]));
-  SweepProgress progress(todo.size(), stderr, ::isatty(STDERR_FILENO) == 1);
+  SweepProgress progress(todo.size(), stderr, ProgressWanted(o.quiet), o.quiet);
   progress.Draw();
   std::vector<PointResult> results = RunChildren(
       children, o.jobs,
@@ -207,6 +209,9 @@ void RegisterSweepCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--dry-run", o->dry_run, "List the points (and which are done) without running");
+  cmd->add_flag("--quiet", o->quiet,
+                "No progress line and no line per point that ran (invalid and failed points are "
+                "still reported)");
   CLI::Option* shard = cmd->add_option(
       "--shard", o->shard,
       "Run only shard K of N (K/N: points i with i mod N = K), or 'auto' (K and N from "

@@ -16,6 +16,7 @@ struct SweepOptions {
   bool dry_run = false;
   std::string shard;          // "K/N" or "auto"; empty: every point (study/sweep_shard.h)
   bool figures_only = false;  // run no point; draw the figures from the database
+  bool quiet = false;         // no progress line, no line per point that ran
 };
 
 // --dry-run: the points, which are done (reading never creates the database) and the figures.

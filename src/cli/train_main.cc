@@ -22,9 +22,11 @@
 #include "cli/run_store.h"
 #include "cli/train_options.h"
 #include "cli/train_report.h"
+#include "cpu/blas_kernel.h"
 #include "cpu/memory_estimate.h"
 #include "cpu/trainer.h"
 #include "pipette/common/printable.h"
+#include "pipette/common/progress_line.h"
 #include "pipette/store/training_run.h"
 #if PIPETTE_HAS_CUDA_ENGINE
 #include "cuda/nccl_trainer.h"
@@ -181,10 +183,17 @@ int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank
                    std::optional<RunRecorder>& recorder) {
   const bool text = rank == 0 && o.format == "text";
   if (text) std::cout << TrainingHeader(SettingsOf(o), plan);
+  // On a terminal, past 2 s: the steps done and the time left, under the step lines.
+  ProgressLine progress("pipette train", stderr, rank == 0 && ProgressWanted(o.quiet));
   const StepCallback on_step = [&](int step, double loss, double seconds) {
+    progress.End();
     if (text) std::cout << TrainingStepLine(plan, step, loss, seconds) << std::flush;
+    progress.Update(
+        step + 1, o.train.steps,
+        fmt::format("{} of {} steps, the last {:.3g} s", step + 1, o.train.steps, seconds));
   };
   Result<TrainReport> report = TrainOnEngine(o, plan, dog, on_step, recorder);
+  progress.End();
   if (!report.ok()) {
     // A GPU rank's own failure (a CUDA, cuBLAS or NCCL error) is known to that rank alone: it
     // says so and ends the job, so that no peer waits for it until the watchdog.
@@ -264,6 +273,7 @@ extern "C" int __lsan_is_turned_off() { return 1; }
 #endif
 
 int main(int argc, char** argv) {
+  pipette::cpu::EnsureBlasKernel(argv);  // may execute this program again, before MPI starts
   pipette::cli::IgnoreFileSizeSignal();
   using namespace pipette::cli;
   using pipette::kExitFailure;

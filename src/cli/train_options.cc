@@ -74,6 +74,8 @@ void AddTrainOptions(CLI::App* cmd, const std::shared_ptr<TrainCommandOptions>& 
   cmd->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--quiet", o->quiet,
+                "No progress line on the terminal (world rank 0, past 2 s: steps done, time left)");
   AddRecordOptions(cmd, o->record);
 }
 

@@ -16,6 +16,7 @@ struct TrainCommandOptions {
   std::string engine = "cpu";
   TrainOptions train;
   std::string format = "text";
+  bool quiet = false;  // no progress line
   double tolerance = 1e-5;
   RecordOptions record;
   CLI::Option* p_option = nullptr;

@@ -363,8 +363,19 @@ int IndexOf(const std::vector<std::string>& columns, std::string_view name) {
   return static_cast<int>(std::find(columns.begin(), columns.end(), name) - columns.begin());
 }
 
+// The runs merged so far and in all inputs, for MergeProgress.
+struct RunsDone {
+  const MergeProgress* progress = nullptr;
+  std::int64_t done = 0;
+  std::int64_t total = 0;
+  void One() {
+    ++done;
+    if (progress->report) progress->report(done, total);
+  }
+};
+
 Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Layout& layout,
-                 OutIndex& index, InputMaps& maps, MergeSourceReport& report) {
+                 OutIndex& index, InputMaps& maps, MergeSourceReport& report, RunsDone& runs) {
   const std::vector<std::string>& columns = layout.run_columns;
   const int experiment_col = IndexOf(columns, "experiment_id"),
             config_col = IndexOf(columns, "config");
@@ -380,6 +391,7 @@ Status MergeRuns(sqlite3* in, sqlite3* out, const std::string& source, const Lay
   int rc;
   while ((rc = read.Step()) == SQLITE_ROW) {
     ++report.runs;
+    runs.One();
     InputRun run{read.Int(0),
                  {read.Text(1), read.Int(2), read.Text(3), read.Text(4)},
                  {},
@@ -445,11 +457,18 @@ Result<Connection> OpenInput(const std::string& path) {
 
 // Merges every input into `out` (an open connection) in one transaction.
 Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
-                std::vector<Connection>& connections, MergeReport& report) {
+                std::vector<Connection>& connections, MergeReport& report,
+                const MergeProgress& progress) {
   Transaction tx(out);  // rolls back on every error below
   PIPETTE_RETURN_IF_ERROR(tx.Begin());
   PIPETTE_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(out));
   PIPETTE_ASSIGN_OR_RETURN(OutIndex index, IndexOut(out));
+  RunsDone runs{&progress};
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    Statement count(connections[k].get(), "SELECT COUNT(*) FROM runs");
+    PIPETTE_RETURN_IF_ERROR(count.status("count runs"));
+    if (count.Step() == SQLITE_ROW) runs.total += count.Int(0);
+  }
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     sqlite3* in = connections[k].get();
     MergeSourceReport source{inputs[k]};
@@ -459,7 +478,9 @@ Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
     Status s = MergeExperiments(in, out, index, maps, source);
     if (s.ok()) s = MergeCalibrations(in, out, layout, index, maps, source);
     if (s.ok()) s = MergeFits(in, out, index, maps, source);
-    if (s.ok()) s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source);
+    if (s.ok()) {
+      s = MergeRuns(in, out, error ? inputs[k] : absolute, layout, index, maps, source, runs);
+    }
     if (s.ok()) s = RemapFitRuns(out, maps);
     if (!s.ok()) return InInput(inputs[k], s);
     report.sources.push_back(std::move(source));
@@ -469,7 +490,8 @@ Status MergeAll(sqlite3* out, const std::vector<std::string>& inputs,
 
 }  // namespace
 
-Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std::string>& inputs) {
+Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std::string>& inputs,
+                                   const MergeProgress& progress) {
   if (inputs.empty()) return Status::InvalidArgument("db merge: give at least one input database");
   PIPETTE_RETURN_IF_ERROR(CheckDatabasePath(out));
   std::vector<Connection> connections;
@@ -500,7 +522,7 @@ Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std
     merged = connection.OpenStatus(fmt::format("OUT '{}'", out));
     if (merged.ok()) {
       (void)connection.Exec("PRAGMA foreign_keys = ON");
-      merged = MergeAll(connection.get(), inputs, connections, report);
+      merged = MergeAll(connection.get(), inputs, connections, report, progress);
     }
   }
   if (!merged.ok()) {

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,10 +62,17 @@ struct MergeReport {
   std::vector<MergeSourceReport> sources;
 };
 
+// How far a merge is (pipette db merge's progress line): `report` is called after every run of the
+// inputs, copied or not, with the runs done and the runs of all inputs.
+struct MergeProgress {
+  std::function<void(std::int64_t done, std::int64_t total)> report;
+};
+
 // Merges `inputs` into `out` (created when missing) as described above. Errors: InvalidArgument for
 // no input or an input that is OUT itself; NotFound for a missing input; FailedPrecondition naming
 // the file for an input of another schema version; IoError naming the file for an input that is
 // not a pipette database or cannot be read, and for a failed write (OUT unchanged in every case).
-Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std::string>& inputs);
+Result<MergeReport> MergeDatabases(const std::string& out, const std::vector<std::string>& inputs,
+                                   const MergeProgress& progress = {});
 
 }  // namespace pipette

@@ -19,8 +19,12 @@ std::string MinutesSeconds(double seconds) {
 
 }  // namespace
 
-SweepProgress::SweepProgress(std::size_t total, std::FILE* out, bool terminal)
-    : total_(total), out_(out), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
+SweepProgress::SweepProgress(std::size_t total, std::FILE* out, bool terminal, bool quiet)
+    : total_(total),
+      out_(out),
+      terminal_(terminal && !quiet),
+      quiet_(quiet),
+      start_(std::chrono::steady_clock::now()) {}
 
 void SweepProgress::Finished(const SweepPoint& point, const PointResult& r) {
   ++finished_;
@@ -43,6 +47,9 @@ void SweepProgress::Finished(const SweepPoint& point, const PointResult& r) {
       break;
   }
   const std::string counter = fmt::format("[{}/{}]", finished_, total_);
+  const bool ran =
+      r.outcome == PointResult::Outcome::kRan || r.outcome == PointResult::Outcome::kHeld;
+  if (quiet_ && ran) return;
   if (!terminal_) {
     fmt::print(out_, "{} {}\n", counter, line);
   } else if (r.outcome != PointResult::Outcome::kRan) {

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package pipette needs (idempotent). Run as root, or as a user with sudo.
 # Packages already present are not reinstalled; apt-get update runs only when something is missing.
+#   bash scripts/install-deps.sh [--browser]
+# --browser also installs Debian's headless Chromium, which only the test of `pipette report`'s page
+# uses (ReportBrowser.*: skipped, saying so, without it); scripts/test.sh passes it.
 set -euo pipefail
 
 packages=(
@@ -20,6 +23,12 @@ packages=(
   # clang, so named here), llvm-symbolizer for readable sanitizer reports. g++ brings ASan/UBSan.
   clang libclang-rt-14-dev llvm-14
 )
+if [ "${1:-}" = "--browser" ]; then
+  packages+=(chromium-headless-shell)
+elif [ $# -gt 0 ]; then
+  echo "install-deps: unknown option '$1' (the one option is --browser)" >&2
+  exit 2
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -7,7 +7,7 @@
 # to choose others, e.g. `scripts/test.sh -L golden` or `scripts/test.sh -L slow` (build/ only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --browser  # the headless browser for the report test
 bash scripts/build.sh
 run_ctest() { ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@"; }
 if [ $# -eq 0 ]; then

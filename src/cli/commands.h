@@ -35,6 +35,8 @@ void RegisterCalibrationCommands(CLI::App& app, int& exit_code);
 void RegisterFitCommands(CLI::App& app, int& exit_code);
 // `import pytorch TRACE...` (import_command.cc): a run of another framework, from its traces.
 void RegisterImportCommands(CLI::App& app, int& exit_code);
+// `pipette report`: a study as one static HTML page (report_command.cc).
+void RegisterReportCommand(CLI::App& app, int& exit_code);
 // The commands that live in a binary of their own (MPI: SimGrid exports MPI symbols of its own).
 inline constexpr const char* kSiblingCommands[] = {"train", "calibrate"};
 // `pipette COMMAND ARGS` for COMMAND = argv[1] in kSiblingCommands: replaces this process with

@@ -44,6 +44,7 @@ int Run(int argc, char** argv) {
   pipette::cli::RegisterCalibrationCommands(app, exit_code);
   pipette::cli::RegisterFitCommands(app, exit_code);
   pipette::cli::RegisterImportCommands(app, exit_code);
+  pipette::cli::RegisterReportCommand(app, exit_code);
   // Listed for --help; main() hands `pipette train ...` to the pipette-train binary first.
   pipette::cli::AddTrainSubcommand(app);
 

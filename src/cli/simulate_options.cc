@@ -73,8 +73,6 @@ void AddProgramOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_flag("--ideal-network", o.ideal_network,
                 "Unbounded bandwidth; every message takes --latency-us")
       ->group(kProgramGroup);
-  cmd->add_flag("--quiet", o.quiet,
-                "No progress line on the terminal (shown past 2 s while the simulation runs)");
   cmd->add_flag("--every-replica", o.every_replica, "Simulate every replica, even alike ones")
       ->group(kProgramGroup);
   o.latency_option = cmd->add_option("--latency-us", o.latency_us,
@@ -175,6 +173,9 @@ void AddSimulateOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_option("--format", o.format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}))
+      ->group(kOutputGroup);
+  cmd->add_flag("--quiet", o.quiet,
+                "No progress line on the terminal (shown past 2 s while the simulation runs)")
       ->group(kOutputGroup);
   AddRecordOptions(cmd, o.record);
 }

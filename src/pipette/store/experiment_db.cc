@@ -303,4 +303,14 @@ Result<std::optional<std::int64_t>> ExperimentDb::FindExperiment(std::string_vie
   return std::optional<std::int64_t>();
 }
 
+Result<std::vector<ExperimentInfo>> ExperimentDb::ListExperiments() {
+  Statement s(db_.get(), "SELECT id, name, description, spec FROM experiments ORDER BY id");
+  PIPETTE_RETURN_IF_ERROR(s.status("list experiments"));
+  std::vector<ExperimentInfo> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Int(0), s.Text(1), s.Text(2), s.Text(3)});
+  PIPETTE_RETURN_IF_ERROR(s.Done(rc, "list experiments"));
+  return out;
+}
+
 }  // namespace pipette

@@ -72,6 +72,14 @@ struct RepairedRun {
   std::optional<int> steps_kept;
 };
 
+// An experiment: a sweep's spec text (`pipette sweep` stores it) or empty.
+struct ExperimentInfo {
+  std::int64_t id = 0;
+  std::string name;
+  std::string description;
+  std::string spec;
+};
+
 struct RunFilter {
   std::optional<std::int64_t> experiment_id;
   std::optional<std::string> status;
@@ -137,6 +145,8 @@ class ExperimentDb {
   Result<std::int64_t> EnsureExperiment(std::string_view name, std::string_view description,
                                         std::string_view spec);
   Result<std::optional<std::int64_t>> FindExperiment(std::string_view name);
+  // Every experiment, by id.
+  Result<std::vector<ExperimentInfo>> ListExperiments();
 
   // Inserts `run` with status `running` and returns its id. Empty host, pid and started_at are
   // filled in (this machine, this process, now). `point_key` (optional) names the run's point in

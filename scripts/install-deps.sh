@@ -3,7 +3,8 @@
 # Packages already present are not reinstalled; apt-get update runs only when something is missing.
 #   bash scripts/install-deps.sh [--browser]
 # --browser also installs Debian's headless Chromium, which only the test of `pipette report`'s page
-# uses (ReportBrowser.*: skipped, saying so, without it); scripts/test.sh passes it.
+# uses (ReportBrowser.*: skipped, saying so, without it); scripts/test.sh runs it after the rest,
+# and carries on without the browser where it cannot be installed.
 set -euo pipefail
 
 packages=(

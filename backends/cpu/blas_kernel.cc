@@ -40,13 +40,19 @@ void EnsureBlasKernel(char** argv) {
   const std::optional<std::string> core =
       BlasCoreOverride(corename != nullptr ? corename : "", ThisCpu());
   if (!core) return;
-  ::setenv("OPENBLAS_CORETYPE", core->c_str(), 1);
-  ::setenv("PIPETTE_BLAS_CHOSEN", corename, 1);  // what OpenBLAS chose, for the record
-  ::execv("/proc/self/exe", argv);
+  // The variable set is what keeps the program from executing itself again: without it, no exec.
+  if (::setenv("OPENBLAS_CORETYPE", core->c_str(), 1) != 0) return;
+  if (::setenv("PIPETTE_BLAS_CHOSEN", corename, 1) == 0) {  // what OpenBLAS chose, for the record
+    ::execv("/proc/self/exe", argv);
+  }
+  const int error = errno;
+  // Still OpenBLAS's own kernels: neither this program's note nor its children may say otherwise.
+  ::unsetenv("OPENBLAS_CORETYPE");
+  ::unsetenv("PIPETTE_BLAS_CHOSEN");
   fmt::print(stderr,
              "pipette: OpenBLAS chose its generic {} kernels on a CPU with {}; executing again "
              "with OPENBLAS_CORETYPE={} failed ({}): carrying on with the slow kernels\n",
-             corename, *core == "SkylakeX" ? "AVX-512" : "AVX2", *core, std::strerror(errno));
+             corename, *core == "SkylakeX" ? "AVX-512" : "AVX2", *core, std::strerror(error));
 }
 
 std::string BlasKernelNote() {

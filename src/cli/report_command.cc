@@ -5,13 +5,19 @@
 // predictions. Without --experiment the database's one experiment (or, with none, all its runs).
 // The page is written whole or not at all; the figures are drawn aside and inlined.
 #include <fmt/core.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/commands.h"
@@ -71,7 +77,8 @@ Result<StudyFigure> Draw(PlotKind kind, const std::vector<RunData>& runs, PlotOp
   std::ifstream in(options.out);
   std::stringstream text;
   text << in.rdbuf();
-  std::filesystem::remove(options.out);
+  std::error_code ignored;
+  std::filesystem::remove(options.out, ignored);
   const std::string svg = InlineSvg(text.str());
   if (svg.empty()) return Status::IoError(fmt::format("figure '{}': gnuplot wrote no SVG", title));
   return StudyFigure{title, svg};
@@ -79,31 +86,66 @@ Result<StudyFigure> Draw(PlotKind kind, const std::vector<RunData>& runs, PlotOp
 
 // The runs a spec figure selects: each selected point's finished run (and its prediction), as
 // `pipette sweep` draws it.
-std::vector<RunData> FigureRuns(ExperimentDb& db, std::int64_t experiment, const SweepSpec& spec,
-                                const SweepFigure& figure) {
+Result<std::vector<RunData>> FigureRuns(ExperimentDb& db, std::int64_t experiment,
+                                        const SweepSpec& spec, const SweepFigure& figure) {
   std::vector<RunData> runs;
   for (const SweepPoint& point : ExpandPoints(spec)) {
     if (!FigureSelects(figure, point)) continue;
     for (const std::string& key : {point.key, point.key + std::string(kPredictedKeySuffix)}) {
-      Result<std::optional<std::int64_t>> id = db.FindFinishedRun(experiment, key);
-      if (!id.ok() || !*id) continue;
-      Result<RunData> run = db.LoadRun(**id, figure.kind == "timeline");
-      if (run.ok()) runs.push_back(std::move(*run));
+      PIPETTE_ASSIGN_OR_RETURN(const std::optional<std::int64_t> id,
+                               db.FindFinishedRun(experiment, key));
+      if (!id) continue;
+      PIPETTE_ASSIGN_OR_RETURN(RunData run, db.LoadRun(*id, figure.kind == "timeline"));
+      runs.push_back(std::move(run));
     }
   }
   return runs;
 }
 
-// The study's figures: the spec's, then compare and errors of the predictions if none compares.
-std::vector<StudyFigure> StudyFigures(ExperimentDb& db, const std::optional<ExperimentInfo>& e,
-                                      const std::vector<RunData>& runs, const std::string& dir) {
-  std::vector<StudyFigure> figures;
-  const auto note = [](const std::string& title, const Status& s) {
-    fmt::print(stderr, "pipette report: warning: figure '{}' not drawn: {}\n", title, s.message());
+// Every prediction's newest run (a simulated run of a recorded run of the study; several
+// predictions of one run, e.g. with medians and with means: the last) after the run it predicts.
+std::vector<RunData> NewestPredictions(const std::vector<RunData>& runs) {
+  std::map<std::int64_t, const RunData*> newest;  // measured run id -> its newest prediction
+  std::map<std::int64_t, const RunData*> by_id;
+  for (const RunData& run : runs) by_id[run.run.id] = &run;
+  for (const RunData& run : runs) {
+    const std::optional<std::int64_t> of = ReadRunConfig(run.run.config).costs_from;
+    if (run.run.engine != "sim" || !of || run.run.status != kRunOk || !by_id.contains(*of)) {
+      continue;
+    }
+    const RunData*& kept = newest[*of];
+    if (kept == nullptr || kept->run.id < run.run.id) kept = &run;
+  }
+  std::vector<RunData> pairs;
+  for (const auto& [measured, prediction] : newest) {
+    pairs.push_back(*prediction);
+    pairs.push_back(*by_id[measured]);
+  }
+  return pairs;
+}
+
+// The study's figures into `report`: the spec's, then compare and errors of the predictions if
+// none compares. A figure that cannot be drawn for the runs it has (a key they lack, runs that do
+// not pair) is named in `report.not_drawn`; gnuplot's failure or the database's is the command's.
+Status StudyFigures(ExperimentDb& db, const std::optional<ExperimentInfo>& e,
+                    const std::string& dir, StudyReport& report) {
+  const auto keep = [&](const std::string& title, Result<StudyFigure> drawn) -> Status {
+    if (drawn.ok()) {
+      report.figures.push_back(std::move(*drawn));
+      return Status::Ok();
+    }
+    if (drawn.status().code() != StatusCode::kInvalidArgument) return drawn.status();
+    fmt::print(stderr, "pipette report: warning: figure '{}' not drawn: {}\n", title,
+               drawn.status().message());
+    report.not_drawn.push_back(title + ": " + std::string(drawn.status().message()));
+    return Status::Ok();
   };
   bool compared = false;
   if (e && !e->spec.empty()) {
     Result<SweepSpec> spec = ParseSweepSpec(e->spec, "experiment " + e->name + "'s spec");
+    if (!spec.ok()) {
+      report.not_drawn.push_back("the spec's figures: " + std::string(spec.status().message()));
+    }
     for (const SweepFigure& f : spec.ok() ? spec->figures : std::vector<SweepFigure>{}) {
       const std::string title = fmt::format("{}: {}", f.kind, f.out);
       PlotOptions options;
@@ -111,44 +153,62 @@ std::vector<StudyFigure> StudyFigures(ExperimentDb& db, const std::optional<Expe
       if (f.kind == "errors" && f.x.empty()) options.x_key = "schedule";
       options.colour_by = f.colour_by;
       options.marker_by = f.marker_by;
-      Result<PlotKind> kind = ParsePlotKind(f.kind);
-      Result<StudyFigure> drawn =
-          kind.ok() ? Draw(*kind, FigureRuns(db, e->id, *spec, f), options, dir, title)
-                    : Result<StudyFigure>(kind.status());
-      if (!drawn.ok()) {
-        note(title, drawn.status());
-        continue;
-      }
+      PIPETTE_ASSIGN_OR_RETURN(const PlotKind kind, ParsePlotKind(f.kind));
+      PIPETTE_ASSIGN_OR_RETURN(const std::vector<RunData> runs, FigureRuns(db, e->id, *spec, f));
+      PIPETTE_RETURN_IF_ERROR(keep(title, Draw(kind, runs, options, dir, title)));
       compared = compared || f.kind == "compare";
-      figures.push_back(std::move(*drawn));
     }
   }
-  if (compared) return figures;
-  // The predictions (simulated runs of a recorded run of the study) and the runs they predict.
-  std::vector<RunData> pairs;
-  for (const RunData& run : runs) {
-    const std::optional<std::int64_t> of = ReadRunConfig(run.run.config).costs_from;
-    if (run.run.engine != "sim" || !of || run.run.status != kRunOk) continue;
-    for (const RunData& measured : runs) {
-      if (measured.run.id != *of) continue;
-      pairs.push_back(run);
-      pairs.push_back(measured);
-    }
-  }
-  if (pairs.empty()) return figures;
+  if (compared) return Status::Ok();
+  const std::vector<RunData> pairs = NewestPredictions(report.runs);
+  if (pairs.empty()) return Status::Ok();
   PlotOptions errors;
   errors.x_key = "schedule";
   for (const auto& [kind, options, title] :
        {std::tuple{PlotKind::kCompare, PlotOptions{}, "compare: every prediction"},
         std::tuple{PlotKind::kErrors, errors, "errors: every prediction, by schedule"}}) {
-    Result<StudyFigure> drawn = Draw(kind, pairs, options, dir, title);
-    if (drawn.ok()) {
-      figures.push_back(std::move(*drawn));
-    } else {
-      note(title, drawn.status());
-    }
+    PIPETTE_RETURN_IF_ERROR(keep(title, Draw(kind, pairs, options, dir, title)));
   }
-  return figures;
+  return Status::Ok();
+}
+
+// A scratch directory for the figures (under $TMPDIR), removed when it goes.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != 0 ? tmp : "/tmp") + "/pipette-report-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }  // empty: it could not be made
+
+ private:
+  std::string path_;
+};
+
+// The page, written whole into DIR/index.html (or not at all).
+Status WritePage(const ReportOptions& o, const StudyReport& report) {
+  std::error_code error;
+  std::filesystem::create_directories(o.out, error);
+  if (error) {
+    return Status::IoError(
+        fmt::format("--out = '{}': cannot create the directory: {}", o.out, error.message()));
+  }
+  const std::string page = o.out + "/index.html";
+  ReplacingFile file(page);
+  std::ofstream out(file.write_path());
+  out << StudyReportHtml(report, fmt::format("pipette {} ({})", Version(), GitRevision()));
+  out.close();
+  if (!out) {
+    return Status::IoError(
+        fmt::format("--out = '{}': cannot write {}: {}", o.out, page, std::strerror(errno)));
+  }
+  return file.Commit();
 }
 
 int RunReport(const ReportOptions& o) {
@@ -171,27 +231,17 @@ int RunReport(const ReportOptions& o) {
     if (!run.ok()) return ReportFail(run.status());
     report.runs.push_back(std::move(*run));
   }
-  std::error_code error;
-  std::filesystem::create_directories(o.out, error);
-  if (error) {
+  const ScratchDir scratch;
+  if (scratch.path().empty()) {
     return ReportFail(Status::IoError(
-        fmt::format("--out = '{}': cannot create the directory: {}", o.out, error.message())));
+        fmt::format("cannot make a scratch directory for the figures under $TMPDIR: {}",
+                    std::strerror(errno))));
   }
-  const std::string dir = fmt::format("{}/.figures-{}", o.out, ::getpid());
-  std::filesystem::create_directories(dir, error);
-  report.figures = StudyFigures(*db, *experiment, report.runs, dir);
-  std::filesystem::remove_all(dir, error);
-  const std::string page = o.out + "/index.html";
-  ReplacingFile file(page);
-  {
-    std::ofstream out(file.write_path());
-    out << StudyReportHtml(report, fmt::format("pipette {} ({})", Version(), GitRevision()));
-    if (!out) {
-      return ReportFail(Status::IoError(fmt::format("--out = '{}': cannot write {}", o.out, page)));
-    }
+  if (Status s = StudyFigures(*db, *experiment, scratch.path(), report); !s.ok()) {
+    return ReportFail(s);
   }
-  if (Status s = file.Commit(); !s.ok()) return ReportFail(s);
-  fmt::print("{}\n", page);
+  if (Status s = WritePage(o, report); !s.ok()) return ReportFail(s);
+  fmt::print("{}/index.html\n", o.out);
   return kExitOk;
 }
 

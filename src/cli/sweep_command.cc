@@ -71,8 +71,9 @@ bool HasSubcommand(const CLI::App& app, const std::string& name) {
 // as `pipette calibrate` launches itself).
 ChildCommand ChildOf(const SweepSpec& spec, const SweepOptions& o, const SweepPoint& point) {
   std::vector<std::string> args = PointArguments(point);
+  // --quiet: a child's progress line would land in the message the sweep reports for it.
   for (const char* a : {"--db", o.db.c_str(), "--experiment", spec.name.c_str(), "--point-key",
-                        point.key.c_str(), "--format", "json"}) {
+                        point.key.c_str(), "--format", "json", "--quiet"}) {
     args.emplace_back(a);
   }
   if (spec.command == "train") {

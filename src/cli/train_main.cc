@@ -16,6 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "cli/exit_code.h"
 #include "cli/option_checks.h"
@@ -183,8 +184,19 @@ int TrainAndReport(const TrainCommandOptions& o, const TrainPlan& plan, int rank
                    std::optional<RunRecorder>& recorder) {
   const bool text = rank == 0 && o.format == "text";
   if (text) std::cout << TrainingHeader(SettingsOf(o), plan);
-  // On a terminal, past 2 s: the steps done and the time left, under the step lines.
-  ProgressLine progress("pipette train", stderr, rank == 0 && ProgressWanted(o.quiet));
+  // On a terminal, past 2 s: the steps done and the time left, under the step lines. Under mpirun
+  // the rank's standard error reaches the terminal through a pipe apart from its output: the line
+  // goes to standard output then (text only, where mpirun's is a terminal), in order with the
+  // steps.
+  std::FILE* stream = stderr;
+  bool wanted = rank == 0 && ProgressWanted(o.quiet);
+  const char* setting = std::getenv("PIPETTE_PROGRESS");
+  if (rank == 0 && !wanted && text && !o.quiet &&
+      (setting == nullptr || std::string_view(setting) != "0") && LauncherOutputIsTerminal()) {
+    stream = stdout;
+    wanted = true;
+  }
+  ProgressLine progress("pipette train", stream, wanted);
   const StepCallback on_step = [&](int step, double loss, double seconds) {
     progress.End();
     if (text) std::cout << TrainingStepLine(plan, step, loss, seconds) << std::flush;

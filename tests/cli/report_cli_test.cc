@@ -4,12 +4,14 @@
 // page in a real headless browser (Debian's chromium-headless-shell or chromium, installed by
 // scripts/install-deps.sh --browser; the test is skipped, saying so, where neither is): every
 // figure renders and the table has the runs' rows.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "pipette_runner.h"
 
@@ -25,8 +27,8 @@ std::size_t Count(const std::string& text, const std::string& part) {
 }
 
 // A simulated study of 4 points (1F1B and ZB-H1 at m = 4 and 8) with a bubble and a steptime
-// figure, swept into `db`.
-void SweepStudy(const std::string& db) {
+// figure (grouped by `steptime_x`, default m), swept into `db`.
+void SweepStudy(const std::string& db, const std::string& steptime_x = "") {
   std::ofstream(ScratchDir() + "/report-study.toml") << R"(name = "report-study"
 description = "Two schedules, two microbatch counts"
 [fixed]
@@ -42,9 +44,10 @@ out = "report-bubble.png"
 [[figures]]
 kind = "steptime"
 out = "report-steptime.png"
-)";
+)" << (steptime_x.empty() ? "" : "x = \"" + steptime_x + "\"\n");
   const CommandResult sweep = Pipette("sweep report-study.toml --quiet --db " + db);
-  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  // A figure the sweep cannot draw fails the sweep (exit 1) once its points have run.
+  ASSERT_EQ(sweep.exit_code, steptime_x.empty() ? 0 : 1) << sweep.out << sweep.err;
 }
 
 TEST(ReportCli, TheStudysRunsAndEveryFigureInlineOnOnePage) {
@@ -72,7 +75,12 @@ TEST(ReportCli, TheStudysRunsAndEveryFigureInlineOnOnePage) {
   EXPECT_TRUE(Contains(html, "<figcaption>steptime: report-steptime.png</figcaption>"));
   EXPECT_FALSE(Contains(html, "<script"));
   EXPECT_FALSE(Contains(html, "<?xml"));  // gnuplot's prolog is not inlined
-  EXPECT_FALSE(std::filesystem::exists(ScratchDir() + "/report-out/report-bubble.png"));
+  // Nothing but the page is left in the directory (the figures were drawn aside).
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(ScratchDir() + "/report-out")) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"index.html"});
 }
 
 TEST(ReportCli, PredictionsAddTheirErrorAndTheCompareAndErrorsFigures) {
@@ -83,15 +91,50 @@ TEST(ReportCli, PredictionsAddTheirErrorAndTheCompareAndErrorsFigures) {
   const CommandResult sim =
       Pipette("simulate --costs-from 1 --db pred.db --experiment pred --quiet --format json");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
-  const CommandResult r = Pipette("report --db pred.db --out pred-out");
+  CommandResult r = Pipette("report --db pred.db --out pred-out");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string html = ReadFile(ScratchDir() + "/pred-out/index.html");
+  std::string html = ReadFile(ScratchDir() + "/pred-out/index.html");
   EXPECT_EQ(Count(html, "<tr><td>"), 2u);
   EXPECT_EQ(Count(html, "<svg"), 2u);
   EXPECT_TRUE(Contains(html, "<figcaption>compare: every prediction</figcaption>"));
   EXPECT_TRUE(Contains(html, "<figcaption>errors: every prediction, by schedule</figcaption>"));
   // The error is in both rows: the prediction's and the measured run's ("+1.23%" or "-0.45%").
   EXPECT_EQ(Count(html, "%</td></tr>"), 2u) << html;
+  // A second prediction of the same run (with means): the figures pair the run with its newest
+  // prediction, and the measured row shows that one's error.
+  ASSERT_EQ(Pipette("simulate --costs-from 1 --cost-statistic mean --db pred.db --experiment pred "
+                    "--format json")
+                .exit_code,
+            0);
+  r = Pipette("report --db pred.db --out pred-out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  html = ReadFile(ScratchDir() + "/pred-out/index.html");
+  EXPECT_EQ(Count(html, "<tr><td>"), 3u);
+  EXPECT_EQ(Count(html, "<svg"), 2u) << r.err;
+  EXPECT_FALSE(Contains(html, "Not drawn"));
+  const auto error_of = [&](int run) {  // the last cell of run `run`'s row
+    const std::size_t row = html.find(fmt::format("<tr><td>{}</td>", run));
+    const std::size_t end = html.find("</td></tr>", row);
+    return html.substr(html.rfind("<td>", end) + 4, end - html.rfind("<td>", end) - 4);
+  };
+  EXPECT_EQ(error_of(1), error_of(3));
+  EXPECT_NE(error_of(2), error_of(3));
+}
+
+TEST(ReportCli, AFigureThatCannotBeDrawnIsNamedOnThePage) {
+  SweepStudy("bad-figure.db", "cluster");  // the steptime figure groups by a key the runs lack
+  const CommandResult r = Pipette("report --db bad-figure.db --out bad-out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "warning: figure 'steptime: report-steptime.png' not drawn: run 1: "
+                       "its configuration has no key 'cluster'"))
+      << r.err;
+  const std::string html = ReadFile(ScratchDir() + "/bad-out/index.html");
+  EXPECT_EQ(Count(html, "<svg"), 1u);
+  EXPECT_TRUE(Contains(html,
+                       "<li>steptime: report-steptime.png: run 1: its configuration has no "
+                       "key &#39;cluster&#39;</li>"))
+      << html;
 }
 
 TEST(ReportCli, RefusesAnUnknownExperimentOrAChoiceToMake) {

@@ -29,7 +29,8 @@ TEST(ProgressLine, DrawsAfterTheDelayAtMostEveryIntervalAndClearsAtTheEnd) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   const auto start = ProgressLine::Clock::now();
-  ProgressLine line("pipette train", f, /*enabled=*/true, /*after_s=*/2.0, /*interval_s=*/0.25);
+  ProgressLine line("pipette train", f, /*enabled=*/true, /*after_s=*/2.0, /*interval_s=*/0.25,
+                    start);
   line.Update(1, 4, "1 of 4 steps", start + milliseconds(1000));  // before the delay
   EXPECT_EQ(Contents(f), "");
   EXPECT_FALSE(line.drawn());
@@ -49,6 +50,17 @@ TEST(ProgressLine, DrawsAfterTheDelayAtMostEveryIntervalAndClearsAtTheEnd) {
   EXPECT_EQ(all.substr(all.size() - 4), "\r\033[K");
   line.End();  // once only
   EXPECT_EQ(Contents(f), all);
+  std::fclose(f);
+}
+
+TEST(ProgressLine, AStreamThatFailsEndsTheLineWithoutFailingTheWork) {
+  std::FILE* f = std::fopen("/dev/full", "w");  // every write fails (ENOSPC)
+  if (f == nullptr) GTEST_SKIP() << "no /dev/full";
+  ProgressLine line("pipette simulate", f, true, 0.0);
+  line.Update(1, 2, "1 of 2", ProgressLine::Clock::now() + milliseconds(10));
+  line.Update(2, 2, "2 of 2", ProgressLine::Clock::now() + milliseconds(1000));
+  line.End();
+  EXPECT_FALSE(line.drawn());
   std::fclose(f);
 }
 
@@ -91,10 +103,11 @@ TEST(ProgressLine, WantedUnlessQuietOrTurnedOff) {
   ::setenv("PIPETTE_PROGRESS", "0", 1);
   EXPECT_FALSE(ProgressWanted(false));
   ::unsetenv("PIPETTE_PROGRESS");
-  // The test's standard error is not a terminal under ctest.
+  // The test's standard error is not a terminal under ctest, and its parent is not mpirun.
   if (::isatty(2) == 0) {
     EXPECT_FALSE(ProgressWanted(false));
   }
+  EXPECT_FALSE(LauncherOutputIsTerminal());
 }
 
 TEST(ProgressLine, TheEnvironmentSetsTheDelay) {

@@ -266,6 +266,9 @@ TEST(SweepSpec, UnknownCommandAndFigureKindAreRejected) {
   EXPECT_EQ(ParseError("[[figures]]\nkind = \"bubble\"\ncolour_by = \"model\"\n"),
             "experiments/bad.toml:3: figures[0].colour_by = \"model\": applies only to kind = "
             "\"compare\"");
+  EXPECT_EQ(ParseError("[[figures]]\nkind = \"compare\"\ncolour_by = \"m\"\nmarker_by = \"m\"\n"),
+            "experiments/bad.toml:4: figures[0].marker_by = \"m\": already its colour_by; a figure "
+            "encodes two different keys (or \"none\")");
 }
 
 TEST(SweepSpec, ACompareFigureNamesItsColourAndMarkerKeys) {

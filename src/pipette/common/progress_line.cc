@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -21,19 +22,9 @@ int Columns(std::FILE* out) {
   return size.ws_col;
 }
 
-// An MPI launcher (Open MPI's mpirun, the parent of the ranks it starts on its own node) forwards a
-// rank's standard error through a pipe as it comes: the rank's progress reaches a person when the
-// launcher's own standard error is a terminal.
-bool LauncherStderrIsTerminal() {
-  if (std::getenv("OMPI_COMM_WORLD_RANK") == nullptr && std::getenv("PMIX_RANK") == nullptr) {
-    return false;
-  }
-  char target[256];
-  const std::string link = fmt::format("/proc/{}/fd/2", ::getppid());
-  const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
-  if (n <= 0) return false;
-  const std::string_view path(target, static_cast<std::size_t>(n));
-  return path.starts_with("/dev/pts/") || path.starts_with("/dev/tty");
+// Writes `text` and flushes; false when the stream failed (a terminal hung up, a dead launcher).
+bool Write(std::FILE* out, const std::string& text) {
+  return std::fputs(text.c_str(), out) >= 0 && std::fflush(out) == 0;
 }
 
 }  // namespace
@@ -43,7 +34,27 @@ bool ProgressWanted(bool quiet) {
   const char* forced = std::getenv("PIPETTE_PROGRESS");
   if (forced != nullptr && std::strcmp(forced, "1") == 0) return true;
   if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
-  return ::isatty(STDERR_FILENO) == 1 || LauncherStderrIsTerminal();
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+bool LauncherOutputIsTerminal() {
+  // Open MPI's mpirun starts the ranks of its own node as its children, their standard output
+  // through a pseudo-terminal whatever its own is: only its own says where the output goes.
+  if (::isatty(STDOUT_FILENO) != 1) return false;
+  char target[4096];
+  const std::string exe = fmt::format("/proc/{}/exe", ::getppid());
+  const ssize_t n = ::readlink(exe.c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return false;
+  const std::string name =
+      std::filesystem::path(std::string(target, static_cast<std::size_t>(n))).filename();
+  if (name != "mpirun" && name != "mpiexec" && name != "orterun" && name != "prterun") {
+    return false;
+  }
+  const std::string fd = fmt::format("/proc/{}/fd/1", ::getppid());
+  const ssize_t m = ::readlink(fd.c_str(), target, sizeof(target) - 1);
+  if (m <= 0) return false;
+  const std::string_view path(target, static_cast<std::size_t>(m));
+  return path.starts_with("/dev/pts/") || path.starts_with("/dev/tty");
 }
 
 std::string Duration(double seconds) {
@@ -60,13 +71,13 @@ std::string TimeLeft(double elapsed_s, double done, double total) {
 }
 
 ProgressLine::ProgressLine(std::string label, std::FILE* out, bool enabled, double after_s,
-                           double interval_s)
+                           double interval_s, Clock::time_point start)
     : label_(std::move(label)),
       out_(out),
       enabled_(enabled),
       after_s_(after_s),
       interval_s_(interval_s),
-      start_(Clock::now()) {
+      start_(start) {
   if (const char* after = std::getenv("PIPETTE_PROGRESS_AFTER"); after != nullptr) {
     char* end = nullptr;
     const double value = std::strtod(after, &end);
@@ -97,15 +108,17 @@ void ProgressLine::Update(double done, double total, std::string_view detail,
   if (drawn_ && std::chrono::duration<double>(now - last_).count() < interval_s_) return;
   last_ = now;
   drawn_ = true;
-  fmt::print(out_, "\r\033[K{}", Text(done, total, detail, elapsed, Columns(out_)));
-  std::fflush(out_);
+  // A terminal of unknown width (a launcher's pseudo-terminal seen through a pipe) gets 80.
+  const int width = Columns(out_);
+  if (!Write(out_, "\r\033[K" + Text(done, total, detail, elapsed, width > 0 ? width : 80))) {
+    enabled_ = false;  // nobody reads it: stop, never fail the work
+  }
 }
 
 void ProgressLine::End() {
   if (!drawn_) return;
-  fmt::print(out_, "\r\033[K");
-  std::fflush(out_);
   drawn_ = false;
+  if (!Write(out_, "\r\033[K")) enabled_ = false;
 }
 
 }  // namespace pipette

@@ -1,10 +1,10 @@
 // A progress line for long work on a terminal (issue 33): one line on standard error redrawn in
 // place, "pipette simulate: 42% (1.2 M of 2.9 M instructions, 0.43 s simulated), 12 s, about 16 s
 // left", cleared when the work ends, so the command's own output is what stays on screen. Drawn
-// only where a person watches: standard error is a terminal (or, for a rank that mpirun started,
-// mpirun's standard error is: it forwards the rank's through a pipe as it comes; or
-// PIPETTE_PROGRESS=1 forces it) and the command was not given --quiet; PIPETTE_PROGRESS=0 turns it
-// off.
+// only where a person watches: standard error is a terminal (or PIPETTE_PROGRESS=1 forces it) and
+// the command was not given --quiet; PIPETTE_PROGRESS=0 turns it off. A rank that mpirun started
+// may draw it on its standard output when mpirun's is a terminal (LauncherOutputIsTerminal), in
+// order with its other output. Writing never fails the work: a stream that fails ends the line.
 // Nothing is drawn for work that ends within `after` seconds, and the line is redrawn at most every
 // `interval` seconds, so a fast loop may report as often as it likes. Used from one thread.
 //
@@ -22,8 +22,13 @@
 namespace pipette {
 
 // Whether a command shows progress lines: not `quiet`, and PIPETTE_PROGRESS=1, or standard error
-// (or the MPI launcher's) is a terminal and PIPETTE_PROGRESS is not 0.
+// is a terminal and PIPETTE_PROGRESS is not 0.
 bool ProgressWanted(bool quiet);
+
+// Whether this process's parent is Open MPI's mpirun (mpiexec, orterun, prterun) and mpirun's
+// standard output is a terminal, this process's own standard output being the pseudo-terminal
+// mpirun reads it through.
+bool LauncherOutputIsTerminal();
 
 // "about 1 min 20 s left", "about 8 s left", "less than a second left", or "" while nothing is
 // done (no rate yet) or when everything is: the time left at the rate so far,
@@ -38,9 +43,10 @@ class ProgressLine {
   using Clock = std::chrono::steady_clock;
 
   // `label` opens the line (the command); `out` is where it is drawn (standard error), only if
-  // `enabled`. The environment variable PIPETTE_PROGRESS_AFTER (seconds, >= 0) overrides `after_s`.
+  // `enabled`; the time is counted from `start`. The environment variable PIPETTE_PROGRESS_AFTER
+  // (seconds, >= 0) overrides `after_s`.
   ProgressLine(std::string label, std::FILE* out, bool enabled, double after_s = 2.0,
-               double interval_s = 0.25);
+               double interval_s = 0.25, Clock::time_point start = Clock::now());
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
   ~ProgressLine() { End(); }

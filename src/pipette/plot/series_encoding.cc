@@ -116,8 +116,10 @@ Result<SeriesEncoding> EncodeSeries(const std::vector<const RunData*>& runs,
     return (colour && colour->key == c.key) || (marker && marker->key == c.key);
   };
   if (colour_by.empty()) {
+    const int marked = marker ? static_cast<int>(marker->values.size()) : 0;
     for (const Column& c : candidates) {
-      if (taken(c) || static_cast<int>(c.values.size()) > kMaxColourValues) continue;
+      const int n = static_cast<int>(c.values.size());
+      if (taken(c) || n > kMaxColourValues || marked + n > legend_budget) continue;
       colour = c;
       break;
     }

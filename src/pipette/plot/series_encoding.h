@@ -38,9 +38,10 @@ struct SeriesEncoding {
 // ("none": that channel is unused, empty: chosen). A chosen key is one whose values differ
 // between the runs, in the order schedule, model, then the first run's configuration order,
 // skipping a key whose value follows from an earlier candidate's (v from the schedule, the
-// sequence length from the model): colour the first with at most kMaxColourValues values, marker
-// the next with at most kMaxMarkerValues that still keeps LegendEntries() <= `legend_budget`, and
-// does not follow from the colour key. InvalidArgument naming the key: a given key that a run
+// sequence length from the model): colour the first with at most kMaxColourValues values (and,
+// beside a given marker key, within `legend_budget`), marker the next with at most
+// kMaxMarkerValues that still keeps LegendEntries() <= `legend_budget`, and does not follow from
+// the colour key. InvalidArgument naming the key: a given key that a run
 // lacks, that has more values than its channel holds, or both channels given the same key.
 Result<SeriesEncoding> EncodeSeries(const std::vector<const RunData*>& runs,
                                     std::string_view colour_by, std::string_view marker_by,

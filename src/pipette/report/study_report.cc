@@ -162,6 +162,7 @@ std::string InlineSvg(std::string_view file_text) {
 std::vector<double> PredictionErrors(const std::vector<RunData>& runs) {
   std::vector<double> errors(runs.size(), kNone);
   std::map<std::int64_t, std::size_t> index;
+  std::map<std::int64_t, std::int64_t> newest;  // measured run -> its prediction shown
   for (std::size_t k = 0; k < runs.size(); ++k) index[runs[k].run.id] = k;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const RunData& predicted = runs[k];
@@ -177,7 +178,12 @@ std::vector<double> PredictionErrors(const std::vector<RunData>& runs) {
     const double error = 100 * RelativeError(predicted.SteadyStepTime(),
                                              measured.SteadyStepTime(steps > 0 ? steps : 1 << 30));
     errors[k] = error;
-    errors[index[*of]] = error;
+    // The measured run's row: its newest prediction's error.
+    std::int64_t& shown = newest[*of];
+    if (shown < predicted.run.id) {
+      shown = predicted.run.id;
+      errors[index[*of]] = error;
+    }
   }
   return errors;
 }
@@ -195,7 +201,14 @@ std::string StudyReportHtml(const StudyReport& report, std::string_view generato
       report.runs.size(), report.runs.size() == 1 ? "" : "s", report.figures.size(),
       report.figures.size() == 1 ? "" : "s", HtmlEscape(report.db), HtmlEscape(generator));
   html += "<h2>Figures</h2>\n";
-  if (report.figures.empty()) html += "<p>The study has no figures.</p>\n";
+  if (report.figures.empty() && report.not_drawn.empty()) {
+    html += "<p>The study has no figures.</p>\n";
+  }
+  if (!report.not_drawn.empty()) {
+    html += "<p>Not drawn:</p>\n<ul class=\"not-drawn\">\n";
+    for (const std::string& why : report.not_drawn) html += "<li>" + HtmlEscape(why) + "</li>\n";
+    html += "</ul>\n";
+  }
   for (std::size_t k = 0; k < report.figures.size(); ++k) {
     html += fmt::format("<figure id=\"figure-{}\">\n<figcaption>{}</figcaption>\n{}\n</figure>\n",
                         k + 1, HtmlEscape(report.figures[k].title), report.figures[k].svg);

@@ -29,6 +29,7 @@ struct StudyReport {
   std::string db;           // the database's path, as given
   std::vector<RunData> runs;
   std::vector<StudyFigure> figures;
+  std::vector<std::string> not_drawn;  // "TITLE: why" of each figure that could not be drawn
 };
 
 // `text` with &, <, >, " and ' as HTML entities.
@@ -40,8 +41,9 @@ std::string InlineSvg(std::string_view file_text);
 
 // The relative error in percent of each run's prediction: for a simulated run predicting run X of
 // `runs` (its config's costs_from) and for run X itself, (predicted - measured) / measured of their
-// steady-state step times (over the steps the prediction simulates, as `pipette compare` does);
-// NaN where the run has none. One entry per run, in order.
+// steady-state step times (over the steps the prediction simulates, as `pipette compare` does); X
+// with several predictions shows its newest's (the highest id). NaN where the run has none. One
+// entry per run, in order.
 std::vector<double> PredictionErrors(const std::vector<RunData>& runs);
 
 // The page. `generator` (pipette's version and commit) is printed in its header.

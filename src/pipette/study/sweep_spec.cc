@@ -225,6 +225,14 @@ Status ParseFigure(const SweepSpec& spec, const TomlOrigin& origin, const toml::
           fmt::format("{}.{} = \"{}\": applies only to kind = \"compare\"", name, key, *field));
     }
   }
+  if (!figure.colour_by.empty() && figure.colour_by != "none" &&
+      figure.colour_by == figure.marker_by) {
+    return origin.Error(
+        reader.Get("marker_by"),
+        fmt::format("{}.marker_by = \"{}\": already its colour_by; a figure encodes "
+                    "two different keys (or \"none\")",
+                    name, figure.marker_by));
+  }
   PIPETTE_ASSIGN_OR_RETURN(
       const toml::table* where,
       reader.FindTable("where", Presence::kOptional, ", e.g. { schedule = \"1f1b\" }"));

@@ -4,12 +4,12 @@
 # reduction (analytic, or ring traffic simulated on the cluster), replica symmetry (default: only
 # the replicas the network can make differ run; --every-replica: all) and the cluster's fabric.
 # Usage: benchmarks/sim_scaling.sh [PIPETTE_BINARY] [SECTION...]
-#   sections: gpus microbatches 16k gpt3 (default: all). FABRICS="dgx-h100 ..." picks the cluster
+#   sections: gpus microbatches 16k gpt3 scale (default: all). FABRICS="dgx-h100 ..." picks the cluster
 #   presets of the 16k and gpt3 sections (default dgx-h100: a single non-blocking switch).
 set -euo pipefail
 bin=${1:-build/pipette}
 shift || true
-sections=${*:-gpus microbatches 16k gpt3}
+sections=${*:-gpus microbatches 16k gpt3 scale}
 fabrics=${FABRICS:-dgx-h100}
 run() {  # model cluster pp dp tp m grad [extra flags...]
   local model=$1 cluster=$2 pp=$3 dp=$4 tp=$5 m=$6 grad=$7 nodes out wall user kib
@@ -50,5 +50,12 @@ for section in $sections; do
         run gpt3-175b "$f" 16 128 8 64 ring
         run gpt3-175b "$f" 16 128 8 64 analytic --every-replica
       done ;;
+    scale)
+      echo "# ring reduction from 1,024 to 131,072 GPUs (a period of replicas runs for all)"
+      run llama2-7b dgx-h100 16 64 1 64 ring
+      run llama2-7b dgx-h100 16 1024 1 64 ring
+      run llama2-7b dgx-h100 16 6400 1 64 ring
+      run llama2-7b dgx-h100-superpod 16 6400 1 64 ring
+      run llama3-405b dgx-h100-superpod 16 1024 8 8 ring ;;
   esac
 done

@@ -152,7 +152,7 @@ std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector
   std::int64_t routes = 0;
   for (const auto& [node, used] : UsedByNode(cluster, gpus)) {
     const auto u = static_cast<std::int64_t>(used.size());
-    routes += u * (u - 1) + 2 * u;
+    routes += u * (u - 1) + 2 * u + u * kRoutesPerSwitchGpu;
   }
   return routes;
 }

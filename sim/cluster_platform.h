@@ -43,16 +43,22 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
                                      simgrid::s4u::NetZone* parent = nullptr,
                                      const std::vector<int>& gpus = {});
 
-// Routes the platform of `gpus` holds (what BuildClusterPlatform's cost grows with): on a single
-// switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there; on a fat-tree or
-// rail-optimised fabric, which stores no routes (fabric_platform.h), kRoutesPerFabricLink per link
-// it builds. Empty `gpus`: every GPU.
+// Routes the platform of `gpus` holds, or their worth in memory (what BuildClusterPlatform's cost
+// grows with): on a single switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there,
+// plus kRoutesPerSwitchGpu per GPU; on a fat-tree or rail-optimised fabric, which stores no routes
+// (fabric_platform.h), kRoutesPerFabricLink per link it builds. Empty `gpus`: every GPU.
 std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus);
 
-// A fabric link (with its share of the hosts) in routes' worth of memory: measured 2.1 KB per
-// link at 2,048 nodes (benchmarks/fabric_platform_benchmark: 35,328 links, +73 MiB) against the
-// 150 bytes per route simulation_size.h charges.
-inline constexpr std::int64_t kRoutesPerFabricLink = 14;
+// The platform in routes' worth of memory, at the 150 bytes per route simulation_size.h charges,
+// measured as the growth of a whole simulation's peak memory with the GPUs when a few replicas run
+// for all (llama2-7b pp 16, ring reduction, dp 1,024 to 6,400: 16,384 to 102,400 GPUs;
+// sim/README.md): on the single switch 6.6 KB per GPU, of which its 9 routes (8 GPUs per node)
+// count 1.35 KB: a GPU's host, NVLink port and NIC are worth 35 routes more; on the rail-optimised
+// fabric 5.1 KB per GPU, two links each (NVLink port, NIC), and 2.1 KB per link when only the
+// platform is built (benchmarks/fabric_platform_benchmark): 15 routes' worth per link (with its
+// share of the hosts).
+inline constexpr std::int64_t kRoutesPerSwitchGpu = 35;
+inline constexpr std::int64_t kRoutesPerFabricLink = 15;
 
 // The used GPUs of every node that has one: node -> its GPU indices inside the node, ascending.
 // Empty `gpus`: every GPU.

@@ -46,10 +46,12 @@ int MessagesPerMember(CollectiveAlgorithm algorithm, int n) {
 }
 
 CollectiveGroup::CollectiveGroup(const std::string& name, std::vector<sg4::Host*> members,
-                                 CollectiveAlgorithm algorithm)
-    : members_(std::move(members)), algorithm_(algorithm) {
+                                 CollectiveAlgorithm algorithm, int ring_size)
+    : members_(std::move(members)),
+      algorithm_(algorithm),
+      ring_size_(ring_size > 0 ? ring_size : static_cast<int>(members_.size())) {
   const int per_member = algorithm == CollectiveAlgorithm::kRing ? 1 : 6;
-  if (size() <= 1) return;
+  if (ring_size_ <= 1) return;
   for (int i = 0; i < size(); ++i) {
     for (int k = 0; k < per_member; ++k) {
       boxes_.push_back(sg4::Mailbox::by_name(fmt::format("{}-{}-{}", name, i, k)));
@@ -63,7 +65,7 @@ sg4::Mailbox* CollectiveGroup::Box(int i, int tree, int slot) const {
 }
 
 void CollectiveGroup::AllReduce(int i, double bytes) const {
-  if (size() <= 1 || !(bytes > 0)) return;
+  if (ring_size_ <= 1 || !(bytes > 0)) return;
   if (algorithm_ == CollectiveAlgorithm::kRing) {
     Ring(i, bytes);
     return;
@@ -76,10 +78,10 @@ void CollectiveGroup::AllReduce(int i, double bytes) const {
 }
 
 void CollectiveGroup::Ring(int i, double bytes) const {
-  const int n = size();
+  const int n = ring_size_;
   const int steps = 2 * (n - 1);
   const int segments = std::min(kRingSegments, steps);
-  const int next = (i + 1) % n;
+  const int next = (i + 1) % size();
   const double latency = RouteCostOf(members_[i], members_[next]).latency;
   for (int g = 0; g < segments; ++g) {
     const int k = StepsIn(g, steps, segments);

@@ -60,10 +60,16 @@ class CollectiveGroup {
  public:
   // `name` must be unique in the engine (it names the group's mailboxes). REQUIRES: a running
   // engine whose platform holds `members` (ring order; the trees' heap order), at least one.
+  // `ring_size` > 0 (rings only): the members stand for the first of a ring of that many, a
+  // multiple of theirs, whose members i and i + size() do the same at every moment
+  // (replica_symmetry.h, RingPeriod): each moves ring_size's steps and shares, and the last sends
+  // to the first (the image of its real successor).
   CollectiveGroup(const std::string& name, std::vector<simgrid::s4u::Host*> members,
-                  CollectiveAlgorithm algorithm);
+                  CollectiveAlgorithm algorithm, int ring_size = 0);
 
   int size() const { return static_cast<int>(members_.size()); }
+  // The members of the all-reduce: size(), or the ring these stand for.
+  int ring_size() const { return ring_size_; }
 
   // Member `i`'s part of an all-reduce of `bytes`: returns when it is done. Called from an actor
   // on member i's host, once per all-reduce on every member. One member: returns at once.
@@ -80,6 +86,7 @@ class CollectiveGroup {
 
   std::vector<simgrid::s4u::Host*> members_;
   CollectiveAlgorithm algorithm_;
+  int ring_size_;
   std::vector<simgrid::s4u::Mailbox*> boxes_;  // ring: one per member; tree: six per member
 };
 

@@ -292,10 +292,11 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t comms =
       o.ideal_network ? 0 : ExpertAllToAll::InstructionEquivalents(ExpertsOf(p), p.program);
-  // Alike replicas may run once (CaseOf's replica_symmetry, as SimulatedReplicas decides): only
-  // one is certain to run then.
+  // Alike replicas may run once, and with ring reduction a period of them may stand for all
+  // (CaseOf's replica_symmetry, as SimulatedReplicas decides): only one is certain to run then;
+  // Simulate() counts those that do once the platform is built, before any runs.
   const bool experts = !o.ideal_network && c.ep > 1;
-  const bool all_run = o.every_replica || g.simulated() || experts;
+  const bool all_run = o.every_replica || g.mode == GradReduce::kTree || experts;
   const std::int64_t between = SaturatingAdd(messages, comms);
   return CheckSimulationSize(
       EstimateSimulationSize(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <simgrid/s4u.hpp>
 #include <unordered_map>
@@ -116,6 +117,143 @@ ReplicaClasses DistinctReplicas(const Program& program, const std::vector<sg4::H
     }
   }
   return classes;
+}
+
+namespace {
+
+struct Route {
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+};
+
+Route RouteOf(sg4::Host* from, sg4::Host* to) {
+  Route route;
+  from->route_to(to, route.links, &route.latency);
+  return route;
+}
+
+// A flow of every replica d: from its rank `from` to rank `to` of replica d + shift (mod n).
+struct FlowKind {
+  int from = 0, to = 0, shift = 0;
+};
+
+// The program's messages (both directions) and the ring hops of every rank.
+std::vector<FlowKind> FlowKinds(const Program& program, int replicas, int expert_stride) {
+  std::vector<FlowKind> kinds;
+  for (const auto& [a, b] : MessagePairs(program)) kinds.push_back({a, b, 0});
+  for (int r = 0; r < program.p; ++r) {
+    if (replicas > 1) kinds.push_back({r, r, 1});
+    if (expert_stride > 1 && expert_stride < replicas) kinds.push_back({r, r, expert_stride});
+  }
+  return kinds;
+}
+
+bool AlikeLinks(const sg4::Link* x, const sg4::Link* y) {
+  return x->get_bandwidth() == y->get_bandwidth() && x->get_latency() == y->get_latency() &&
+         x->get_sharing_policy() == y->get_sharing_policy();
+}
+
+using LinkMap = std::unordered_map<const sg4::Link*, const sg4::Link*>;
+
+// (a): the link bijection that shifting every replica by k induces, or nothing.
+std::optional<LinkMap> ShiftMap(const std::vector<std::vector<Route>>& routes, int k) {
+  const int n = static_cast<int>(routes.size());
+  LinkMap forward, backward;
+  for (int d = 0; d < n; ++d) {
+    const std::vector<Route>& here = routes[d];
+    const std::vector<Route>& there = routes[(d + k) % n];
+    for (std::size_t f = 0; f < here.size(); ++f) {
+      const Route& a = here[f];
+      const Route& b = there[f];
+      if (a.links.size() != b.links.size() || a.latency != b.latency) return std::nullopt;
+      for (std::size_t j = 0; j < a.links.size(); ++j) {
+        const sg4::Link* x = a.links[j];
+        const sg4::Link* y = b.links[j];
+        if (forward.try_emplace(x, y).first->second != y ||
+            backward.try_emplace(y, x).first->second != x || !AlikeLinks(x, y)) {
+          return std::nullopt;
+        }
+      }
+    }
+  }
+  return forward;
+}
+
+// (b): each link's orbit under `shift` (a permutation of its links) as a number, when every orbit
+// has `length` links; nothing otherwise.
+std::optional<std::unordered_map<const sg4::Link*, int>> Orbits(const LinkMap& shift, int length) {
+  std::unordered_map<const sg4::Link*, int> orbit;
+  int next = 0;
+  for (const auto& [start, unused] : shift) {
+    if (orbit.contains(start)) continue;
+    const sg4::Link* link = start;
+    int size = 0;
+    do {
+      orbit.emplace(link, next);
+      const auto image = shift.find(link);
+      if (image == shift.end()) return std::nullopt;  // not a permutation of its links
+      link = image->second;
+      ++size;
+    } while (link != start && size <= length);
+    if (size != length) return std::nullopt;
+    ++next;
+  }
+  return orbit;
+}
+
+// (c): the first k replicas' flows, those past replica k - 1 sent to their image, cross one link of
+// each orbit their real route crosses, the same link for every flow, none twice.
+bool QuotientHolds(const std::vector<std::vector<Route>>& routes,
+                   const std::vector<FlowKind>& kinds, const std::vector<sg4::Host*>& hosts, int p,
+                   int k, const std::unordered_map<const sg4::Link*, int>& orbit) {
+  const int n = static_cast<int>(routes.size());
+  std::unordered_map<int, const sg4::Link*> standing;  // orbit -> its link in the k replicas
+  for (int d = 0; d < k; ++d) {
+    for (std::size_t f = 0; f < kinds.size(); ++f) {
+      const Route& real = routes[d][f];
+      const int to = (d + kinds[f].shift) % n;
+      const Route image = to < k
+                              ? real
+                              : RouteOf(hosts[static_cast<std::size_t>(d) * p + kinds[f].from],
+                                        hosts[static_cast<std::size_t>(to % k) * p + kinds[f].to]);
+      if (image.links.size() != real.links.size() || image.latency != real.latency) return false;
+      std::set<const sg4::Link*> seen;
+      for (std::size_t j = 0; j < real.links.size(); ++j) {
+        const auto it = orbit.find(image.links[j]);
+        if (it == orbit.end() || it->second != orbit.at(real.links[j]) ||
+            standing.try_emplace(it->second, image.links[j]).first->second != image.links[j] ||
+            !seen.insert(image.links[j]).second) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int RingPeriod(const Program& program, const std::vector<sg4::Host*>& hosts, int replicas,
+               int expert_stride) {
+  const int p = program.p;
+  const std::vector<FlowKind> kinds = FlowKinds(program, replicas, expert_stride);
+  std::vector<std::vector<Route>> routes(replicas);
+  for (int d = 0; d < replicas; ++d) {
+    for (const FlowKind& kind : kinds) {
+      const int to = (d + kind.shift) % replicas;
+      routes[d].push_back(RouteOf(hosts[static_cast<std::size_t>(d) * p + kind.from],
+                                  hosts[static_cast<std::size_t>(to) * p + kind.to]));
+    }
+  }
+  const int stride = std::max(1, expert_stride);
+  for (int k = stride; k < replicas; k += stride) {
+    if (replicas % k != 0) continue;
+    const std::optional<LinkMap> shift = ShiftMap(routes, k);
+    if (!shift) continue;
+    const auto orbit = Orbits(*shift, replicas / k);
+    if (orbit && QuotientHolds(routes, kinds, hosts, p, k, *orbit)) return k;
+  }
+  return replicas;
 }
 
 }  // namespace pipette

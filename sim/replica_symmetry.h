@@ -33,4 +33,27 @@ struct ReplicaClasses {
 ReplicaClasses DistinctReplicas(const Program& program,
                                 const std::vector<simgrid::s4u::Host*>& hosts, int replicas);
 
+// Ring symmetry: with ring all-reduces over the replicas (member d sends to d + 1 mod n, and with
+// `expert_stride` > 1 also to d + expert_stride mod n) every replica interacts with its
+// neighbours, so no replica is alone; but where shifting every replica by k (d -> d + k mod n) maps
+// the whole network onto itself, replica d + k does at every moment what replica d does, and only
+// replicas 0 .. k-1 need to run: a flow that would reach replica e >= k goes to replica e mod k
+// instead, over the route that stands for the real one. Exact (every event of the first k
+// replicas, every collective's times) when:
+//  (a) the shift is an automorphism: zipping the route of every flow (the program's messages in
+//      every replica, both directions; every ring hop) with the route of its shifted flow gives
+//      one bijection of links that keeps bandwidth, latency and sharing policy (and every route's
+//      latency);
+//  (b) it moves every link: each link's orbit under it has n/k links, so a link carries exactly one
+//      copy of each flow that crosses its orbit;
+//  (c) the first k replicas' flows, with ring hops past replica k - 1 sent to their image, cross
+//      one link of each orbit their real routes cross, in the same order, and none twice.
+// Then each link of the k replicas carries what each link of its orbit carries in the full run,
+// every flow gets the rate of its copies, and every time is the full run's (compute never shares a
+// host here). Returns the smallest k < n dividing n (a multiple of `expert_stride` when > 1) that
+// passes, or n (every replica runs). `hosts`: rank r of replica d on hosts[d * program.p + r].
+// REQUIRES: the platform is sealed; replicas >= 1.
+int RingPeriod(const Program& program, const std::vector<simgrid::s4u::Host*>& hosts, int replicas,
+               int expert_stride);
+
 }  // namespace pipette

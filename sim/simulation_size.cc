@@ -24,6 +24,7 @@ std::int64_t Times(std::int64_t a, std::int64_t b) {
 constexpr double kBytesPerInstruction = 200;
 constexpr double kBytesPerActor = 24 * 1024;  // its touched stack pages included
 constexpr double kBytesPerRoute = 150;
+constexpr double kBytesBase = 35e6;  // the process before any case: a 1-GPU simulation's peak
 
 }  // namespace
 
@@ -38,13 +39,14 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t routes, std::int64_t messages,
                                       std::int64_t timed_replicas) {
   SimulationSize size;
-  size.instructions = Times(Times(instructions, replicas), steps);
-  size.actors = Times(p, replicas);
+  const std::int64_t running = timed_replicas < 0 ? replicas : timed_replicas;
+  size.instructions = Times(Times(instructions, running), steps);
+  size.actors = Times(p, running);
   size.routes = routes;
-  size.bytes = static_cast<double>(size.instructions) * kBytesPerInstruction +
+  size.bytes = kBytesBase + static_cast<double>(size.instructions) * kBytesPerInstruction +
                static_cast<double>(size.actors) * kBytesPerActor +
                static_cast<double>(routes) * kBytesPerRoute;
-  const double timed = static_cast<double>(timed_replicas < 0 ? replicas : timed_replicas);
+  const double timed = static_cast<double>(running);
   const double actors = static_cast<double>(p) * timed;
   const double program =
       static_cast<double>(std::max<std::int64_t>(instructions - messages, 0)) * timed;
@@ -53,7 +55,8 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
       kSecondsPerInstruction * program +
       (kSecondsPerInstructionPerRootActor * program + kSecondsPerMessagePerRootActor * between) *
           std::sqrt(actors);
-  size.seconds = per_step * static_cast<double>(steps) + kSecondsPerActor * actors;
+  size.seconds = per_step * static_cast<double>(steps) + kSecondsPerActor * actors +
+                 kSecondsPerRoute * static_cast<double>(routes);
   return size;
 }
 

@@ -22,11 +22,13 @@ inline constexpr int kMinInstructionsPerChunk = 2;
 // pages it touches are resident (MakeEngine has stacks mmap'd): about 8 KiB.
 inline constexpr int kActorStackKiB = 256;
 
-// The limits: 120 s of estimated time (below), 8 GB at the measured rates (200 bytes per
-// instruction, simulated and recorded; 24 KB per actor; 150 bytes per route), and the counts.
+// The limits: 120 s of estimated time (below), 8 GB at the measured rates (a 35 MB process; 200
+// bytes per instruction, simulated and recorded; 24 KB per actor; 150 bytes per route or its
+// worth, cluster_platform.h), and the counts. The routes' limit (2.4 GB of them) admits 360,000
+// GPUs on the single switch.
 inline constexpr std::int64_t kMaxSimulatedInstructions = 10'000'000;
 inline constexpr std::int64_t kMaxSimulatedActors = 65'536;
-inline constexpr std::int64_t kMaxPlatformRoutes = 4'000'000;
+inline constexpr std::int64_t kMaxPlatformRoutes = 16'000'000;
 inline constexpr double kMaxSimulationBytes = 8e9;
 inline constexpr double kMaxSimulationSeconds = 120;
 
@@ -40,6 +42,10 @@ inline constexpr double kSecondsPerInstruction = 5.85e-7;
 inline constexpr double kSecondsPerInstructionPerRootActor = 6.65e-8;
 inline constexpr double kSecondsPerMessagePerRootActor = 1.92e-7;
 inline constexpr double kSecondsPerActor = 8.2e-5;
+// Building the platform and finding which replicas run for all (replica_symmetry.h), per route or
+// its worth (cluster_platform.h): 102,400 GPUs (4.5 M routes' worth) took 8.1-9.0 s where two
+// replicas ran (sim/README.md).
+inline constexpr double kSecondsPerRoute = 2e-6;
 
 struct SimulationSize {
   std::int64_t instructions = 0;  // executed, over every actor and step
@@ -56,9 +62,10 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b);
 
 // The size of simulating `instructions` instructions per replica and step (every rank of one
 // replica; `messages` of them messages between replicas) run by `p` ranks in each of `replicas`
-// replicas for `steps` steps on a platform of `routes` routes. `timed_replicas` of the replicas
-// are certain to run (replica_symmetry.h may run fewer than all): the time is estimated for them,
-// a lower bound when fewer than `replicas`. Saturates instead of overflowing.
+// replicas for `steps` steps on a platform of `routes` routes. `timed_replicas` (-1: all) of the
+// replicas are certain to run (replica_symmetry.h may run fewer than all, the others being their
+// copies): the instructions, actors, memory and time are counted for them, a lower bound when
+// fewer run than are known to. Saturates instead of overflowing.
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
                                       std::int64_t routes, std::int64_t messages = 0,

@@ -66,9 +66,11 @@ SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes, int running_
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
   // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
   const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
-  // Alike replicas may run once (SimulatedReplicas): before the platform exists only one is
-  // certain to run then; `running_replicas` >= 0 says how many do.
-  const bool all_run = !c.replica_symmetry || c.cores != 0 || g.simulated() || c.experts.active();
+  // Alike replicas may run once, and with ring reduction a period of them may stand for all
+  // (SimulatedReplicas): before the platform exists only one is certain to run then;
+  // `running_replicas` >= 0 says how many do.
+  const bool all_run =
+      !c.replica_symmetry || c.cores != 0 || g.mode == GradReduce::kTree || c.experts.active();
   const int timed = running_replicas >= 0 ? running_replicas : (all_run ? c.replicas : 1);
   const std::int64_t between = SaturatingAdd(messages, alltoall);
   return EstimateSimulationSize(
@@ -296,8 +298,10 @@ struct Collectives {
 // The reducers of case `c` (replica d's rank r at d * p + r; empty without simulated reduction),
 // with overlap each served by a helper actor on its rank's host. Each writes its events to its
 // rank's log.
+// `running` replicas run (0 .. running-1: every replica, or the period of ring symmetry, whose
+// rings stand for the whole data-parallel groups).
 std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c,
-                                         const CaseHosts& hosts, ActorLogs& logs,
+                                         const CaseHosts& hosts, int running, ActorLogs& logs,
                                          Collectives& owned) {
   const GradientReduction& g = sc.grad_reduction;
   const int p = sc.program->p;
@@ -305,24 +309,26 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
   if (!g.simulated()) return reducers;
   const CollectiveAlgorithm algorithm =
       g.mode == GradReduce::kTree ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing;
-  reducers.resize(static_cast<std::size_t>(p) * sc.replicas);
+  const bool all = running == sc.replicas;
+  reducers.resize(static_cast<std::size_t>(p) * running);
   for (int r = 0; r < p; ++r) {
     std::vector<sg4::Host*> members;
-    for (int d = 0; d < sc.replicas; ++d) members.push_back(hosts.ranks[d * p + r]);
-    owned.groups.push_back(std::make_unique<CollectiveGroup>(fmt::format("case{}-dp{}", c, r),
-                                                             std::move(members), algorithm));
+    for (int d = 0; d < running; ++d) members.push_back(hosts.ranks[d * p + r]);
+    owned.groups.push_back(std::make_unique<CollectiveGroup>(
+        fmt::format("case{}-dp{}", c, r), std::move(members), algorithm, sc.replicas));
     const CollectiveGroup* dense = owned.groups.back().get();
     const bool experts = std::any_of(g.ranks[r].buckets.begin(), g.ranks[r].buckets.end(),
                                      [](const GradientBucket& b) { return b.experts; });
     std::vector<const CollectiveGroup*> expert_groups;
     for (int k = 0; experts && k < g.ep; ++k) {
       std::vector<sg4::Host*> holders;
-      for (int d = k; d < sc.replicas; d += g.ep) holders.push_back(hosts.ranks[d * p + r]);
+      for (int d = k; d < running; d += g.ep) holders.push_back(hosts.ranks[d * p + r]);
       owned.groups.push_back(std::make_unique<CollectiveGroup>(
-          fmt::format("case{}-dp{}-experts{}", c, r, k), std::move(holders), algorithm));
+          fmt::format("case{}-dp{}-experts{}", c, r, k), std::move(holders), algorithm,
+          all ? 0 : sc.replicas / g.ep));
       expert_groups.push_back(owned.groups.back().get());
     }
-    for (int d = 0; d < sc.replicas; ++d) {
+    for (int d = 0; d < running; ++d) {
       const GroupMember expert_member =
           experts ? GroupMember{expert_groups[d % g.ep], d / g.ep} : GroupMember{};
       owned.reducers.push_back(std::make_unique<RankReducer>(
@@ -341,15 +347,23 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
 
 // The replicas of case `sc` whose actors run, ascending from 0 (replica_symmetry.h).
 std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& hosts) {
-  // Simulated gradient reduction and the MoE all-to-all send messages between replicas: they all
-  // run.
-  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.grad_reduction.simulated() &&
-      !sc.experts.active()) {
-    return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
+  const GradientReduction& g = sc.grad_reduction;
+  int running = sc.replicas;
+  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.experts.active()) {
+    if (!g.simulated()) return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
+    // Ring all-reduces join neighbouring replicas: a period of them may stand for all. Trees and
+    // the MoE all-to-all send between replicas without that symmetry: they all run.
+    if (g.mode == GradReduce::kRing) {
+      const bool experts = std::any_of(g.ranks.begin(), g.ranks.end(), [](const RankBuckets& r) {
+        return std::any_of(r.buckets.begin(), r.buckets.end(),
+                           [](const GradientBucket& b) { return b.experts; });
+      });
+      running = RingPeriod(*sc.program, hosts.ranks, sc.replicas, experts ? g.ep : 1);
+    }
   }
-  std::vector<int> all(sc.replicas);
-  for (int d = 0; d < sc.replicas; ++d) all[d] = d;
-  return all;
+  std::vector<int> run(running);
+  for (int d = 0; d < running; ++d) run[d] = d;
+  return run;
 }
 
 // Creates the actors of case `c`: one per rank of each replica in `simulated`, one Channels per
@@ -363,8 +377,8 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
   const int p = sc.program->p;
   const int n = static_cast<int>(simulated.size());
   logs.assign(n, std::vector<RankLog>(p));
-  // With simulated reduction every replica runs (SimulatedReplicas): logs[d] is replica d's.
-  const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, logs, owned);
+  // With simulated reduction replicas 0 .. n-1 run (SimulatedReplicas): logs[d] is replica d's.
+  const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, n, logs, owned);
   ExpertAllToAll* alltoall = nullptr;
   if (sc.experts.active()) {
     owned.experts.push_back(std::make_unique<ExpertAllToAll>(sc.experts, hosts.ranks, p));

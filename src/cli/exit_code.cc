@@ -1,6 +1,7 @@
 #include "cli/exit_code.h"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -30,5 +31,9 @@ int FinishOutput(std::string_view command, int code) {
 }
 
 void IgnoreFileSizeSignal() { std::signal(SIGXFSZ, SIG_IGN); }
+
+void BufferStandardOutput() {
+  if (isatty(fileno(stdout)) == 0) std::setvbuf(stdout, nullptr, _IOFBF, std::size_t{64} << 10);
+}
 
 }  // namespace pipette::cli

@@ -25,4 +25,10 @@ int FinishOutput(std::string_view command, int code);
 // a run ends `failed`) instead of dying silently with the run left `running`. Call first in main.
 void IgnoreFileSizeSignal();
 
+// Buffers standard output in 64 KiB when it is not a terminal, so that a command's output up to
+// that size is written once, by FinishOutput's flush, which then knows why a write failed (a
+// failure in an earlier flush leaves only the stream's error flag: "an earlier write failed").
+// Call first in main, before anything is printed.
+void BufferStandardOutput();
+
 }  // namespace pipette::cli

@@ -75,6 +75,7 @@ int Run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   pipette::cli::IgnoreFileSizeSignal();
+  pipette::cli::BufferStandardOutput();
   for (const char* command : pipette::cli::kSiblingCommands) {
     if (argc >= 2 && std::string_view(argv[1]) == command) {
       return pipette::cli::ExecSibling(argc, argv);

@@ -71,7 +71,7 @@ TEST(CliBounds, TooLargeSimulationIsRefusedUpFrontWithTheEstimate) {
             "pipette simulate: --pp 16384 -m 976 --steps 1: the simulation would execute at least "
             "31981568 instructions on 16384 actors over 0 platform routes (about 6.8 GB of "
             "memory and 292 s), more than pipette simulates (31981568 instructions > 10000000); "
-            "the limits are 10000000 instructions, 65536 actors, 4000000 routes, 8 GB and 120 s: "
+            "the limits are 10000000 instructions, 65536 actors, 16000000 routes, 8 GB and 120 s: "
             "use fewer ranks, microbatches, replicas or steps\n");
   // The model path: 2 million microbatches on 4 ranks.
   CommandResult model = Pipette("simulate --db large.db --pp 4 -m 2000000");

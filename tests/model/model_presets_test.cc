@@ -18,7 +18,7 @@ std::int64_t ParamsOf(const DecoderSpec& spec) {
 }
 
 TEST(ModelPresets, EveryPublishedDecoderIsWithinOnePercentOfItsPublishedCount) {
-  ASSERT_EQ(DecoderPresets().size(), 15u);
+  ASSERT_EQ(DecoderPresets().size(), 16u);
   for (const DecoderSpec& spec : DecoderPresets()) {
     // The CPU engine's own models and moe-small are pipette's design: nothing published.
     const bool own = spec.name.starts_with("tiny") || spec.name == "moe-small";
@@ -40,6 +40,9 @@ TEST(ModelPresets, DecodersMatchTheirCheckpointsExactly) {
   EXPECT_EQ(ParamsOf(*FindDecoderPreset("llama2-7b")), 6'738'415'616);
   EXPECT_EQ(ParamsOf(*FindDecoderPreset("llama3-8b")), 8'030'261'248);
   EXPECT_EQ(ParamsOf(*FindDecoderPreset("llama3-70b")), 70'553'706'496);
+  // 126 x (2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384) + 2 x 128256 x 16384
+  // + 16384 (HF meta-llama/Llama-3.1-405B: 405,853,388,800).
+  EXPECT_EQ(ParamsOf(*FindDecoderPreset("llama3-405b")), 405'853'388'800);
   EXPECT_EQ(ParamsOf(*FindDecoderPreset("llama3.2-1b")), 1'235'814'400);
 }
 
@@ -88,10 +91,11 @@ TEST(ModelPresets, NamesAreUniqueFindableAndSourced) {
     EXPECT_EQ(FindTwoTowerPreset(spec.name), &spec);
     EXPECT_FALSE(spec.source.empty()) << spec.name;
   }
-  EXPECT_EQ(names, (std::set<std::string>{
-                       "gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b", "llama3-8b",
-                       "llama3-70b", "llama3.2-1b", "deepseek-v3", "mixtral-8x7b", "moe-small",
-                       "tiny", "tiny-tied", "tiny-llama", "tiny-llama-tied", "vlm-small"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"gpt2-124m", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "llama2-7b",
+                                   "llama3-8b", "llama3-70b", "llama3-405b", "llama3.2-1b",
+                                   "deepseek-v3", "mixtral-8x7b", "moe-small", "tiny", "tiny-tied",
+                                   "tiny-llama", "tiny-llama-tied", "vlm-small"}));
   EXPECT_EQ(FindDecoderPreset("gpt4"), nullptr);
   EXPECT_EQ(FindTwoTowerPreset("llama3-8b"), nullptr);
 }

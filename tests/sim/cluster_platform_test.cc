@@ -104,7 +104,7 @@ TEST(ClusterPlatform, BuildsOnlyTheGpusAJobUsesOnItsNodes) {
   // Per node: the GPU's NVLink port, its NIC and the node's uplink (split-duplex: two links
   // each), and SimGrid's loopback.
   EXPECT_EQ(engine->get_link_count(), 2u * (2 + 2 + 2) + 1);
-  EXPECT_EQ(ClusterPlatformRoutes(cluster, {8 * 5000 + 1, 3}), 2 * (0 + 2));
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {8 * 5000 + 1, 3}), 2 * (0 + 2 + kRoutesPerSwitchGpu));
   // The message between them still crosses NIC, uplinks and NIC.
   const double bytes = 1e9;
   double seconds = -1;
@@ -118,8 +118,9 @@ TEST(ClusterPlatform, BuildsOnlyTheGpusAJobUsesOnItsNodes) {
 
 TEST(ClusterPlatform, RoutesGrowWithTheSquareOfTheGpusUsedPerNode) {
   const ClusterSpec cluster = *MakeCluster("dgx-h100", 4);
-  EXPECT_EQ(ClusterPlatformRoutes(cluster, {}), 4 * (8 * 7 + 2 * 8));
-  EXPECT_EQ(ClusterPlatformRoutes(cluster, {0, 1, 2, 8}), (3 * 2 + 2 * 3) + (0 + 2));
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {}), 4 * (8 * 7 + 2 * 8 + 8 * kRoutesPerSwitchGpu));
+  EXPECT_EQ(ClusterPlatformRoutes(cluster, {0, 1, 2, 8}),
+            (3 * 2 + 2 * 3 + 3 * kRoutesPerSwitchGpu) + (0 + 2 + kRoutesPerSwitchGpu));
 }
 
 TEST(RingAllReduce, RefusesBytesThatAreNotAByteCount) {

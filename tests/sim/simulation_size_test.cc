@@ -7,8 +7,10 @@
 
 #include <string>
 
+#include "pipette/cluster/cluster_registry.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "sim/cluster_platform.h"
 #include "sim/simulator.h"
 
 namespace pipette {
@@ -20,7 +22,8 @@ TEST(SimulationSize, CountsInstructionsOverReplicasAndStepsAndActorsOverReplicas
   EXPECT_EQ(size.actors, 12);
   EXPECT_EQ(size.routes, 50);
   EXPECT_FALSE(size.lower_bound);
-  EXPECT_DOUBLE_EQ(size.bytes, 6000 * 200.0 + 12 * 24 * 1024.0 + 50 * 150.0);  // measured rates
+  EXPECT_DOUBLE_EQ(size.bytes,
+                   35e6 + 6000 * 200.0 + 12 * 24 * 1024.0 + 50 * 150.0);  // measured rates
   // Before the schedule: p*v*m chunks of at least two instructions (forward, backward).
   const SimulationSize before = LowerBoundSimulationSize(16384, 1, 976, 1, 1, 0);
   EXPECT_EQ(before.instructions, 16384LL * 976 * kMinInstructionsPerChunk);
@@ -45,7 +48,7 @@ TEST(SimulationSize, RefusesPp16384M976WithTheEstimateAndTheLimits) {
             0u)
       << status.message();
   EXPECT_NE(status.message().find("(31981568 instructions > 10000000); the limits are 10000000 "
-                                  "instructions, 65536 actors, 4000000 routes, 8 GB and 120 s"),
+                                  "instructions, 65536 actors, 16000000 routes, 8 GB and 120 s"),
             std::string::npos)
       << status.message();
 }
@@ -84,20 +87,54 @@ TEST(SimulationSize, EstimatesTheTimeOfMeasuredRunsWithin20Percent) {
     EXPECT_NEAR(size.seconds, run.seconds, 0.2 * run.seconds) << run.request;
   }
   // gpt3-175b --nodes 8192 --pp 16 --dp 4096 -m 24 --every-replica: 9,830,400 instructions (under
-  // 10 M) on 65,536 actors ran 275 s.
-  const SimulationSize big = EstimateSimulationSize(2208 + 192, 16, 4096, 1, 589824, 192);
+  // 10 M) on 65,536 actors ran 275 s. Its platform: 65,536 GPUs on the single switch, 44 routes'
+  // worth each (cluster_platform.h).
+  const std::int64_t routes = 65536 * (8 * 7 / 8 + 2 + kRoutesPerSwitchGpu);
+  const SimulationSize big = EstimateSimulationSize(2208 + 192, 16, 4096, 1, routes, 192);
   EXPECT_EQ(big.instructions, 9830400);
-  EXPECT_NEAR(big.seconds, 203, 1);
+  EXPECT_NEAR(big.seconds, 203.3 + routes * kSecondsPerRoute, 1);
   const Status refused = CheckSimulationSize(big, "--dp 4096");
-  EXPECT_NE(refused.message().find("(about 3.7 GB of memory and 203 s), more than pipette "
-                                   "simulates (203 s > 120 s)"),
+  EXPECT_NE(refused.message().find("(about 4.0 GB of memory and 209 s), more than pipette "
+                                   "simulates (209 s > 120 s)"),
             std::string::npos)
       << refused.message();
-  // Alike replicas may run once: only one is certain to, and the time is a lower bound.
-  const SimulationSize alike = EstimateSimulationSize(2208, 16, 4096, 1, 589824, 0, 1);
-  EXPECT_EQ(alike.instructions, 2208LL * 4096);
-  EXPECT_LT(alike.seconds, 1);
+  // Alike replicas may run once: only one is certain to, and what is counted (instructions,
+  // actors, memory, time) is a lower bound; the copies execute nothing.
+  const SimulationSize alike = EstimateSimulationSize(2208, 16, 4096, 1, routes, 0, 1);
+  EXPECT_EQ(alike.instructions, 2208);
+  EXPECT_EQ(alike.actors, 16);
+  EXPECT_LT(alike.seconds, 1 + routes * kSecondsPerRoute);
   EXPECT_TRUE(CheckSimulationSize(alike, "--dp 4096").ok());
+}
+
+// The memory estimate against the peak (max RSS) of runs where the platform dominates, at three
+// sizes on two fabrics: llama2-7b 1F1B --pp 16 -m 64 with ring reduction (5,888 program
+// instructions and 64 ring messages per replica and step), two replicas (single switch) or 32
+// (rail-optimised: two scalable units) running for dp 1,024, 4,096 and 6,400 replicas (16,384 to
+// 102,400 GPUs, every GPU of the cluster in use), 2-core VM, 2026-11-30. The time of these runs is
+// the platform's (kSecondsPerRoute).
+TEST(SimulationSize, EstimatesThePeakMemoryOfMeasuredRunsWithin20Percent) {
+  struct Measured {
+    const char* cluster;
+    int dp, running;
+    double peak_bytes, seconds;
+  };
+  const Measured runs[] = {
+      {"dgx-h100", 1024, 2, 142.1e6, 1.16},
+      {"dgx-h100", 4096, 2, 463.8e6, 6.46},
+      {"dgx-h100", 6400, 2, 709.0e6, 8.99},
+      {"dgx-h100-superpod", 1024, 32, 139.4e6, 1.38},
+      {"dgx-h100-superpod", 4096, 32, 390.1e6, 6.46},
+      {"dgx-h100-superpod", 6400, 32, 577.0e6, 8.09},
+  };
+  for (const Measured& run : runs) {
+    const ClusterSpec cluster = *MakeCluster(run.cluster, run.dp * 2);
+    const std::int64_t routes = ClusterPlatformRoutes(cluster, {});
+    const SimulationSize size =
+        EstimateSimulationSize(5888 + 64, 16, run.dp, 1, routes, 64, run.running);
+    EXPECT_NEAR(size.bytes, run.peak_bytes, 0.2 * run.peak_bytes) << run.cluster << " " << run.dp;
+    EXPECT_NEAR(size.seconds, run.seconds, 0.5 * run.seconds) << run.cluster << " " << run.dp;
+  }
 }
 
 TEST(SimulationSize, AcceptsWhatFitsAndNamesEachLimit) {
@@ -109,7 +146,7 @@ TEST(SimulationSize, AcceptsWhatFitsAndNamesEachLimit) {
   EXPECT_NE(actors.message().find("(65537 actors > 65536)"), std::string::npos) << actors.message();
   const Status routes =
       CheckSimulationSize(EstimateSimulationSize(0, 1, 1, 1, kMaxPlatformRoutes + 1), "x");
-  EXPECT_NE(routes.message().find("(4000001 platform routes > 4000000)"), std::string::npos)
+  EXPECT_NE(routes.message().find("(16000001 platform routes > 16000000)"), std::string::npos)
       << routes.message();
 }
 

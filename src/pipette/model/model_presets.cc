@@ -141,7 +141,7 @@ DecoderSpec MoeSmall() {
 }  // namespace
 
 std::span<const DecoderSpec> DecoderPresets() {
-  static const std::array<DecoderSpec, 15> kPresets = {
+  static const std::array<DecoderSpec, 16> kPresets = {
       Gpt("gpt2-124m", 12, 768, 12, 1024, 124'000'000,
           "Radford et al. 2019 (GPT-2); HF openai-community/gpt2 config.json (n_layer 12, n_embd "
           "768, n_head 12, n_positions 1024, vocab 50257); OpenAI checkpoint '124M' "
@@ -165,6 +165,10 @@ std::span<const DecoderSpec> DecoderPresets() {
             "(checkpoint: 8,030,261,248)"),
       Llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, false, 70'600'000'000,
             "Meta 2024 (Llama 3); HF meta-llama/Meta-Llama-3-70B config.json; 70.6B params"),
+      Llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, false, 405'000'000'000,
+            "Llama Team 2024 (The Llama 3 Herd of Models, arXiv 2407.21783) Table 3 (126 layers, "
+            "model dimension 16384, FFN 53248, 128 heads, 8 KV heads, 405B params); HF "
+            "meta-llama/Llama-3.1-405B config.json (vocabulary 128256)"),
       Llama32_1B(),
       DeepSeekV3(),
       Mixtral8x7B(),

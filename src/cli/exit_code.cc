@@ -33,7 +33,9 @@ int FinishOutput(std::string_view command, int code) {
 void IgnoreFileSizeSignal() { std::signal(SIGXFSZ, SIG_IGN); }
 
 void BufferStandardOutput() {
-  if (isatty(fileno(stdout)) == 0) std::setvbuf(stdout, nullptr, _IOFBF, std::size_t{64} << 10);
+  // glibc ignores the size when it allocates the buffer itself (it takes the device's block size).
+  static char buffer[std::size_t{64} << 10];
+  if (isatty(fileno(stdout)) == 0) std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
 }
 
 }  // namespace pipette::cli

@@ -106,6 +106,36 @@ TEST(GradReduceCli, WithExpertParallelismTheExpertsRingRunsOverTheReplicasHoldin
   }
 }
 
+TEST(GradReduceCli, APeriodOfReplicasRunsForAllOnEveryFabricAndGivesTheSameRun) {
+  // llama2-7b pp 16 x dp 64 (1,024 GPUs, two nodes per replica), ring reduction: on the single
+  // switch two replicas run for all (sim/replica_symmetry.h, RingPeriod), on the 2:1 fat-tree (4
+  // nodes per leaf) four, on the SuperPOD (32 nodes per scalable unit) 32. With --placement-order
+  // tp,dp,pp eight replicas share each node, so one ring hop in eight crosses nodes: 16 run (with
+  // 8, the last hop's image would stay inside its node). Every number of the run equals the run
+  // of every replica.
+  const std::string job =
+      "simulate --model llama2-7b --pp 16 --dp 64 -m 8 --nodes 128 --no-db "
+      "--format json --cluster ";
+  struct Case {
+    std::string cluster;
+    int run;
+  };
+  for (const Case& c :
+       {Case{"dgx-h100", 2}, Case{"dgx-h100-ft-2to1", 4}, Case{"dgx-h100-superpod", 32},
+        Case{"dgx-h100 --placement-order tp,dp,pp", 16}}) {
+    CommandResult a = Pipette(job + c.cluster);
+    CommandResult b = Pipette(job + c.cluster + " --every-replica");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
+    EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
+    EXPECT_EQ(all["replicas_run"], 64) << c.cluster;
+    period.erase("replicas_run");
+    all.erase("replicas_run");
+    EXPECT_EQ(period, all) << c.cluster;
+  }
+}
+
 TEST(GradReduceCli, OverlapShortensAnInterleavedStepAndTheRunRecordsItsSettings) {
   const std::string interleaved = "--schedule interleaved-1f1b -v 2 ";
   const nlohmann::json after = Json(interleaved + "--grad-reduce ring");

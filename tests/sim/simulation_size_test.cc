@@ -120,12 +120,13 @@ TEST(SimulationSize, EstimatesThePeakMemoryOfMeasuredRunsWithin20Percent) {
     double peak_bytes, seconds;
   };
   const Measured runs[] = {
-      {"dgx-h100", 1024, 2, 142.1e6, 1.16},
-      {"dgx-h100", 4096, 2, 463.8e6, 6.46},
-      {"dgx-h100", 6400, 2, 709.0e6, 8.99},
-      {"dgx-h100-superpod", 1024, 32, 139.4e6, 1.38},
-      {"dgx-h100-superpod", 4096, 32, 390.1e6, 6.46},
-      {"dgx-h100-superpod", 6400, 32, 577.0e6, 8.09},
+      // peak RSS as /usr/bin/time's %M (KiB)
+      {"dgx-h100", 1024, 2, 142120 * 1024.0, 1.16},
+      {"dgx-h100", 4096, 2, 463792 * 1024.0, 6.46},
+      {"dgx-h100", 6400, 2, 708996 * 1024.0, 8.99},
+      {"dgx-h100-superpod", 1024, 32, 139416 * 1024.0, 1.38},
+      {"dgx-h100-superpod", 4096, 32, 390104 * 1024.0, 6.46},
+      {"dgx-h100-superpod", 6400, 32, 577016 * 1024.0, 8.09},
   };
   for (const Measured& run : runs) {
     const ClusterSpec cluster = *MakeCluster(run.cluster, run.dp * 2);

@@ -103,6 +103,8 @@ nlohmann::ordered_json JsonOf(const ModelReport& report) {
   json["grad_reduce"] = GradReduceName(report.options.grad_reduce);
   json["grad_overlap"] = report.options.grad_overlap;
   json["grad_buckets"] = m.grad_buckets;
+  // Replicas whose actors ran; the others are exact copies (sim/replica_symmetry.h).
+  json["replicas_run"] = m.sim.simulated_replicas;
   json["bubble_ratio"] = m.sim.bubble_ratio;
   json["mfu"] = m.mfu;
   json["tokens_per_s"] = m.tokens_per_s;

@@ -1,10 +1,17 @@
 // Replica symmetry (sim/replica_symmetry.h): a case simulated with only its distinct replicas must
-// give exactly what simulating every replica gives, and simulate only those replicas.
+// give exactly what simulating every replica gives, and simulate only those replicas. Ring
+// symmetry (RingPeriod): with ring all-reduces joining neighbouring replicas, a period of replicas
+// that the network maps onto the next period runs for all of them, and every event, collective and
+// step must equal the run of every replica exactly; where no period passes the checks (an uneven
+// layout, a ring of two), or the reduction is a tree, every replica runs. ctest runs every TEST in
+// its own process (one SimGrid engine per process).
 #include <gtest/gtest.h>
 
 #include "pipette/cluster/cluster_registry.h"
+#include "pipette/cost/collectives.h"
 #include "pipette/schedule/lower.h"
 #include "pipette/schedule/registry.h"
+#include "sim/gradient_reduction.h"
 #include "sim/simulator.h"
 
 namespace pipette {
@@ -12,6 +19,56 @@ namespace {
 
 // GPU g of node n on a cluster of 8 GPUs per node.
 int Gpu(int node, int g) { return node * 8 + g; }
+
+// A case of `program` with ring reduction (100 MB buckets, overlapped with the backward) on
+// `cluster`, rank r of replica d on GPU gpus[d * p + r], two steps.
+SimulationCase RingCase(const Program& program, const ClusterSpec& cluster, std::vector<int> gpus,
+                        bool symmetry) {
+  SimulationCase sc;
+  sc.program = &program;
+  sc.costs = Costs::Uniform(program.num_stages(), {1e-3, 1e-3, 1e-3});
+  sc.sizes.stage_output_bytes.assign(program.num_stages(), 20'000'000);
+  sc.cluster = &cluster;
+  sc.replicas = static_cast<int>(gpus.size()) / program.p;
+  sc.gpu_of_rank = std::move(gpus);
+  sc.grad_reduction.mode = GradReduce::kRing;
+  sc.grad_reduction.overlap = true;
+  sc.grad_reduction.ranks =
+      PlanGradientBuckets(program, std::vector<double>(program.num_stages(), 2e8), 1e8);
+  sc.steps = 2;
+  sc.replica_symmetry = symmetry;
+  return sc;
+}
+
+// Rank r of replica d on GPU 4 d + r: two replicas per 8-GPU node.
+std::vector<int> HalfNodes(int replicas, int p) {
+  std::vector<int> gpus;
+  for (int d = 0; d < replicas; ++d) {
+    for (int r = 0; r < p; ++r) gpus.push_back(4 * d + r);
+  }
+  return gpus;
+}
+
+void ExpectSameRun(const SimulationResult& a, const SimulationResult& b) {
+  EXPECT_EQ(a.makespan, b.makespan);
+  EXPECT_EQ(a.step_end, b.step_end);
+  EXPECT_EQ(a.pipeline_makespan, b.pipeline_makespan);
+  EXPECT_EQ(a.busy, b.busy);
+  ASSERT_EQ(a.trace.size(), b.trace.size());
+  for (std::size_t k = 0; k < a.trace.size(); ++k) {
+    EXPECT_EQ(a.trace[k].start, b.trace[k].start) << k;
+    EXPECT_EQ(a.trace[k].end, b.trace[k].end) << k;
+  }
+  ASSERT_EQ(a.collectives.size(), b.collectives.size());
+  for (std::size_t k = 0; k < a.collectives.size(); ++k) {
+    EXPECT_EQ(a.collectives[k].start, b.collectives[k].start) << k;
+    EXPECT_EQ(a.collectives[k].end, b.collectives[k].end) << k;
+  }
+  ASSERT_EQ(a.updates.size(), b.updates.size());
+  for (std::size_t k = 0; k < a.updates.size(); ++k) {
+    EXPECT_EQ(a.updates[k].end, b.updates[k].end) << k;
+  }
+}
 
 TEST(ReplicaSymmetry, DistinctReplicasGiveEveryReplicasTimesExactly) {
   // Six nodes, one NIC each. Four ranks per replica, two per node, so the messages between ranks
@@ -49,20 +106,7 @@ TEST(ReplicaSymmetry, DistinctReplicasGiveEveryReplicasTimesExactly) {
   const SimulationResult& b = (*results)[1];
   EXPECT_EQ(a.simulated_replicas, 3);
   EXPECT_EQ(b.simulated_replicas, 5);
-  EXPECT_EQ(a.makespan, b.makespan);
-  EXPECT_EQ(a.step_end, b.step_end);
-  EXPECT_EQ(a.pipeline_makespan, b.pipeline_makespan);
-  EXPECT_EQ(a.busy, b.busy);
-  ASSERT_EQ(a.trace.size(), b.trace.size());
-  for (std::size_t k = 0; k < a.trace.size(); ++k) {
-    EXPECT_EQ(a.trace[k].start, b.trace[k].start) << k;
-    EXPECT_EQ(a.trace[k].end, b.trace[k].end) << k;
-  }
-  ASSERT_EQ(a.collectives.size(), b.collectives.size());
-  for (std::size_t k = 0; k < a.collectives.size(); ++k) {
-    EXPECT_EQ(a.collectives[k].start, b.collectives[k].start) << k;
-    EXPECT_EQ(a.collectives[k].end, b.collectives[k].end) << k;
-  }
+  ExpectSameRun(a, b);
   // The contention is real: replica 0's layout alone (replica 4's class) finishes its first step
   // earlier than replica 0 sharing its NICs with replica 1.
   EXPECT_GT(a.pipeline_makespan, (*results)[2].pipeline_makespan);
@@ -83,6 +127,85 @@ TEST(ReplicaSymmetry, WholeNodesPerReplicaOnTheSwitchSimulateOneReplica) {
   Result<std::vector<SimulationResult>> results = Simulate({sc});
   ASSERT_TRUE(results.ok()) << results.status().message();
   EXPECT_EQ((*results)[0].simulated_replicas, 1);
+}
+
+TEST(RingSymmetry, APeriodOfReplicasGivesEveryReplicasTimesExactly) {
+  // Eight replicas of four ranks, two per node on four nodes, one NIC per node: the two replicas
+  // of a node share its NIC for their rings' hops to the next node, and replica 2j's hop to
+  // 2j + 1 stays on NVLink. Shifting by one replica maps an NVLink hop onto a NIC hop; by one node
+  // (two replicas) the network maps onto itself, but the last replica's hop would then come back
+  // into its own node; by two nodes (four replicas) both hold: 4 of 8 run. With experts buckets
+  // (ep 2: rings over d, d + 2, ...) the same period holds.
+  ClusterSpec cluster = *MakeCluster("dgx-h100", 4);
+  cluster.nics_per_node = 1;
+  const ClusterSpec copies[] = {cluster, cluster, cluster};
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{4, 0, 8, 0}));
+  const SimulationCase on = RingCase(program, cluster, HalfNodes(8, 4), true);
+  const SimulationCase off = RingCase(program, copies[0], HalfNodes(8, 4), false);
+  SimulationCase experts_on = RingCase(program, copies[1], HalfNodes(8, 4), true);
+  experts_on.grad_reduction.ep = 2;
+  experts_on.grad_reduction.ranks =
+      PlanGradientBuckets(program, std::vector<double>(4, 2e8), 1e8, std::vector<double>(4, 1e8));
+  SimulationCase experts_off = experts_on;
+  experts_off.cluster = &copies[2];
+  experts_off.replica_symmetry = false;
+  Result<std::vector<SimulationResult>> results = Simulate({on, off, experts_on, experts_off});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::vector<SimulationResult>& r = *results;
+  EXPECT_EQ(r[0].simulated_replicas, 4);
+  EXPECT_EQ(r[1].simulated_replicas, 8);
+  EXPECT_EQ(r[2].simulated_replicas, 4);
+  EXPECT_EQ(r[3].simulated_replicas, 8);
+  ExpectSameRun(r[0], r[1]);
+  ExpectSameRun(r[2], r[3]);
+  // Replica 0's ranks reduced their two buckets (dense; or dense then experts) in both steps.
+  EXPECT_EQ(r[0].collectives.size(), 4u * 2 * 2);
+  EXPECT_EQ(r[2].collectives.size(), 4u * 2 * 2);
+  // The NICs are shared: the rings take longer than the 8-member ring on idle links would.
+  EXPECT_GT(r[0].collectives[0].end - r[0].collectives[0].start,
+            RingAllReduceSeconds(8, 1e8, cluster.inter_node));
+}
+
+TEST(RingSymmetry, ARailOptimisedFabricRunsTwoScalableUnitsForAll) {
+  // Rail-optimised, two nodes per scalable unit, one replica per node (p = 8), eight replicas:
+  // a ring hop inside a unit crosses the rail's NICs only, one between units the rail leaves'
+  // uplinks too. Shifting by one unit maps the network onto itself, but the last hop would come
+  // back inside the unit; two units pass: 4 of 8 replicas run.
+  ClusterSpec cluster = *MakeCluster("dgx-h100-superpod", 8);
+  cluster.fabric.nodes_per_leaf = 2;
+  const ClusterSpec copy = cluster;
+  const Program program = *Lower(*MakeSchedule("zb-h1", ScheduleParams{8, 0, 8, 0}));
+  std::vector<int> gpus(64);
+  for (int g = 0; g < 64; ++g) gpus[g] = g;
+  Result<std::vector<SimulationResult>> results =
+      Simulate({RingCase(program, cluster, gpus, true), RingCase(program, copy, gpus, false)});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  EXPECT_EQ((*results)[0].simulated_replicas, 4);
+  EXPECT_EQ((*results)[1].simulated_replicas, 8);
+  ExpectSameRun((*results)[0], (*results)[1]);
+}
+
+TEST(RingSymmetry, WithoutAPeriodOrWithTreesEveryReplicaRuns) {
+  // Replicas 0 and 1 share node 0, replicas 2 and 3 have nodes 1 and 2 to themselves: no shift
+  // maps the network onto itself. Two replicas on two nodes: the shift by one is a symmetry, but
+  // a ring of one would send to itself. A tree is never reduced.
+  ClusterSpec cluster = *MakeCluster("dgx-h100", 3);
+  cluster.nics_per_node = 1;
+  const ClusterSpec copies[] = {cluster, cluster};
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{4, 0, 8, 0}));
+  const SimulationCase uneven =
+      RingCase(program, cluster, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19}, true);
+  const SimulationCase pair = RingCase(program, copies[0], {12, 13, 14, 15, 20, 21, 22, 23}, true);
+  SimulationCase tree = RingCase(program, copies[1], {}, true);
+  tree.replicas = 2;
+  tree.gpu_of_rank.clear();
+  for (int g : {0, 1, 2, 3, 8, 9, 10, 11}) tree.gpu_of_rank.push_back(g);
+  tree.grad_reduction.mode = GradReduce::kTree;
+  Result<std::vector<SimulationResult>> results = Simulate({uneven, pair, tree});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  EXPECT_EQ((*results)[0].simulated_replicas, 4);
+  EXPECT_EQ((*results)[1].simulated_replicas, 2);
+  EXPECT_EQ((*results)[2].simulated_replicas, 2);
 }
 
 }  // namespace

@@ -298,13 +298,13 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
   const bool experts = !o.ideal_network && c.ep > 1;
   const bool all_run = o.every_replica || g.mode == GradReduce::kTree || experts;
   const std::int64_t between = SaturatingAdd(messages, comms);
-  return CheckSimulationSize(
-      EstimateSimulationSize(
-          SaturatingAdd(static_cast<std::int64_t>(p.program.num_instructions()), between),
-          std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between,
-          all_run ? replicas : 1),
-      fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v, c.microbatches, c.dp,
-                  o.steps));
+  SimulationSize size = EstimateSimulationSize(
+      SaturatingAdd(static_cast<std::int64_t>(p.program.num_instructions()), between),
+      std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between,
+      all_run ? replicas : 1);
+  size.lower_bound = !all_run && replicas > 1;
+  return CheckSimulationSize(size, fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v,
+                                               c.microbatches, c.dp, o.steps));
 }
 
 Result<ModelSimulation> SimulateModel(const ModelPlan& p, const ModelSimulationOptions& o) {

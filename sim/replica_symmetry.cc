@@ -169,7 +169,9 @@ std::optional<LinkMap> ShiftMap(const std::vector<std::vector<Route>>& routes, i
       for (std::size_t j = 0; j < a.links.size(); ++j) {
         const sg4::Link* x = a.links[j];
         const sg4::Link* y = b.links[j];
-        if (forward.try_emplace(x, y).first->second != y ||
+        // A link the shift keeps would carry every copy of its flows (an orbit of one link, not
+        // n/k >= 2): no period.
+        if (x == y || forward.try_emplace(x, y).first->second != y ||
             backward.try_emplace(y, x).first->second != x || !AlikeLinks(x, y)) {
           return std::nullopt;
         }

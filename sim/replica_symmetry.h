@@ -50,9 +50,10 @@ ReplicaClasses DistinctReplicas(const Program& program,
 //      one link of each orbit their real routes cross, in the same order, and none twice.
 // Then each link of the k replicas carries what each link of its orbit carries in the full run,
 // every flow gets the rate of its copies, and every time is the full run's (compute never shares a
-// host here). Returns the smallest k < n dividing n (a multiple of `expert_stride` when > 1) that
-// passes, or n (every replica runs). `hosts`: rank r of replica d on hosts[d * program.p + r].
-// REQUIRES: the platform is sealed; replicas >= 1.
+// host here; bit for bit in every layout tested, up to the order in which SimGrid's solver adds a
+// link's flows in general). Returns the smallest k < n dividing n (a multiple of `expert_stride`
+// when > 1) that passes, or n (every replica runs). `hosts`: rank r of replica d on hosts[d *
+// program.p + r]. REQUIRES: the platform is sealed; replicas >= 1.
 int RingPeriod(const Program& program, const std::vector<simgrid::s4u::Host*>& hosts, int replicas,
                int expert_stride);
 

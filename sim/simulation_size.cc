@@ -62,11 +62,11 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
 
 SimulationSize LowerBoundSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
                                         std::int64_t replicas, std::int64_t steps,
-                                        std::int64_t routes) {
+                                        std::int64_t routes, std::int64_t running_replicas) {
   const std::int64_t chunks = Times(Times(p, v), m);
-  SimulationSize size =
-      EstimateSimulationSize(Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes,
-                             /*messages=*/0, /*timed_replicas=*/1);
+  SimulationSize size = EstimateSimulationSize(
+      Times(chunks, kMinInstructionsPerChunk), p, replicas, steps, routes,
+      /*messages=*/0, std::clamp<std::int64_t>(running_replicas, 1, replicas));
   size.lower_bound = true;
   return size;
 }

@@ -72,12 +72,12 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t timed_replicas = -1);
 
 // The same before the schedule exists, as a lower bound (p*v*m chunks of kMinInstructionsPerChunk
-// instructions; the time of one replica): a request it refuses is certainly too large, and building
-// its schedule would already cost time and memory in proportion. The lowered program is then
-// checked exactly.
+// instructions in each of `running_replicas`, those certain to run): a request it refuses is
+// certainly too large, and building its schedule would already cost time and memory in
+// proportion. The lowered program is then checked exactly.
 SimulationSize LowerBoundSimulationSize(std::int64_t p, std::int64_t v, std::int64_t m,
                                         std::int64_t replicas, std::int64_t steps,
-                                        std::int64_t routes);
+                                        std::int64_t routes, std::int64_t running_replicas = 1);
 
 // OK within every limit, else InvalidArgument "<request>: the simulation would execute N
 // instructions on A actors ... (about X GB and Y s); the limits are ..." naming the first count

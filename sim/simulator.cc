@@ -73,9 +73,11 @@ SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes, int running_
       !c.replica_symmetry || c.cores != 0 || g.mode == GradReduce::kTree || c.experts.active();
   const int timed = running_replicas >= 0 ? running_replicas : (all_run ? c.replicas : 1);
   const std::int64_t between = SaturatingAdd(messages, alltoall);
-  return EstimateSimulationSize(
+  SimulationSize size = EstimateSimulationSize(
       SaturatingAdd(static_cast<std::int64_t>(c.program->num_instructions()), between),
       std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes, between, timed);
+  size.lower_bound = running_replicas < 0 && timed < c.replicas;
+  return size;
 }
 
 // OK without simulated gradient reduction, or with it on a cluster, without analytic all-reduce
@@ -315,7 +317,7 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
     std::vector<sg4::Host*> members;
     for (int d = 0; d < running; ++d) members.push_back(hosts.ranks[d * p + r]);
     owned.groups.push_back(std::make_unique<CollectiveGroup>(
-        fmt::format("case{}-dp{}", c, r), std::move(members), algorithm, sc.replicas));
+        fmt::format("case{}-dp{}", c, r), std::move(members), algorithm, all ? 0 : sc.replicas));
     const CollectiveGroup* dense = owned.groups.back().get();
     const bool experts = std::any_of(g.ranks[r].buckets.begin(), g.ranks[r].buckets.end(),
                                      [](const GradientBucket& b) { return b.experts; });

@@ -55,9 +55,13 @@ int SimulateFail(const Status& status) { return ReportError("simulate", status);
 // is left to MakeSchedule, whose message names that limit.
 Status CheckRequestSize(const SimulateOptions& o, int replicas) {
   if (o.params.p > kMaxPipelineRanks) return Status::Ok();
+  // Every replica runs with --every-replica, trees and the MoE all-to-all; otherwise alike
+  // replicas, or a period of them under ring reduction, may run for all (sim/replica_symmetry.h):
+  // only one is certain to.
+  const bool all_run = o.every_replica || o.grad_reduce == "tree" || o.ep > 1;
   return CheckSimulationSize(
       LowerBoundSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
-                               replicas, o.steps, 0),
+                               replicas, o.steps, 0, all_run ? replicas : 1),
       fmt::format("--pp {} -m {}{}{} --steps {}", o.params.p, o.params.m,
                   o.params.v > 0 ? fmt::format(" -v {}", o.params.v) : "",
                   replicas > 1 ? fmt::format(" --dp {}", replicas) : "", o.steps));
@@ -221,7 +225,10 @@ int RunModel(const SimulateOptions& o) {
   simulation.overlap_alltoall = !o.no_alltoall_overlap;
   Result<UnevenWork> uneven = ModelUnevenWork(o, *plan, simulation);
   if (!uneven.ok()) return SimulateFail(uneven.status());
-  // Absurd transfer times and too-large simulations are refused before the run is recorded.
+  // Absurd transfer times and too-large simulations are refused before the run is recorded. Where
+  // alike replicas, or a period of them, may run for all, only one is counted here; Simulate()
+  // counts those that run once the platform is built, and a request it refuses then is recorded
+  // as a failed run with the refusal (exit 2).
   if (Status checked = CheckModelSimulation(*plan, simulation); !checked.ok())
     return SimulateFail(checked);
   const ModelSimulationOptions resolved = ResolvedOptions(*plan, simulation);

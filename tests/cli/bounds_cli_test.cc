@@ -83,6 +83,24 @@ TEST(CliBounds, TooLargeSimulationIsRefusedUpFrontWithTheEstimate) {
   EXPECT_EQ(RunCount("large.db"), 0u);
 }
 
+TEST(CliBounds, EveryReplicaOfTooManyIsRefusedBeforeTheScheduleIsBuilt) {
+  // 102,400 GPUs: with ring reduction a period of replicas may run for all (sim/README.md, issue
+  // 32), so the request is taken to the platform; where every replica must run (--every-replica,
+  // a tree) its 102,400 actors are refused at once, before the schedule or the platform exists.
+  std::filesystem::remove(ScratchDir() + "/large2.db");
+  for (const std::string flag : {"--every-replica", "--grad-reduce tree"}) {
+    CommandResult run = Pipette(
+        "simulate --db large2.db --model llama2-7b --pp 16 --dp 6400 -m 64 --nodes 12800 " + flag);
+    EXPECT_EQ(run.exit_code, 2) << flag << ": " << run.err;
+    EXPECT_NE(run.err.find("--pp 16 -m 64 --dp 6400 --steps 1: the simulation would execute at "
+                           "least 13107200 instructions on 102400 actors"),
+              std::string::npos)
+        << flag << ": " << run.err;
+    EXPECT_NE(run.err.find("(13107200 instructions > 10000000)"), std::string::npos) << run.err;
+  }
+  EXPECT_EQ(RunCount("large2.db"), 0u);
+}
+
 TEST(CliBounds, SmallJobOnAHugeClusterRuns) {
   // The platform holds only the GPUs the job uses (ClusterPlatform tests count them): 8192 and
   // 131072 nodes build one node for a 2-GPU job.

@@ -26,11 +26,8 @@ Result<std::vector<PairedTimes>> PairedStepTimes(const std::vector<RunData>& run
     // The steady-state step time (steps >= 1), as pipette compare --experiment judges it.
     PIPETTE_RETURN_IF_ERROR(NeedMetric(*pair.predicted, "step_time_s").status());
     PIPETTE_RETURN_IF_ERROR(NeedMetric(*pair.measured, "step_time_s").status());
-    // Over the predicted run's steps (a prediction simulates the measured run's traced ones).
-    int steps = 0;
-    while (pair.predicted->Metric(fmt::format("step_times_s[{}]", steps), -1) >= 0) ++steps;
-    out.push_back({pair.predicted, pair.measured, pair.predicted->SteadyStepTime() * 1e3,
-                   pair.measured->SteadyStepTime(steps > 0 ? steps : 1 << 30) * 1e3});
+    const auto [predicted, measured] = PairedSteadyStepTimes(*pair.predicted, *pair.measured);
+    out.push_back({pair.predicted, pair.measured, predicted * 1e3, measured * 1e3});
   }
   return out;
 }

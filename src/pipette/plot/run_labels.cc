@@ -13,22 +13,7 @@
 namespace pipette {
 namespace {
 
-bool Ignored(const std::string& key) { return DescribesRecording(key); }
-
 nlohmann::ordered_json ConfigOf(const RunData& run) { return ReadRunConfig(run.run.config).json; }
-
-// The scalar keys every configuration has, in the first one's order.
-std::vector<std::string> SharedScalarKeys(const std::vector<nlohmann::ordered_json>& configs) {
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : configs.front().items()) {
-    if (Ignored(key) || value.is_structured()) continue;
-    const bool everywhere = std::all_of(configs.begin(), configs.end(), [&](const auto& c) {
-      return c.contains(key) && !c[key].is_structured();
-    });
-    if (everywhere) keys.push_back(key);
-  }
-  return keys;
-}
 
 std::string ProgramLabel(const nlohmann::ordered_json& config) {
   std::string label;
@@ -40,39 +25,22 @@ std::string ProgramLabel(const nlohmann::ordered_json& config) {
   return label;
 }
 
-// The keys of SharedScalarKeys whose values are not the same in all `configs`.
-std::vector<std::string> Differing(const std::vector<nlohmann::ordered_json>& configs) {
-  std::vector<std::string> differing;
-  for (const std::string& key : SharedScalarKeys(configs)) {
-    const bool differs = std::any_of(configs.begin(), configs.end(),
-                                     [&](const auto& c) { return c[key] != configs[0][key]; });
-    if (differs) differing.push_back(key);
-  }
-  return differing;
-}
-
 }  // namespace
 
-std::string LabelValue(const nlohmann::ordered_json& value) {
-  if (!value.is_string()) return value.dump();
-  // A file (a model or cluster .toml) reads as its stem: the directory is no difference to show.
-  const std::string text = value.get<std::string>();
-  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
-  return text;
-}
+std::string LabelValue(const nlohmann::ordered_json& value) { return ConfigValueText(value); }
 
 std::vector<std::string> DifferingKeys(const std::vector<const RunData*>& runs) {
   if (runs.empty()) return {};
   std::vector<nlohmann::ordered_json> configs;
   for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
-  return Differing(configs);
+  return DifferingConfigKeys(configs);
 }
 
 std::vector<std::string> RunLabels(const std::vector<const RunData*>& runs, bool always_engine) {
   if (runs.empty()) return {};
   std::vector<nlohmann::ordered_json> configs;
   for (const RunData* run : runs) configs.push_back(ConfigOf(*run));
-  const std::vector<std::string> differing = Differing(configs);
+  const std::vector<std::string> differing = DifferingConfigKeys(configs);
   const bool engines_differ = std::any_of(runs.begin(), runs.end(), [&](const RunData* r) {
     return r->run.engine != runs[0]->run.engine;
   });
@@ -102,7 +70,7 @@ namespace {
 std::optional<std::string> FirstDifference(const RunData& a, const RunData& b) {
   const nlohmann::ordered_json ca = ConfigOf(a), cb = ConfigOf(b);
   for (const auto& [key, value] : ca.items()) {
-    if (!Ignored(key) && cb.contains(key) && cb[key] != value) {
+    if (!DescribesRecording(key) && cb.contains(key) && cb[key] != value) {
       return fmt::format("'{}' is {} in run {} and {} in run {}", key, value.dump(), a.run.id,
                          cb[key].dump(), b.run.id);
     }

@@ -17,32 +17,6 @@ namespace {
 
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
-// The scalar configuration keys every run has whose values are not the same in all of them, in
-// the first run's order, without the recording keys (run_config.h, DescribesRecording).
-std::vector<std::string> VaryingKeys(const std::vector<nlohmann::ordered_json>& configs) {
-  std::vector<std::string> keys;
-  if (configs.empty()) return keys;
-  for (const auto& [key, value] : configs.front().items()) {
-    if (DescribesRecording(key) || value.is_structured()) continue;
-    bool everywhere = true, differs = false;
-    for (const auto& c : configs) {
-      const auto it = c.find(key);
-      everywhere = everywhere && it != c.end() && !it->is_structured();
-      differs = differs || (it != c.end() && *it != value);
-    }
-    if (everywhere && differs) keys.push_back(key);
-  }
-  return keys;
-}
-
-// A configuration value as the figures' legends show it: a model or cluster file by its stem.
-std::string ValueText(const nlohmann::ordered_json& value) {
-  if (!value.is_string()) return value.dump();
-  const std::string text = value.get<std::string>();
-  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
-  return text;
-}
-
 // A number for the table ("" when the run has no such value).
 std::string Cell(double value, const char* format) {
   return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string();
@@ -92,7 +66,7 @@ std::vector<Column> MeasuredColumns(const StudyReport& report) {
 std::string Table(const StudyReport& report) {
   std::vector<nlohmann::ordered_json> configs;
   for (const RunData& run : report.runs) configs.push_back(ReadRunConfig(run.run.config).json);
-  const std::vector<std::string> keys = VaryingKeys(configs);
+  const std::vector<std::string> keys = DifferingConfigKeys(configs);
   const std::vector<Column> measured = MeasuredColumns(report);
   std::string html = "<table id=\"runs\">\n<thead><tr><th>run</th><th>engine</th><th>status</th>";
   for (const std::string& key : keys) html += "<th>" + HtmlEscape(key) + "</th>";
@@ -103,7 +77,7 @@ std::string Table(const StudyReport& report) {
     html += fmt::format("<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>",
                         run.run.id, HtmlEscape(run.run.engine), HtmlEscape(run.run.status));
     for (const std::string& key : keys) {
-      html += "<td class=\"text\">" + HtmlEscape(ValueText(configs[k][key])) + "</td>";
+      html += "<td class=\"text\">" + HtmlEscape(ConfigValueText(configs[k][key])) + "</td>";
     }
     for (const Column& c : measured) html += "<td>" + c.cells[k] + "</td>";
     html += "</tr>\n";
@@ -173,10 +147,8 @@ std::vector<double> PredictionErrors(const std::vector<RunData>& runs) {
         std::isnan(measured.Metric("step_time_s", kNone))) {
       continue;
     }
-    int steps = 0;  // the prediction simulates the measured run's traced steps
-    while (predicted.Metric(fmt::format("step_times_s[{}]", steps), -1) >= 0) ++steps;
-    const double error = 100 * RelativeError(predicted.SteadyStepTime(),
-                                             measured.SteadyStepTime(steps > 0 ? steps : 1 << 30));
+    const auto [predicted_s, measured_s] = PairedSteadyStepTimes(predicted, measured);
+    const double error = 100 * RelativeError(predicted_s, measured_s);
     errors[k] = error;
     // The measured run's row: its newest prediction's error.
     std::int64_t& shown = newest[*of];

@@ -1,5 +1,7 @@
 #include "pipette/store/run_config.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <type_traits>
 #include <utility>
 
@@ -493,6 +495,29 @@ std::string RemapRunReferences(const std::string& text,
     remap(json["prediction"]["fit"], fits);
   }
   return changed ? json.dump() : text;
+}
+
+std::vector<std::string> DifferingConfigKeys(const std::vector<nlohmann::ordered_json>& configs) {
+  std::vector<std::string> keys;
+  if (configs.empty()) return keys;
+  for (const auto& [key, value] : configs.front().items()) {
+    if (DescribesRecording(key) || value.is_structured()) continue;
+    const bool everywhere = std::all_of(configs.begin(), configs.end(), [&](const auto& c) {
+      return c.contains(key) && !c[key].is_structured();
+    });
+    const bool differs = std::any_of(configs.begin(), configs.end(), [&](const auto& c) {
+      return c.contains(key) && c[key] != value;
+    });
+    if (everywhere && differs) keys.push_back(key);
+  }
+  return keys;
+}
+
+std::string ConfigValueText(const nlohmann::ordered_json& value) {
+  if (!value.is_string()) return value.dump();
+  const std::string text = value.get<std::string>();
+  if (text.ends_with(".toml")) return std::filesystem::path(text).stem().string();
+  return text;
 }
 
 }  // namespace pipette

@@ -211,6 +211,15 @@ inline constexpr RunKey kRunListKeys[] = {RunKey::kModel, RunKey::kSchedule, Run
 // what ran: labels leave such keys out.
 bool DescribesRecording(std::string_view key);
 
+// The scalar keys every one of `configs` (run configurations) has, but those DescribesRecording
+// names, whose values are not the same in all of them, in the first one's order: what tells the
+// runs apart in labels, legends and tables.
+std::vector<std::string> DifferingConfigKeys(const std::vector<nlohmann::ordered_json>& configs);
+
+// A configuration value as labels and tables show it: a string as it is (a .toml file by its
+// stem: the directory is no difference to show), any other value as JSON.
+std::string ConfigValueText(const nlohmann::ordered_json& value);
+
 // What a recorded run's configuration says. Never fails: a configuration that is not a JSON object
 // reads as one without keys, a value of the wrong type as absent.
 struct RecordedConfig {

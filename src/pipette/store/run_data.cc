@@ -49,6 +49,12 @@ double RunData::SteadyStepTime(int max_steps) const {
   return sum / static_cast<double>(steps.size());
 }
 
+std::pair<double, double> PairedSteadyStepTimes(const RunData& predicted, const RunData& measured) {
+  int steps = 0;
+  while (predicted.Metric(fmt::format("step_times_s[{}]", steps), -1) >= 0) ++steps;
+  return {predicted.SteadyStepTime(), measured.SteadyStepTime(steps > 0 ? steps : 1 << 30)};
+}
+
 int RunData::NumRanks() const {
   int ranks = 0;
   for (const EventRow& e : events) ranks = std::max(ranks, e.rank + 1);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipette/common/status.h"
@@ -97,5 +98,11 @@ struct RunData {
   // by (pipette compare, plot compare); a prediction and its measurement compare the same steps.
   double SteadyStepTime(int steps = 1 << 30) const;
 };
+
+// The steady-state step times (RunData::SteadyStepTime) of a prediction and of the run it
+// predicts, both over the steps the prediction simulated (it simulates the measured run's traced
+// ones; every step of the measured run when the prediction has no per-step times), in seconds:
+// {predicted, measured}.
+std::pair<double, double> PairedSteadyStepTimes(const RunData& predicted, const RunData& measured);
 
 }  // namespace pipette

@@ -4,7 +4,7 @@
 # reduction (analytic, or ring traffic simulated on the cluster), replica symmetry (default: only
 # the replicas the network can make differ run; --every-replica: all) and the cluster's fabric.
 # Usage: benchmarks/sim_scaling.sh [PIPETTE_BINARY] [SECTION...]
-#   sections: gpus microbatches 16k gpt3 scale (default: all). FABRICS="dgx-h100 ..." picks the cluster
+#   sections: gpus microbatches 16k gpt3 scale (default: all; scale ends with deepseek-v3 at ep 64). FABRICS="dgx-h100 ..." picks the cluster
 #   presets of the 16k and gpt3 sections (default dgx-h100: a single non-blocking switch).
 set -euo pipefail
 bin=${1:-build/pipette}
@@ -20,7 +20,7 @@ run() {  # model cluster pp dp tp m grad [extra flags...]
     --no-db --format json >/dev/null; } 2>&1 | tail -1)
   read -r wall user kib <<<"$out"
   printf '%-10s %-10s %6d %4d %5d %3d %5d %-8s %-4s %9d %8.2f %8.2f %9.1f\n' "$model" "$cluster" \
-    $((pp * dp * tp)) "$pp" "$dp" "$tp" "$m" "$grad" "$([ $# -gt 0 ] && echo all || echo sym)" \
+    $((pp * dp * tp)) "$pp" "$dp" "$tp" "$m" "$grad" "$([[ " $* " == *" --every-replica "* ]] && echo all || echo sym)" \
     $((6 * pp * dp * m)) "$wall" "$user" "$(awk -v k="$kib" 'BEGIN{print k/1024}')"
 }
 echo "# one 1F1B step; instr ~ 6 pp dp m (F, B, sends, receives; every replica's, simulated or not)"
@@ -56,6 +56,8 @@ for section in $sections; do
       run llama2-7b dgx-h100 16 1024 1 64 ring
       run llama2-7b dgx-h100 16 6400 1 64 ring
       run llama2-7b dgx-h100-superpod 16 6400 1 64 ring
-      run llama3-405b dgx-h100-superpod 16 1024 8 8 ring ;;
+      run llama3-405b dgx-h100-superpod 16 1024 8 8 ring
+      echo "# DeepSeek-V3's layout: the MoE all-to-all over all 64 replicas, folded onto mirrors"
+      run deepseek-v3 dgx-h100 16 64 1 16 ring --ep 64 ;;
   esac
 done

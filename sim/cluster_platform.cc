@@ -32,6 +32,40 @@ std::map<int, std::vector<int>> UsedByNode(const ClusterSpec& cluster,
   return used;
 }
 
+int MirrorLevels(const ClusterSpec& cluster) {
+  switch (cluster.topology) {
+    case Topology::kSingleSwitch:
+      return 2;
+    case Topology::kRailOptimised:
+      return 3;
+    case Topology::kFatTree:
+      return cluster.fabric.levels == 3 ? 4 : 3;
+  }
+  return 2;
+}
+
+int MirrorLevel(const ClusterSpec& cluster, int a, int b) {
+  const int per_node = cluster.gpus_per_node;
+  const int x = a / per_node, y = b / per_node;
+  if (x == y) return 0;
+  const FabricSpec& f = cluster.fabric;
+  switch (cluster.topology) {
+    case Topology::kSingleSwitch:
+      return 1;
+    case Topology::kRailOptimised: {
+      const int nics = std::clamp(cluster.nics_per_node, 1, per_node);
+      const bool same_rail = (a % per_node) * nics / per_node == (b % per_node) * nics / per_node;
+      return same_rail && x / f.nodes_per_leaf == y / f.nodes_per_leaf ? 1 : 2;
+    }
+    case Topology::kFatTree: {
+      const int leaf_x = x / f.nodes_per_leaf, leaf_y = y / f.nodes_per_leaf;
+      if (leaf_x == leaf_y) return 1;
+      return f.levels == 3 && leaf_x / f.leaves_per_pod != leaf_y / f.leaves_per_pod ? 3 : 2;
+    }
+  }
+  return 1;
+}
+
 namespace {
 
 // Gives `zone` the models of `from`, so that it can hold hosts and links before it has a parent.
@@ -53,16 +87,18 @@ struct NodeZone {
   sg4::NetZone* zone;
   kernel::routing::NetPoint* gateway;
   sg4::Link* uplink;
-  std::vector<sg4::Host*> hosts;  // parallel to the GPUs used
+  std::vector<sg4::Host*> hosts;                 // parallel to the GPUs used
+  std::vector<std::vector<sg4::Host*>> mirrors;  // parallel to the GPUs used, when built
 };
 
 // One node's zone, detached, with the hosts of `used` (GPU indices in the node), their NVLink
-// ports and the NICs they use, routed as the header says; its uplink is created in `top`.
+// ports and the NICs they use, routed as the header says, and with `mirrors` each GPU's two
+// mirrors; its uplink is created in `top`.
 NodeZone BuildNode(const ClusterSpec& cluster, const std::string& node,
-                   const std::vector<int>& used, sg4::NetZone* top) {
+                   const std::vector<int>& used, sg4::NetZone* top, bool mirrors) {
   const int gpus = cluster.gpus_per_node;
   const int nics = std::clamp(cluster.nics_per_node, 1, gpus);
-  NodeZone built{sg4::create_full_zone(node), nullptr, nullptr, {}};
+  NodeZone built{sg4::create_full_zone(node), nullptr, nullptr, {}, {}};
   sg4::NetZone* zone = built.zone;
   CopyModels(top, zone);
   built.gateway = zone->create_router(node + "-gateway");
@@ -82,6 +118,8 @@ NodeZone BuildNode(const ClusterSpec& cluster, const std::string& node,
                          ->seal();
     }
   }
+  built.uplink =
+      top->create_split_duplex_link(node + "-uplink", nics * cluster.inter_node.bandwidth)->seal();
   const std::vector<sg4::Host*>& hosts = built.hosts;
   for (std::size_t a = 0; a < used.size(); ++a) {
     for (std::size_t b = 0; b < used.size(); ++b) {
@@ -96,36 +134,63 @@ NodeZone BuildNode(const ClusterSpec& cluster, const std::string& node,
                     {sg4::LinkInRoute(nic, Direction::UP)}, false);
     zone->add_route(built.gateway, hosts[a]->get_netpoint(), nullptr, nullptr,
                     {sg4::LinkInRoute(nic, Direction::DOWN)}, false);
+    if (!mirrors) continue;
+    const std::vector<std::vector<sg4::LinkInRoute>> loops = {
+        {sg4::LinkInRoute(nvlink[a], Direction::UP), sg4::LinkInRoute(nvlink[a], Direction::DOWN)},
+        {sg4::LinkInRoute(nic, Direction::UP), sg4::LinkInRoute(built.uplink, Direction::UP),
+         sg4::LinkInRoute(built.uplink, Direction::DOWN), sg4::LinkInRoute(nic, Direction::DOWN)}};
+    built.mirrors.emplace_back();
+    for (std::size_t level = 0; level < loops.size(); ++level) {
+      sg4::Host* mirror =
+          zone->create_host(fmt::format("{}-mirror{}", hosts[a]->get_name(), level), 1.0)->seal();
+      zone->add_route(hosts[a]->get_netpoint(), mirror->get_netpoint(), nullptr, nullptr,
+                      loops[level], false);
+      built.mirrors.back().push_back(mirror);
+    }
   }
-  built.uplink =
-      top->create_split_duplex_link(node + "-uplink", nics * cluster.inter_node.bandwidth)->seal();
   return built;
 }
 
 }  // namespace
 
+namespace {
+
+// The hosts (and mirrors, when built) of `gpus` (empty: every GPU, ascending) in that order.
+void ListHosts(const std::map<int, GpuHosts>& of, const std::vector<int>& gpus,
+               ClusterPlatform& platform) {
+  auto add = [&](const GpuHosts& h) {
+    platform.gpus.push_back(h.host);
+    if (!h.mirrors.empty()) platform.mirrors.push_back(h.mirrors);
+  };
+  if (gpus.empty()) {
+    for (const auto& [gpu, h] : of) add(h);
+  } else {
+    for (int gpu : gpus) add(of.at(gpu));
+  }
+}
+
+}  // namespace
+
 ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
-                                     sg4::NetZone* parent, const std::vector<int>& gpus) {
+                                     sg4::NetZone* parent, const std::vector<int>& gpus,
+                                     bool mirrors) {
   ClusterPlatform platform;
   if (cluster.topology != Topology::kSingleSwitch) {
     const std::map<int, std::vector<int>> used = UsedByNode(cluster, gpus);
-    const std::map<int, sg4::Host*> host_of = BuildFabricPlatform(cluster, prefix, parent, used);
+    ListHosts(BuildFabricPlatform(cluster, prefix, parent, used, mirrors), gpus, platform);
     platform.nodes = static_cast<int>(used.size());
-    if (gpus.empty()) {
-      for (const auto& [gpu, host] : host_of) platform.gpus.push_back(host);
-    } else {
-      for (int gpu : gpus) platform.gpus.push_back(host_of.at(gpu));
-    }
     return platform;
   }
   auto* top = sg4::create_star_zone(prefix + "switch");
   if (parent != nullptr) CopyModels(parent, top);  // attached last, like the nodes
   std::vector<NodeZone> nodes;
-  std::map<int, sg4::Host*> host_of;  // GPU -> its host
+  std::map<int, GpuHosts> host_of;  // GPU -> its host and mirrors
   for (const auto& [n, used] : UsedByNode(cluster, gpus)) {
-    nodes.push_back(BuildNode(cluster, fmt::format("{}node{}", prefix, n), used, top));
+    nodes.push_back(BuildNode(cluster, fmt::format("{}node{}", prefix, n), used, top, mirrors));
     for (std::size_t k = 0; k < used.size(); ++k) {
-      host_of[n * cluster.gpus_per_node + used[k]] = nodes.back().hosts[k];
+      GpuHosts& h = host_of[n * cluster.gpus_per_node + used[k]];
+      h.host = nodes.back().hosts[k];
+      if (mirrors) h.mirrors = nodes.back().mirrors[k];
     }
   }
   for (const NodeZone& node : nodes) {
@@ -137,24 +202,27 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
   if (parent != nullptr) top->set_parent(parent);
   top->seal();
   platform.nodes = static_cast<int>(nodes.size());
-  if (gpus.empty()) {
-    for (const auto& [gpu, host] : host_of) platform.gpus.push_back(host);
-  } else {
-    for (int gpu : gpus) platform.gpus.push_back(host_of.at(gpu));
-  }
+  ListHosts(host_of, gpus, platform);
   return platform;
 }
 
-std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus) {
-  if (cluster.topology != Topology::kSingleSwitch) {
-    return kRoutesPerFabricLink * FabricPlatformLinks(cluster, UsedByNode(cluster, gpus));
-  }
+std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus,
+                                   bool mirrors) {
+  const std::map<int, std::vector<int>> used = UsedByNode(cluster, gpus);
   std::int64_t routes = 0;
-  for (const auto& [node, used] : UsedByNode(cluster, gpus)) {
-    const auto u = static_cast<std::int64_t>(used.size());
-    routes += u * (u - 1) + 2 * u + u * kRoutesPerSwitchGpu;
+  std::int64_t count = 0;  // GPUs
+  if (cluster.topology != Topology::kSingleSwitch) {
+    routes = kRoutesPerFabricLink * FabricPlatformLinks(cluster, used);
+    for (const auto& [node, list] : used) count += static_cast<std::int64_t>(list.size());
+    // A mirror is a GPU's worth: its host and its share of two links.
+    return routes + (mirrors ? count * MirrorLevels(cluster) * 2 * kRoutesPerFabricLink : 0);
   }
-  return routes;
+  for (const auto& [node, list] : used) {
+    const auto u = static_cast<std::int64_t>(list.size());
+    routes += u * (u - 1) + 2 * u + u * kRoutesPerSwitchGpu;
+    count += u;
+  }
+  return routes + (mirrors ? count * MirrorLevels(cluster) * kRoutesPerSwitchGpu : 0);
 }
 
 }  // namespace pipette

@@ -33,21 +33,54 @@ namespace pipette {
 struct ClusterPlatform {
   std::vector<simgrid::s4u::Host*> gpus;  // the host of each GPU asked for, in the order asked
   int nodes = 0;                          // nodes built (those holding a GPU asked for)
+  // Built on request: per GPU asked for (same order), its mirror hosts by level (MirrorLevel).
+  std::vector<std::vector<simgrid::s4u::Host*>> mirrors;
 };
+
+// Mirror hosts, for the MoE all-to-all under replica symmetry (replica_symmetry.h): a GPU's
+// message to a peer whose replica is a copy of its own goes, in the replicas that run, to one of
+// its mirrors instead of to itself. The mirror of GPU g at level L is a host whose route from g
+// climbs the tiers a route from g to a GPU at level L climbs, over g's own links, and comes back
+// down over g's own links: 0, same node: g's NVLink port up and down; 1 on the single switch,
+// another node: g's NIC up, its node's uplink up and down, its NIC down. Fat-tree: 1, same leaf:
+// NIC, node uplink up and down, NIC; 2, same pod: the leaf's uplink up and down in between; 3,
+// another pod: the pod's uplink too. Rail-optimised: 1, the same rail of the same scalable unit:
+// NIC up and down; 2, otherwise: the rail leaf's uplink up and down in between. Each link of such
+// a route is the one standing for the real route's link in its orbit when the shift maps the
+// peer's links onto g's; ReplicaPeriod checks that it does. Routes from a mirror, or to another
+// GPU's mirror, are not defined (never asked for).
+int MirrorLevels(const ClusterSpec& cluster);
+// The level of the route between distinct GPUs `a` and `b` (each node * gpus_per_node + gpu).
+int MirrorLevel(const ClusterSpec& cluster, int a, int b);
 
 // Builds the GPUs `gpus` (each node * gpus_per_node + gpu, distinct; empty: every GPU) of
 // `cluster` with names starting with `prefix`, as a child of `parent` (nullptr: as the engine's
-// root zone). REQUIRES: a SimGrid engine exists and the network model is configured (MakeEngine);
-// every GPU in [0, world_size()).
+// root zone), with MirrorLevels mirrors per GPU when `mirrors`. REQUIRES: a SimGrid engine exists
+// and the network model is configured (MakeEngine); every GPU in [0, world_size()).
 ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
                                      simgrid::s4u::NetZone* parent = nullptr,
-                                     const std::vector<int>& gpus = {});
+                                     const std::vector<int>& gpus = {}, bool mirrors = false);
+
+// The mirrors of a case's rank hosts (rank r of replica d at d * p + r, as the case's GPUs).
+struct MirrorHosts {
+  const ClusterSpec* cluster = nullptr;
+  std::vector<int> gpu;                                 // per rank host: its GPU
+  std::vector<std::vector<simgrid::s4u::Host*>> hosts;  // per rank host: its mirrors by level
+
+  bool empty() const { return hosts.empty(); }
+  // The mirror of rank host `from` standing for rank host `to` (another GPU) seen from it.
+  simgrid::s4u::Host* Of(std::size_t from, std::size_t to) const {
+    return hosts[from][MirrorLevel(*cluster, gpu[from], gpu[to])];
+  }
+};
 
 // Routes the platform of `gpus` holds, or their worth in memory (what BuildClusterPlatform's cost
 // grows with): on a single switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there,
 // plus kRoutesPerSwitchGpu per GPU; on a fat-tree or rail-optimised fabric, which stores no routes
-// (fabric_platform.h), kRoutesPerFabricLink per link it builds. Empty `gpus`: every GPU.
-std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus);
+// (fabric_platform.h), kRoutesPerFabricLink per link it builds. With `mirrors`, each mirror host
+// counts as a GPU's worth more. Empty `gpus`: every GPU.
+std::int64_t ClusterPlatformRoutes(const ClusterSpec& cluster, const std::vector<int>& gpus,
+                                   bool mirrors = false);
 
 // The platform in routes' worth of memory, at the 150 bytes per route simulation_size.h charges,
 // measured as the growth of a whole simulation's peak memory with the GPUs when a few replicas run

@@ -20,10 +20,14 @@ bool HasPhases(const ExpertParallelism& spec, const Action& half) {
 
 }  // namespace
 
-ExpertAllToAll::ExpertAllToAll(const ExpertParallelism& spec, std::vector<sg4::Host*> hosts, int p)
+ExpertAllToAll::ExpertAllToAll(const ExpertParallelism& spec, std::vector<sg4::Host*> hosts, int p,
+                               int running, const MirrorHosts* mirrors)
     : spec_(spec),
       hosts_(std::move(hosts)),
       p_(p),
+      replicas_(static_cast<int>(hosts_.size()) / p),
+      running_(running > 0 ? running : replicas_),
+      mirrors_(mirrors),
       mutex_(sg4::Mutex::create()),
       in_flight_(hosts_.size()),
       max_latency_(hosts_.size(), -1.0) {
@@ -50,10 +54,12 @@ std::int64_t ExpertAllToAll::CommsPerReplica(const ExpertParallelism& spec,
   return phases * (spec.ep - 1);
 }
 
-std::int64_t ExpertAllToAll::InstructionEquivalents(const ExpertParallelism& spec,
-                                                    const Program& program) {
+std::int64_t ExpertAllToAll::MessageEquivalents(const ExpertParallelism& spec,
+                                                const Program& program, int running) {
   const std::int64_t comms = CommsPerReplica(spec, program);
-  const std::int64_t weight = std::max<std::int64_t>(1, std::int64_t{spec.ep} * spec.ep / 32);
+  const std::int64_t ep = spec.ep;
+  const bool folded = running > 0 && running < spec.ep;  // a period with mirrors
+  const std::int64_t weight = std::max<std::int64_t>(1, ep * ep / (folded ? 128 : 32));
   std::int64_t total = 0;
   if (__builtin_mul_overflow(comms, weight, &total))
     return std::numeric_limits<std::int64_t>::max();
@@ -117,12 +123,18 @@ void ExpertAllToAll::Phase(const Action& half, int phase, int step, int replica,
   const double bytes = static_cast<double>(spec_.stage_bytes[half.stage]) / ep;
   for (int d = group; d < group + ep; ++d) {
     if (d == replica) continue;
-    sg4::CommPtr comm = sg4::Comm::sendto_init(HostOf(replica, rank), HostOf(d, rank))
+    // Replica d's copy that runs, and the sender whose message into it this one stands for.
+    const int copy = d % running_;
+    const int sender = ((replica - (d - copy)) % replicas_ + replicas_) % replicas_;
+    sg4::Host* to = copy != replica ? HostOf(copy, rank)
+                                    : mirrors_->Of(static_cast<std::size_t>(self),
+                                                   static_cast<std::size_t>(d) * p_ + rank);
+    sg4::CommPtr comm = sg4::Comm::sendto_init(HostOf(replica, rank), to)
                             ->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->start();
-    const int receiver = d * p_ + rank;
+    const int receiver = copy * p_ + rank;
     std::unique_lock lock(*mutex_);
-    in_flight_[receiver][Key{step, half.stage, half.microbatch, phase, replica}] = comm;
+    in_flight_[receiver][Key{step, half.stage, half.microbatch, phase, sender}] = comm;
     arrived_[receiver]->notify_all();
   }
   // The phase ends when the peers' messages have arrived (the receiver waits on each comm; a

@@ -14,6 +14,12 @@
 // phases run one after the other, and ends when both are done; without the overlap model it runs
 // F's compute and phases, then B's.
 //
+// Under period symmetry (replica_symmetry.h, ReplicaPeriod) only replicas 0 .. k-1 run: a message
+// to replica e >= k goes to replica e mod k, or, when that is the sender's own replica, to the
+// sender's mirror (cluster_platform.h), and its receiver takes it as the message of the sender
+// whose copy it is (the full run's message into e's copy e mod k), so every rank still waits for
+// the ep - 1 messages of each phase.
+//
 // Shared by every actor of the case (SimGrid runs one actor at a time; its mutex orders them).
 #pragma once
 
@@ -27,6 +33,7 @@
 #include "pipette/schedule/action.h"
 #include "pipette/schedule/costs.h"
 #include "pipette/schedule/program.h"
+#include "sim/cluster_platform.h"
 
 namespace pipette {
 
@@ -43,9 +50,12 @@ struct ExpertParallelism {
 
 class ExpertAllToAll {
  public:
-  // `hosts`: replica d's rank r at d * p + r. REQUIRES: a SimGrid engine exists, the platform is
-  // sealed, replicas divisible by spec.ep, stage vectors sized to the program's stages.
-  ExpertAllToAll(const ExpertParallelism& spec, std::vector<simgrid::s4u::Host*> hosts, int p);
+  // `hosts`: replica d's rank r at d * p + r, every replica; replicas 0 .. running-1 run (0: all;
+  // fewer only under a period that ReplicaPeriod found, with `mirrors` when running < spec.ep).
+  // REQUIRES: a SimGrid engine exists, the platform is sealed, replicas divisible by spec.ep,
+  // stage vectors sized to the program's stages.
+  ExpertAllToAll(const ExpertParallelism& spec, std::vector<simgrid::s4u::Host*> hosts, int p,
+                 int running = 0, const MirrorHosts* mirrors = nullptr);
 
   // Runs compute action `a` of step `step` on replica `replica`'s rank `rank`, from that rank's
   // actor: its compute (costs.Compute of each half, executed on `compute`, nullptr: the rank's
@@ -58,15 +68,19 @@ class ExpertAllToAll {
   // two. REQUIRES: stage vectors sized to the program's stages.
   static std::int64_t CommsPerReplica(const ExpertParallelism& spec, const Program& program);
 
-  // What those comms cost the engine, in simulated instructions (simulation_size.h): SimGrid's
-  // max-min solver slows with the flows in flight, ep (ep - 1) per group at once, so a comm counts
-  // max(1, ep^2 / 32) instructions (measured, one core, moe-small pp4 dp64 1f1b m8: 15, 44 and
-  // 150 us per comm at ep 8, 16 and 32; an instruction is about 9 us). ep 64 on pp16 x dp64 is
-  // refused up front (sim/README.md).
-  static std::int64_t InstructionEquivalents(const ExpertParallelism& spec, const Program& program);
+  // What those comms cost the engine's time, in messages between replicas (simulation_size.h's
+  // time model): SimGrid's max-min solver slows with the flows in flight, so a comm counts as
+  // max(1, ep^2 / 32) messages where every replica of a group runs (measured, one core, moe-small
+  // pp4 dp64 1f1b m8: 15, 44 and 150 us per comm at ep 8, 16 and 32; an instruction is about 9 us)
+  // and max(1, ep^2 / 128) where only `running` < ep replicas run for all, with mirrors
+  // (deepseek-v3 pp16 dp = ep 32 and 64, m16, two replicas run: about 17 and 38 us per comm;
+  // sim/README.md).
+  static std::int64_t MessageEquivalents(const ExpertParallelism& spec, const Program& program,
+                                         int running = 0);
 
  private:
-  // (step, stage, microbatch, phase 0..3, sending replica): one message into a receiver.
+  // (step, stage, microbatch, phase 0..3, sending replica of the full run): one message into a
+  // receiver.
   using Key = std::tuple<int, int, int, int, int>;
 
   // The phases of one half (an F, I or B): 0, 1 for a forward; 2, 3 for a backward.
@@ -77,6 +91,9 @@ class ExpertAllToAll {
   ExpertParallelism spec_;
   std::vector<simgrid::s4u::Host*> hosts_;
   int p_;
+  int replicas_;
+  int running_;
+  const MirrorHosts* mirrors_;
   simgrid::s4u::MutexPtr mutex_;
   std::vector<simgrid::s4u::ConditionVariablePtr> arrived_;      // per receiver (d * p + r)
   std::vector<std::map<Key, simgrid::s4u::CommPtr>> in_flight_;  // per receiver

@@ -30,12 +30,14 @@ struct Duplex {
   Hop down;
 };
 
-// Where each used GPU sits, and the links of its own.
+// Where each used GPU sits, and the links of its own; a mirror has its GPU's place and level.
 struct GpuPlace {
   int node = -1;
   int nic = 0;  // its NIC's index in the node: its rail
   Duplex nvlink;
   Duplex nic_link;
+  const routing::NetPoint* mirror_of = nullptr;  // a mirror: its GPU
+  int level = 0;                                 // a mirror: its level (MirrorLevel)
 };
 
 // The cluster's coordinates of a node: its leaf (rail-optimised: its SU) and pod.
@@ -79,6 +81,11 @@ class FabricZone final : public routing::NetZoneImpl {
       if (latency != nullptr) *latency += hop.latency;
     };
     if (src == dst) return;
+    if (b.mirror_of != nullptr) {
+      xbt_assert(b.mirror_of == src, "a route to another GPU's mirror is not defined");
+      AddLoop(a, b.level, add);
+      return;
+    }
     if (a.node == b.node) {
       add(a.nvlink.up);
       add(b.nvlink.down);
@@ -114,6 +121,35 @@ class FabricZone final : public routing::NetZoneImpl {
       add(leaves.at(y.leaf).down);
     }
     add(nodes.at(to).down);
+  }
+
+  // GPU `a`'s route to its mirror at `level`: up the tiers over its own links, and back down.
+  template <typename Add>
+  void AddLoop(const GpuPlace& a, int level, const Add& add) const {
+    if (level == 0) {
+      add(a.nvlink.up);
+      add(a.nvlink.down);
+      return;
+    }
+    add(a.nic_link.up);
+    const Coordinates x = Of(a.node);
+    if (cluster_.topology == Topology::kRailOptimised) {
+      if (level == 2) {
+        const Duplex& leaf = leaves.at(std::int64_t{x.leaf} * cluster_.nics_per_node + a.nic);
+        add(leaf.up);
+        add(leaf.down);
+      }
+    } else {
+      add(nodes.at(a.node).up);
+      if (level >= 2) add(leaves.at(x.leaf).up);
+      if (level == 3) {
+        add(pods.at(x.pod).up);
+        add(pods.at(x.pod).down);
+      }
+      if (level >= 2) add(leaves.at(x.leaf).down);
+      add(nodes.at(a.node).down);
+    }
+    add(a.nic_link.down);
   }
 
   const ClusterSpec cluster_;  // a copy: the zone outlives the caller's spec
@@ -155,12 +191,19 @@ void BuildTiers(FabricZone& zone, const ClusterSpec& c, const std::string& prefi
   }
 }
 
-// The hosts of the used GPUs, their NVLink ports and NICs; returns the hosts by GPU index.
-std::map<int, sg4::Host*> BuildGpus(FabricZone& zone, const ClusterSpec& c,
-                                    const std::string& prefix,
-                                    const std::map<int, std::vector<int>>& used) {
+// Records `place` as the place of `host`'s netpoint.
+void Place(FabricZone& zone, const sg4::Host* host, const GpuPlace& place) {
+  const unsigned long id = host->get_netpoint()->id();
+  if (zone.places.size() <= id) zone.places.resize(id + 1);
+  zone.places[id] = place;
+}
+
+// The hosts of the used GPUs, their NVLink ports and NICs, and with `mirrors` their mirrors;
+// returns the hosts by GPU index.
+std::map<int, GpuHosts> BuildGpus(FabricZone& zone, const ClusterSpec& c, const std::string& prefix,
+                                  const std::map<int, std::vector<int>>& used, bool mirrors) {
   const int nics = std::clamp(c.nics_per_node, 1, c.gpus_per_node);
-  std::map<int, sg4::Host*> host_of;
+  std::map<int, GpuHosts> host_of;
   for (const auto& [node, gpus] : used) {
     std::map<int, Duplex> nic_links;
     for (int g : gpus) {
@@ -175,10 +218,18 @@ std::map<int, sg4::Host*> BuildGpus(FabricZone& zone, const ClusterSpec& c,
                                          c.inter_node.bandwidth, c.inter_node.latency / 2);
       }
       place.nic_link = nic_links.at(place.nic);
-      const unsigned long id = host->get_netpoint()->id();
-      if (zone.places.size() <= id) zone.places.resize(id + 1);
-      zone.places[id] = place;
-      host_of[node * c.gpus_per_node + g] = host;
+      Place(zone, host, place);
+      GpuHosts& hosts = host_of[node * c.gpus_per_node + g];
+      hosts.host = host;
+      for (int level = 0; mirrors && level < MirrorLevels(c); ++level) {
+        sg4::Host* mirror =
+            zone.get_iface()->create_host(fmt::format("{}-mirror{}", name, level), 1.0)->seal();
+        GpuPlace at = place;
+        at.mirror_of = host->get_netpoint();
+        at.level = level;
+        Place(zone, mirror, at);
+        hosts.mirrors.push_back(mirror);
+      }
     }
   }
   return host_of;
@@ -196,12 +247,13 @@ void CopyModels(const sg4::NetZone* from, routing::NetZoneImpl* zone) {
 
 }  // namespace
 
-std::map<int, sg4::Host*> BuildFabricPlatform(const ClusterSpec& cluster, const std::string& prefix,
-                                              sg4::NetZone* parent,
-                                              const std::map<int, std::vector<int>>& used) {
+std::map<int, GpuHosts> BuildFabricPlatform(const ClusterSpec& cluster, const std::string& prefix,
+                                            sg4::NetZone* parent,
+                                            const std::map<int, std::vector<int>>& used,
+                                            bool mirrors) {
   auto* zone = new FabricZone(prefix + "fabric", cluster);  // owned by the engine
   if (parent != nullptr) CopyModels(parent, zone);          // attached last: see CopyModels
-  const std::map<int, sg4::Host*> host_of = BuildGpus(*zone, cluster, prefix, used);
+  std::map<int, GpuHosts> host_of = BuildGpus(*zone, cluster, prefix, used, mirrors);
   BuildTiers(*zone, cluster, prefix, used);
   if (parent != nullptr) zone->set_parent(parent->get_impl());
   zone->seal();

@@ -37,13 +37,20 @@
 
 namespace pipette {
 
+// A GPU's host and, when built, its mirrors by level (cluster_platform.h).
+struct GpuHosts {
+  simgrid::s4u::Host* host = nullptr;
+  std::vector<simgrid::s4u::Host*> mirrors;
+};
+
 // Builds the GPUs `used` (node -> its GPU indices, ascending) of `cluster` (topology fat-tree or
 // rail-optimised) with names starting with `prefix`, as a child of `parent` (nullptr: the root
-// zone); returns each GPU's host by GPU index. REQUIRES: as BuildClusterPlatform.
-std::map<int, simgrid::s4u::Host*> BuildFabricPlatform(const ClusterSpec& cluster,
-                                                       const std::string& prefix,
-                                                       simgrid::s4u::NetZone* parent,
-                                                       const std::map<int, std::vector<int>>& used);
+// zone), with `mirrors` each GPU's MirrorLevels mirrors (routed from it as cluster_platform.h
+// says); returns each GPU's hosts by GPU index. REQUIRES: as BuildClusterPlatform.
+std::map<int, GpuHosts> BuildFabricPlatform(const ClusterSpec& cluster, const std::string& prefix,
+                                            simgrid::s4u::NetZone* parent,
+                                            const std::map<int, std::vector<int>>& used,
+                                            bool mirrors = false);
 
 // The split-duplex links BuildFabricPlatform creates for `used` (what its cost grows with).
 std::int64_t FabricPlatformLinks(const ClusterSpec& cluster,

@@ -276,6 +276,12 @@ void ReductionTimes(const ModelPlan& p, const ModelSimulationOptions& o, ModelSi
 Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o) {
   const ParallelConfig& c = p.config;
   PIPETTE_RETURN_IF_ERROR(CheckGradientOptions(p, o));
+  // Alike replicas may run once, and a period of them may stand for all (CaseOf's
+  // replica_symmetry, as SimulatedReplicas decides): only one is certain to run then; Simulate()
+  // counts those that do once the platform is built, before any runs.
+  const GradientReduction g = ReductionOf(p, o);
+  const bool all_run = o.every_replica || g.mode == GradReduce::kTree;
+  const bool experts = !o.ideal_network && c.ep > 1;
   std::int64_t routes = 0;
   if (!o.ideal_network) {
     PIPETTE_RETURN_IF_ERROR(CheckLinks(p.cluster));
@@ -284,24 +290,22 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
     for (int d = 0; d < c.dp; ++d) {
       for (int r = 0; r < c.pp; ++r) gpus.push_back(GpuOf(c, d, r));
     }
-    routes = ClusterPlatformRoutes(p.cluster, gpus);
+    routes = ClusterPlatformRoutes(p.cluster, gpus, experts && c.ep == c.dp && !all_run);
   }
   const int replicas = o.ideal_network ? 1 : c.dp;
-  const GradientReduction g = ReductionOf(p, o);
+  const int timed = all_run ? replicas : 1;
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(replicas) : 0;
-  // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
-  const std::int64_t comms =
-      o.ideal_network ? 0 : ExpertAllToAll::InstructionEquivalents(ExpertsOf(p), p.program);
-  // Alike replicas may run once, and with ring reduction a period of them may stand for all
-  // (CaseOf's replica_symmetry, as SimulatedReplicas decides): only one is certain to run then;
-  // Simulate() counts those that do once the platform is built, before any runs.
-  const bool experts = !o.ideal_network && c.ep > 1;
-  const bool all_run = o.every_replica || g.mode == GradReduce::kTree || experts;
-  const std::int64_t between = SaturatingAdd(messages, comms);
+  // All-to-all comms are messages, each costing the solver's time more than one
+  // (ExpertAllToAll::MessageEquivalents).
+  const ExpertParallelism spec = experts ? ExpertsOf(p) : ExpertParallelism{};
+  const std::int64_t between =
+      SaturatingAdd(messages, ExpertAllToAll::CommsPerReplica(spec, p.program));
+  const std::int64_t equivalents =
+      SaturatingAdd(messages, ExpertAllToAll::MessageEquivalents(spec, p.program, timed));
   SimulationSize size = EstimateSimulationSize(
       SaturatingAdd(static_cast<std::int64_t>(p.program.num_instructions()), between),
-      std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between,
-      all_run ? replicas : 1);
+      std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between, timed,
+      equivalents);
   size.lower_bound = !all_run && replicas > 1;
   return CheckSimulationSize(size, fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v,
                                                c.microbatches, c.dp, o.steps));

@@ -132,18 +132,31 @@ Route RouteOf(sg4::Host* from, sg4::Host* to) {
   return route;
 }
 
-// A flow of every replica d: from its rank `from` to rank `to` of replica d + shift (mod n).
+// A flow of every replica d: from its rank `from` to rank `to` of replica d + shift (mod n); with
+// `ep` > 1 an all-to-all message, to replica d + shift inside d's group of ep (mod ep), which may
+// stand for one to a copy of d's replica (a mirror).
 struct FlowKind {
   int from = 0, to = 0, shift = 0;
+  int ep = 0;
+
+  int Target(int d, int n) const {
+    if (ep <= 1) return (d + shift) % n;
+    const int base = d / ep * ep;
+    return base + (d - base + shift) % ep;
+  }
 };
 
-// The program's messages (both directions) and the ring hops of every rank.
-std::vector<FlowKind> FlowKinds(const Program& program, int replicas, int expert_stride) {
+// The program's messages (both directions), the ring hops and the all-to-all messages of every
+// rank.
+std::vector<FlowKind> FlowKinds(const Program& program, int replicas, const ReplicaFlows& flows) {
   std::vector<FlowKind> kinds;
   for (const auto& [a, b] : MessagePairs(program)) kinds.push_back({a, b, 0});
   for (int r = 0; r < program.p; ++r) {
-    if (replicas > 1) kinds.push_back({r, r, 1});
-    if (expert_stride > 1 && expert_stride < replicas) kinds.push_back({r, r, expert_stride});
+    if (flows.ring && replicas > 1) kinds.push_back({r, r, 1});
+    if (flows.expert_stride > 1 && flows.expert_stride < replicas) {
+      kinds.push_back({r, r, flows.expert_stride});
+    }
+    for (int shift = 1; shift < flows.ep; ++shift) kinds.push_back({r, r, shift, flows.ep});
   }
   return kinds;
 }
@@ -203,21 +216,35 @@ std::optional<std::unordered_map<const sg4::Link*, int>> Orbits(const LinkMap& s
   return orbit;
 }
 
+// The route of replica d's flow of `kind` in the first k replicas: to replica (d + shift) mod n,
+// or past replica k - 1 to its image; an all-to-all message to a copy of d's own replica to the
+// mirror of its sender (nothing without mirrors).
+std::optional<Route> ImageRoute(const Route& real, const FlowKind& kind,
+                                const std::vector<sg4::Host*>& hosts, const ReplicaFlows& flows,
+                                int p, int n, int k, int d) {
+  const int to = kind.Target(d, n);
+  if (to < k) return real;
+  const std::size_t from = static_cast<std::size_t>(d) * p + kind.from;
+  if (to % k != d)
+    return RouteOf(hosts[from], hosts[static_cast<std::size_t>(to % k) * p + kind.to]);
+  if (kind.ep <= 1 || flows.mirrors == nullptr) return std::nullopt;
+  return RouteOf(hosts[from], flows.mirrors->Of(from, static_cast<std::size_t>(to) * p + kind.to));
+}
+
 // (c): the first k replicas' flows, those past replica k - 1 sent to their image, cross one link of
 // each orbit their real route crosses, the same link for every flow, none twice.
 bool QuotientHolds(const std::vector<std::vector<Route>>& routes,
-                   const std::vector<FlowKind>& kinds, const std::vector<sg4::Host*>& hosts, int p,
-                   int k, const std::unordered_map<const sg4::Link*, int>& orbit) {
+                   const std::vector<FlowKind>& kinds, const std::vector<sg4::Host*>& hosts,
+                   const ReplicaFlows& flows, int p, int k,
+                   const std::unordered_map<const sg4::Link*, int>& orbit) {
   const int n = static_cast<int>(routes.size());
   std::unordered_map<int, const sg4::Link*> standing;  // orbit -> its link in the k replicas
   for (int d = 0; d < k; ++d) {
     for (std::size_t f = 0; f < kinds.size(); ++f) {
       const Route& real = routes[d][f];
-      const int to = (d + kinds[f].shift) % n;
-      const Route image = to < k
-                              ? real
-                              : RouteOf(hosts[static_cast<std::size_t>(d) * p + kinds[f].from],
-                                        hosts[static_cast<std::size_t>(to % k) * p + kinds[f].to]);
+      const std::optional<Route> stands = ImageRoute(real, kinds[f], hosts, flows, p, n, k, d);
+      if (!stands) return false;
+      const Route& image = *stands;
       if (image.links.size() != real.links.size() || image.latency != real.latency) return false;
       std::set<const sg4::Link*> seen;
       for (std::size_t j = 0; j < real.links.size(); ++j) {
@@ -235,25 +262,26 @@ bool QuotientHolds(const std::vector<std::vector<Route>>& routes,
 
 }  // namespace
 
-int RingPeriod(const Program& program, const std::vector<sg4::Host*>& hosts, int replicas,
-               int expert_stride) {
+int ReplicaPeriod(const Program& program, const std::vector<sg4::Host*>& hosts, int replicas,
+                  const ReplicaFlows& flows) {
   const int p = program.p;
-  const std::vector<FlowKind> kinds = FlowKinds(program, replicas, expert_stride);
+  const std::vector<FlowKind> kinds = FlowKinds(program, replicas, flows);
   std::vector<std::vector<Route>> routes(replicas);
   for (int d = 0; d < replicas; ++d) {
     for (const FlowKind& kind : kinds) {
-      const int to = (d + kind.shift) % replicas;
+      const int to = kind.Target(d, replicas);
       routes[d].push_back(RouteOf(hosts[static_cast<std::size_t>(d) * p + kind.from],
                                   hosts[static_cast<std::size_t>(to) * p + kind.to]));
     }
   }
-  const int stride = std::max(1, expert_stride);
+  const auto below_n = [&](int stride) { return stride > 1 && stride < replicas ? stride : 1; };
+  const int stride = std::lcm(below_n(flows.expert_stride), below_n(flows.ep));
   for (int k = stride; k < replicas; k += stride) {
     if (replicas % k != 0) continue;
     const std::optional<LinkMap> shift = ShiftMap(routes, k);
     if (!shift) continue;
     const auto orbit = Orbits(*shift, replicas / k);
-    if (orbit && QuotientHolds(routes, kinds, hosts, p, k, *orbit)) return k;
+    if (orbit && QuotientHolds(routes, kinds, hosts, flows, p, k, *orbit)) return k;
   }
   return replicas;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pipette/schedule/program.h"
+#include "sim/cluster_platform.h"
 
 namespace simgrid::s4u {
 class Host;
@@ -33,28 +34,42 @@ struct ReplicaClasses {
 ReplicaClasses DistinctReplicas(const Program& program,
                                 const std::vector<simgrid::s4u::Host*>& hosts, int replicas);
 
-// Ring symmetry: with ring all-reduces over the replicas (member d sends to d + 1 mod n, and with
-// `expert_stride` > 1 also to d + expert_stride mod n) every replica interacts with its
-// neighbours, so no replica is alone; but where shifting every replica by k (d -> d + k mod n) maps
+// The flows between replicas that a period must map onto themselves, besides the program's
+// messages inside each replica.
+struct ReplicaFlows {
+  bool ring = false;      // ring all-reduces: member d sends to d + 1 mod n
+  int expert_stride = 1;  // > 1 and < n: expert rings too, d to d + expert_stride mod n
+  // > 1: the MoE all-to-all over groups of ep consecutive replicas: rank r of replica d sends to
+  // rank r of every other replica of its group. Below n, a period holds whole groups (a multiple
+  // of ep); at n (one group) any period may, and a message to a copy of d's own replica goes to a
+  // mirror of d's rank (cluster_platform.h) from `mirrors` (without them no period below n).
+  int ep = 1;
+  const MirrorHosts* mirrors = nullptr;
+};
+
+// Period symmetry: with rings or an all-to-all over the replicas every replica interacts with
+// others, so no replica is alone; but where shifting every replica by k (d -> d + k mod n) maps
 // the whole network onto itself, replica d + k does at every moment what replica d does, and only
 // replicas 0 .. k-1 need to run: a flow that would reach replica e >= k goes to replica e mod k
-// instead, over the route that stands for the real one. Exact (every event of the first k
-// replicas, every collective's times) when:
+// instead (an all-to-all message to a copy of its sender's own replica: to the sender's mirror),
+// over the route that stands for the real one. Exact (every event of the first k replicas, every
+// collective's and phase's times) when:
 //  (a) the shift is an automorphism: zipping the route of every flow (the program's messages in
-//      every replica, both directions; every ring hop) with the route of its shifted flow gives
-//      one bijection of links that keeps bandwidth, latency and sharing policy (and every route's
-//      latency);
+//      every replica, both directions; every ring hop; every all-to-all message) with the route of
+//      its shifted flow gives one bijection of links that keeps bandwidth, latency and sharing
+//      policy (and every route's latency);
 //  (b) it moves every link: each link's orbit under it has n/k links, so a link carries exactly one
 //      copy of each flow that crosses its orbit;
-//  (c) the first k replicas' flows, with ring hops past replica k - 1 sent to their image, cross
-//      one link of each orbit their real routes cross, in the same order, and none twice.
+//  (c) the first k replicas' flows, with those past replica k - 1 sent to their image, cross one
+//      link of each orbit their real routes cross, in the same order, and none twice.
 // Then each link of the k replicas carries what each link of its orbit carries in the full run,
 // every flow gets the rate of its copies, and every time is the full run's (compute never shares a
 // host here; bit for bit in every layout tested, up to the order in which SimGrid's solver adds a
-// link's flows in general). Returns the smallest k < n dividing n (a multiple of `expert_stride`
-// when > 1) that passes, or n (every replica runs). `hosts`: rank r of replica d on hosts[d *
-// program.p + r]. REQUIRES: the platform is sealed; replicas >= 1.
-int RingPeriod(const Program& program, const std::vector<simgrid::s4u::Host*>& hosts, int replicas,
-               int expert_stride);
+// link's flows in general). Returns the smallest k < n dividing n (a multiple of
+// `flows.expert_stride` and of `flows.ep` where they are > 1 and < n) that passes, or n (every
+// replica runs). `hosts`: rank r of replica d on hosts[d * program.p + r]. REQUIRES: the platform
+// is sealed; replicas >= 1, divisible by flows.ep.
+int ReplicaPeriod(const Program& program, const std::vector<simgrid::s4u::Host*>& hosts,
+                  int replicas, const ReplicaFlows& flows);
 
 }  // namespace pipette

@@ -37,7 +37,8 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
                                       std::int64_t routes, std::int64_t messages,
-                                      std::int64_t timed_replicas) {
+                                      std::int64_t timed_replicas,
+                                      std::int64_t message_equivalents) {
   SimulationSize size;
   const std::int64_t running = timed_replicas < 0 ? replicas : timed_replicas;
   size.instructions = Times(Times(instructions, running), steps);
@@ -50,7 +51,8 @@ SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
   const double actors = static_cast<double>(p) * timed;
   const double program =
       static_cast<double>(std::max<std::int64_t>(instructions - messages, 0)) * timed;
-  const double between = static_cast<double>(messages) * timed;
+  const double between =
+      static_cast<double>(message_equivalents < 0 ? messages : message_equivalents) * timed;
   const double per_step =
       kSecondsPerInstruction * program +
       (kSecondsPerInstructionPerRootActor * program + kSecondsPerMessagePerRootActor * between) *

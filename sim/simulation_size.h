@@ -56,7 +56,7 @@ struct SimulationSize {
   bool lower_bound = false;       // counted before the schedule exists: at least these
 };
 
-// a + b for counts that may already be saturated (ExpertAllToAll::InstructionEquivalents): at most
+// a + b for counts that may already be saturated (ExpertAllToAll::MessageEquivalents): at most
 // the saturated value, never an overflow.
 std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b);
 
@@ -65,11 +65,15 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b);
 // replicas for `steps` steps on a platform of `routes` routes. `timed_replicas` (-1: all) of the
 // replicas are certain to run (replica_symmetry.h may run fewer than all, the others being their
 // copies): the instructions, actors, memory and time are counted for them, a lower bound when
-// fewer run than are known to. Saturates instead of overflowing.
+// fewer run than are known to. `message_equivalents` (-1: `messages`) is what the messages cost
+// the solver's time in messages (an all-to-all comm costs more than one:
+// ExpertAllToAll::MessageEquivalents); counts and memory take `messages`. Saturates instead
+// of overflowing.
 SimulationSize EstimateSimulationSize(std::int64_t instructions, std::int64_t p,
                                       std::int64_t replicas, std::int64_t steps,
                                       std::int64_t routes, std::int64_t messages = 0,
-                                      std::int64_t timed_replicas = -1);
+                                      std::int64_t timed_replicas = -1,
+                                      std::int64_t message_equivalents = -1);
 
 // The same before the schedule exists, as a lower bound (p*v*m chunks of kMinInstructionsPerChunk
 // instructions in each of `running_replicas`, those certain to run): a request it refuses is

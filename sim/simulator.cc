@@ -22,6 +22,28 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+// Whether every replica of `sc` runs whatever its platform (otherwise alike replicas, or a period
+// of them, may run for all: SimulatedReplicas): without the symmetry, on shared cores, or with
+// trees (which have no period).
+bool EveryReplicaRuns(const SimulationCase& sc) {
+  return !sc.replica_symmetry || sc.cores != 0 || sc.grad_reduction.mode == GradReduce::kTree;
+}
+
+// Whether the platform of `sc` needs mirrors: its all-to-all spans every replica, which a period
+// shorter than the replicas may then stand for (replica_symmetry.h).
+bool NeedsMirrors(const SimulationCase& sc) {
+  return sc.cluster != nullptr && sc.experts.active() && sc.experts.ep == sc.replicas &&
+         !EveryReplicaRuns(sc);
+}
+
+// Whether some rank reduces an experts bucket (over the replicas with the same d mod ep).
+bool HasExpertBuckets(const GradientReduction& g) {
+  return std::any_of(g.ranks.begin(), g.ranks.end(), [](const RankBuckets& r) {
+    return std::any_of(r.buckets.begin(), r.buckets.end(),
+                       [](const GradientBucket& b) { return b.experts; });
+  });
+}
+
 // Each step slowdown row holds one factor in (0, 100] per rank, and none goes with experts.
 Status CheckStepSlowdown(const SimulationCase& c, std::size_t index) {
   for (const std::vector<double>& step : c.step_slowdown) {
@@ -64,18 +86,21 @@ Status CheckPerRank(const std::vector<double>& seconds, int p, const char* what,
 SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes, int running_replicas = -1) {
   const GradientReduction& g = c.grad_reduction;
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(c.replicas) : 0;
-  // All-to-all comms count as instructions (ExpertAllToAll::InstructionEquivalents).
-  const std::int64_t alltoall = ExpertAllToAll::InstructionEquivalents(c.experts, *c.program);
-  // Alike replicas may run once, and with ring reduction a period of them may stand for all
-  // (SimulatedReplicas): before the platform exists only one is certain to run then;
-  // `running_replicas` >= 0 says how many do.
-  const bool all_run =
-      !c.replica_symmetry || c.cores != 0 || g.mode == GradReduce::kTree || c.experts.active();
+  // Alike replicas may run once, and a period of them may stand for all (SimulatedReplicas):
+  // before the platform exists only one is certain to run then; `running_replicas` >= 0 says how
+  // many do.
+  const bool all_run = EveryReplicaRuns(c);
   const int timed = running_replicas >= 0 ? running_replicas : (all_run ? c.replicas : 1);
-  const std::int64_t between = SaturatingAdd(messages, alltoall);
+  // All-to-all comms are messages, each costing the solver's time more than one
+  // (ExpertAllToAll::MessageEquivalents).
+  const std::int64_t comms = ExpertAllToAll::CommsPerReplica(c.experts, *c.program);
+  const std::int64_t between = SaturatingAdd(messages, comms);
+  const std::int64_t equivalents =
+      SaturatingAdd(messages, ExpertAllToAll::MessageEquivalents(c.experts, *c.program, timed));
   SimulationSize size = EstimateSimulationSize(
       SaturatingAdd(static_cast<std::int64_t>(c.program->num_instructions()), between),
-      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes, between, timed);
+      std::int64_t{c.program->p} * g.ActorsPerRank(), c.replicas, c.steps, routes, between, timed,
+      equivalents);
   size.lower_bound = running_replicas < 0 && timed < c.replicas;
   return size;
 }
@@ -211,7 +236,7 @@ Status CheckCase(const SimulationCase& c, std::size_t index) {
   }
   PIPETTE_RETURN_IF_ERROR(CheckExperts(c, index));
   const std::int64_t routes =
-      c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank);
+      c.cluster == nullptr ? 0 : ClusterPlatformRoutes(*c.cluster, c.gpu_of_rank, NeedsMirrors(c));
   return CheckSimulationSize(SizeOf(c, routes), fmt::format("simulation case {}", index));
 }
 
@@ -223,6 +248,7 @@ using ActorLogs = std::vector<std::vector<RankLog>>;  // replica, rank
 struct CaseHosts {
   std::vector<sg4::Host*> ranks;
   sg4::Host* cores = nullptr;
+  MirrorHosts mirrors;  // with NeedsMirrors: every rank's
 };
 
 // Builds every case's hosts. Ideal-network cases share one star zone: every rank's host hangs off
@@ -259,9 +285,18 @@ std::vector<CaseHosts> BuildHosts(const std::vector<SimulationCase>& cases) {
   zone->seal();
   for (std::size_t c = 0; c < cases.size(); ++c) {
     if (cases[c].cluster == nullptr) continue;
-    const ClusterPlatform platform = BuildClusterPlatform(
-        *cases[c].cluster, fmt::format("case{}-", c), root, cases[c].gpu_of_rank);
+    const SimulationCase& sc = cases[c];
+    ClusterPlatform platform = BuildClusterPlatform(*sc.cluster, fmt::format("case{}-", c), root,
+                                                    sc.gpu_of_rank, NeedsMirrors(sc));
     hosts[c].ranks = platform.gpus;
+    if (platform.mirrors.empty()) continue;
+    MirrorHosts& mirrors = hosts[c].mirrors;
+    mirrors.cluster = sc.cluster;
+    mirrors.gpu = sc.gpu_of_rank;
+    if (mirrors.gpu.empty()) {
+      for (int g = 0; g < sc.cluster->world_size(); ++g) mirrors.gpu.push_back(g);
+    }
+    mirrors.hosts = std::move(platform.mirrors);
   }
   root->seal();
   return hosts;
@@ -322,7 +357,8 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
     const bool experts = std::any_of(g.ranks[r].buckets.begin(), g.ranks[r].buckets.end(),
                                      [](const GradientBucket& b) { return b.experts; });
     std::vector<const CollectiveGroup*> expert_groups;
-    for (int k = 0; experts && k < g.ep; ++k) {
+    // Fewer running replicas than ep only where ep is every replica (a group of one holder each).
+    for (int k = 0; experts && k < std::min(g.ep, running); ++k) {
       std::vector<sg4::Host*> holders;
       for (int d = k; d < running; d += g.ep) holders.push_back(hosts.ranks[d * p + r]);
       owned.groups.push_back(std::make_unique<CollectiveGroup>(
@@ -351,17 +387,17 @@ std::vector<RankReducer*> LaunchReducers(const SimulationCase& sc, std::size_t c
 std::vector<int> SimulatedReplicas(const SimulationCase& sc, const CaseHosts& hosts) {
   const GradientReduction& g = sc.grad_reduction;
   int running = sc.replicas;
-  if (sc.replica_symmetry && sc.cores == 0 && sc.replicas > 1 && !sc.experts.active()) {
-    if (!g.simulated()) return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
-    // Ring all-reduces join neighbouring replicas: a period of them may stand for all. Trees and
-    // the MoE all-to-all send between replicas without that symmetry: they all run.
-    if (g.mode == GradReduce::kRing) {
-      const bool experts = std::any_of(g.ranks.begin(), g.ranks.end(), [](const RankBuckets& r) {
-        return std::any_of(r.buckets.begin(), r.buckets.end(),
-                           [](const GradientBucket& b) { return b.experts; });
-      });
-      running = RingPeriod(*sc.program, hosts.ranks, sc.replicas, experts ? g.ep : 1);
+  if (!EveryReplicaRuns(sc) && sc.replicas > 1) {
+    if (!g.simulated() && !sc.experts.active()) {
+      return DistinctReplicas(*sc.program, hosts.ranks, sc.replicas).simulated;
     }
+    // Ring all-reduces and the MoE all-to-all join replicas: a period of them may stand for all.
+    ReplicaFlows flows;
+    flows.ring = g.simulated();
+    if (HasExpertBuckets(g)) flows.expert_stride = g.ep;
+    flows.ep = sc.experts.active() ? sc.experts.ep : 1;
+    if (!hosts.mirrors.empty()) flows.mirrors = &hosts.mirrors;
+    running = ReplicaPeriod(*sc.program, hosts.ranks, sc.replicas, flows);
   }
   std::vector<int> run(running);
   for (int d = 0; d < running; ++d) run[d] = d;
@@ -383,7 +419,8 @@ void LaunchCase(const SimulationCase& sc, std::size_t c, const CaseHosts& hosts,
   const std::vector<RankReducer*> reducers = LaunchReducers(sc, c, hosts, n, logs, owned);
   ExpertAllToAll* alltoall = nullptr;
   if (sc.experts.active()) {
-    owned.experts.push_back(std::make_unique<ExpertAllToAll>(sc.experts, hosts.ranks, p));
+    owned.experts.push_back(std::make_unique<ExpertAllToAll>(
+        sc.experts, hosts.ranks, p, n, hosts.mirrors.empty() ? nullptr : &hosts.mirrors));
     alltoall = owned.experts.back().get();
   }
   std::vector<sg4::BarrierPtr> barriers(p);
@@ -500,7 +537,9 @@ Result<std::vector<SimulationResult>> Simulate(const std::vector<SimulationCase>
     // before any runs (CheckCase could count only one of them).
     const SimulationCase& sc = cases[c];
     const std::int64_t routes =
-        sc.cluster == nullptr ? 0 : ClusterPlatformRoutes(*sc.cluster, sc.gpu_of_rank);
+        sc.cluster == nullptr
+            ? 0
+            : ClusterPlatformRoutes(*sc.cluster, sc.gpu_of_rank, NeedsMirrors(sc));
     PIPETTE_RETURN_IF_ERROR(
         CheckSimulationSize(SizeOf(sc, routes, static_cast<int>(simulated[c].size())),
                             fmt::format("simulation case {}", c)));

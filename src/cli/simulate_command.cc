@@ -55,10 +55,10 @@ int SimulateFail(const Status& status) { return ReportError("simulate", status);
 // is left to MakeSchedule, whose message names that limit.
 Status CheckRequestSize(const SimulateOptions& o, int replicas) {
   if (o.params.p > kMaxPipelineRanks) return Status::Ok();
-  // Every replica runs with --every-replica, trees and the MoE all-to-all; otherwise alike
-  // replicas, or a period of them under ring reduction, may run for all (sim/replica_symmetry.h):
+  // Every replica runs with --every-replica and trees; otherwise alike replicas, or a period of
+  // them under ring reduction or the MoE all-to-all, may run for all (sim/replica_symmetry.h):
   // only one is certain to.
-  const bool all_run = o.every_replica || o.grad_reduce == "tree" || o.ep > 1;
+  const bool all_run = o.every_replica || o.grad_reduce == "tree";
   return CheckSimulationSize(
       LowerBoundSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
                                replicas, o.steps, 0, all_run ? replicas : 1),

@@ -108,7 +108,7 @@ TEST(GradReduceCli, WithExpertParallelismTheExpertsRingRunsOverTheReplicasHoldin
 
 TEST(GradReduceCli, APeriodOfReplicasRunsForAllOnEveryFabricAndGivesTheSameRun) {
   // llama2-7b pp 16 x dp 64 (1,024 GPUs, two nodes per replica), ring reduction: on the single
-  // switch two replicas run for all (sim/replica_symmetry.h, RingPeriod), on the 2:1 fat-tree (4
+  // switch two replicas run for all (sim/replica_symmetry.h, ReplicaPeriod), on the 2:1 fat-tree (4
   // nodes per leaf) four, on the SuperPOD (32 nodes per scalable unit) 32. With --placement-order
   // tp,dp,pp eight replicas share each node, so one ring hop in eight crosses nodes: 16 run (with
   // 8, the last hop's image would stay inside its node). Every number of the run equals the run
@@ -130,6 +130,36 @@ TEST(GradReduceCli, APeriodOfReplicasRunsForAllOnEveryFabricAndGivesTheSameRun) 
     nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
     EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
     EXPECT_EQ(all["replicas_run"], 64) << c.cluster;
+    period.erase("replicas_run");
+    all.erase("replicas_run");
+    EXPECT_EQ(period, all) << c.cluster;
+  }
+}
+
+TEST(GradReduceCli, AnAllToAllOverEveryReplicaFoldsOntoMirrorsAndGivesTheSameRun) {
+  // deepseek-v3 pp 16 x dp 8 x ep 8 (DeepSeek-V3's own layout at an eighth of its replicas: two
+  // nodes per replica, the all-to-all over every replica), ring reduction. On the single switch
+  // two replicas run for all, each rank's messages to copies of its own replica sent to its
+  // mirrors (sim/replica_symmetry.h). Every replica runs on the 2:1 fat-tree (four nodes per
+  // leaf), where a message to another leaf crosses the leaves' uplinks and one inside it does
+  // not, and in the SuperPOD's one scalable unit, whose rail leaves every replica's message from
+  // stage 7 to 8 crosses (no shift moves them). Every number equals the run of every replica.
+  const std::string job =
+      "simulate --model deepseek-v3 --pp 16 --dp 8 --ep 8 -m 8 --nodes 16 --no-db --format json "
+      "--cluster ";
+  struct Case {
+    std::string cluster;
+    int run;
+  };
+  for (const Case& c :
+       {Case{"dgx-h100", 2}, Case{"dgx-h100-superpod", 8}, Case{"dgx-h100-ft-2to1", 8}}) {
+    CommandResult a = Pipette(job + c.cluster);
+    CommandResult b = Pipette(job + c.cluster + " --every-replica");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
+    EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
+    EXPECT_EQ(all["replicas_run"], 8) << c.cluster;
     period.erase("replicas_run");
     all.erase("replicas_run");
     EXPECT_EQ(period, all) << c.cluster;

@@ -3,8 +3,10 @@
 // symmetry (RingPeriod): with ring all-reduces joining neighbouring replicas, a period of replicas
 // that the network maps onto the next period runs for all of them, and every event, collective and
 // step must equal the run of every replica exactly; where no period passes the checks (an uneven
-// layout, a ring of two), or the reduction is a tree, every replica runs. ctest runs every TEST in
-// its own process (one SimGrid engine per process).
+// layout, a ring of two), or the reduction is a tree, every replica runs. The MoE all-to-all over
+// every replica folds the same way, its messages to copies of a sender's own replica sent to the
+// sender's mirrors; over groups of ep < n replicas a period holds whole groups. ctest runs every
+// TEST in its own process (one SimGrid engine per process).
 #include <gtest/gtest.h>
 
 #include "pipette/cluster/cluster_registry.h"
@@ -206,6 +208,114 @@ TEST(RingSymmetry, WithoutAPeriodOrWithTreesEveryReplicaRuns) {
   EXPECT_EQ((*results)[0].simulated_replicas, 4);
   EXPECT_EQ((*results)[1].simulated_replicas, 2);
   EXPECT_EQ((*results)[2].simulated_replicas, 2);
+}
+
+// `sc` with the MoE all-to-all over groups of `ep` replicas: 30 MB per GPU and phase, 2 layers.
+SimulationCase WithExperts(SimulationCase sc, int ep) {
+  const int stages = sc.program->num_stages();
+  sc.experts.ep = ep;
+  sc.experts.stage_bytes.assign(stages, 30'000'000);
+  sc.experts.stage_layers.assign(stages, 2);
+  return sc;
+}
+
+// Rank r of replica d on GPU r % 8 of node d * ceil(p / 8) + r / 8: whole nodes per replica.
+std::vector<int> WholeNodes(int replicas, int p) {
+  std::vector<int> gpus;
+  const int nodes = (p + 7) / 8;
+  for (int d = 0; d < replicas; ++d) {
+    for (int r = 0; r < p; ++r) gpus.push_back(Gpu(d * nodes + r / 8, r % 8));
+  }
+  return gpus;
+}
+
+TEST(AllToAllSymmetry, AnAllToAllOverEveryReplicaFoldsOntoMirrorsExactly) {
+  // Four replicas of two ranks, one node each, the all-to-all over all four (ep = n): a rank's
+  // three messages per phase cross its NIC and node uplink to the other nodes. With ring
+  // reduction, one replica cannot run for all (its ring hop would come back to itself), two can:
+  // replica 0's message to replica 2 goes to its own mirror (NIC up, uplink up and down, NIC
+  // down), to replica 3 to replica 1. With the all-reduce analytic, one replica runs: all three
+  // messages to its mirrors. Every event equals the run of every replica. On a single node (four
+  // replicas of two GPUs, NVLink only) the mirrors loop over the NVLink ports.
+  const ClusterSpec cluster = *MakeCluster("dgx-h100", 4);
+  const ClusterSpec copies[] = {cluster, cluster, cluster, cluster, cluster};
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{2, 0, 8, 0}));
+  const SimulationCase ring = WithExperts(RingCase(program, cluster, WholeNodes(4, 2), true), 4);
+  SimulationCase ring_all = ring;
+  ring_all.cluster = &copies[0];
+  ring_all.replica_symmetry = false;
+  SimulationCase analytic = ring;
+  analytic.cluster = &copies[1];
+  analytic.grad_reduction = {};
+  analytic.allreduce = {2e-3, 3e-3};
+  SimulationCase analytic_all = analytic;
+  analytic_all.cluster = &copies[2];
+  analytic_all.replica_symmetry = false;
+  SimulationCase one_node = analytic;
+  one_node.cluster = &copies[3];
+  one_node.gpu_of_rank = {0, 1, 2, 3, 4, 5, 6, 7};
+  SimulationCase one_node_all = one_node;
+  one_node_all.cluster = &copies[4];
+  one_node_all.replica_symmetry = false;
+  Result<std::vector<SimulationResult>> results =
+      Simulate({ring, ring_all, analytic, analytic_all, one_node, one_node_all});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::vector<SimulationResult>& r = *results;
+  EXPECT_EQ(r[0].simulated_replicas, 2);
+  EXPECT_EQ(r[1].simulated_replicas, 4);
+  EXPECT_EQ(r[2].simulated_replicas, 1);
+  EXPECT_EQ(r[3].simulated_replicas, 4);
+  EXPECT_EQ(r[4].simulated_replicas, 1);
+  EXPECT_EQ(r[5].simulated_replicas, 4);
+  ExpectSameRun(r[0], r[1]);
+  ExpectSameRun(r[2], r[3]);
+  ExpectSameRun(r[4], r[5]);
+  // The phases take time: an F of rank 0 ends after its compute and two phases of 3 x 7.5 MB
+  // over a NIC (a lower bound: the first F has its NIC to itself).
+  const double phase = 3 * 7.5e6 / cluster.inter_node.bandwidth;
+  EXPECT_GT(r[2].trace.front().end, 1e-3 + 2 * phase);
+}
+
+TEST(AllToAllSymmetry, FabricsFoldWhereTheAllToAllStaysInsideATierAndRunAllOtherwise) {
+  // Rail-optimised, four nodes per scalable unit, one replica of eight ranks per node. Four
+  // replicas in one unit: every all-to-all message crosses the rail's NICs only, and one
+  // replica's mirrors (NIC up and down) stand for the others: with the all-reduce analytic one
+  // runs. Eight replicas over two units, all-to-all over all eight: a message to the other unit
+  // crosses the rail leaves' uplinks, one inside it does not, and no period folds one unit onto
+  // the other without sending one kind on the other's route: every replica runs. Over groups of
+  // four (ep 4, each group in its unit) a period of one unit holds: 4 of 8 run.
+  ClusterSpec cluster = *MakeCluster("dgx-h100-superpod", 8);
+  cluster.fabric.nodes_per_leaf = 4;
+  const ClusterSpec copies[] = {cluster, cluster, cluster, cluster, cluster};
+  const Program program = *Lower(*MakeSchedule("zb-h1", ScheduleParams{8, 0, 8, 0}));
+  SimulationCase unit = WithExperts(RingCase(program, cluster, WholeNodes(4, 8), true), 4);
+  unit.grad_reduction = {};
+  unit.allreduce = std::vector<double>(8, 1e-3);
+  SimulationCase unit_all = unit;
+  unit_all.cluster = &copies[0];
+  unit_all.replica_symmetry = false;
+  SimulationCase two_units = unit;
+  two_units.cluster = &copies[1];
+  two_units.replicas = 8;
+  two_units.gpu_of_rank = WholeNodes(8, 8);
+  two_units.experts.ep = 8;
+  SimulationCase groups = two_units;
+  groups.cluster = &copies[2];
+  groups.experts.ep = 4;
+  SimulationCase groups_all = groups;
+  groups_all.cluster = &copies[3];
+  groups_all.replica_symmetry = false;
+  Result<std::vector<SimulationResult>> results =
+      Simulate({unit, unit_all, two_units, groups, groups_all});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::vector<SimulationResult>& r = *results;
+  EXPECT_EQ(r[0].simulated_replicas, 1);
+  EXPECT_EQ(r[1].simulated_replicas, 4);
+  EXPECT_EQ(r[2].simulated_replicas, 8);
+  EXPECT_EQ(r[3].simulated_replicas, 4);
+  EXPECT_EQ(r[4].simulated_replicas, 8);
+  ExpectSameRun(r[0], r[1]);
+  ExpectSameRun(r[3], r[4]);
 }
 
 }  // namespace

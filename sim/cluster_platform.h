@@ -48,7 +48,8 @@ struct ClusterPlatform {
 // NIC up and down; 2, otherwise: the rail leaf's uplink up and down in between. Each link of such
 // a route is the one standing for the real route's link in its orbit when the shift maps the
 // peer's links onto g's; ReplicaPeriod checks that it does. Routes from a mirror, or to another
-// GPU's mirror, are not defined (never asked for).
+// GPU's mirror, are not defined: never asked for, since the engine runs without cross-traffic
+// (sim_engine.cc: a comm loads its route only, not the reverse route's links).
 int MirrorLevels(const ClusterSpec& cluster);
 // The level of the route between distinct GPUs `a` and `b` (each node * gpus_per_node + gpu).
 int MirrorLevel(const ClusterSpec& cluster, int a, int b);

@@ -62,8 +62,8 @@ class CollectiveGroup {
   // engine whose platform holds `members` (ring order; the trees' heap order), at least one.
   // `ring_size` > 0 (rings only): the members stand for the first of a ring of that many, a
   // multiple of theirs, whose members i and i + size() do the same at every moment
-  // (replica_symmetry.h, RingPeriod): each moves ring_size's steps and shares, and the last sends
-  // to the first (the image of its real successor).
+  // (replica_symmetry.h, ReplicaPeriod): each moves ring_size's steps and shares, and the last
+  // sends to the first (the image of its real successor).
   CollectiveGroup(const std::string& name, std::vector<simgrid::s4u::Host*> members,
                   CollectiveAlgorithm algorithm, int ring_size = 0);
 

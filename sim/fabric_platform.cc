@@ -81,6 +81,9 @@ class FabricZone final : public routing::NetZoneImpl {
       if (latency != nullptr) *latency += hop.latency;
     };
     if (src == dst) return;
+    // Only a GPU's route to its own mirror is defined: without cross-traffic (sim_engine.cc) no
+    // reverse route is asked for.
+    xbt_assert(a.mirror_of == nullptr, "a route from a mirror is not defined");
     if (b.mirror_of != nullptr) {
       xbt_assert(b.mirror_of == src, "a route to another GPU's mirror is not defined");
       AddLoop(a, b.level, add);

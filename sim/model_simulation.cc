@@ -12,6 +12,7 @@
 #include "pipette/common/duration_limit.h"
 #include "pipette/cost/collectives.h"
 #include "sim/cluster_platform.h"
+#include "sim/replica_symmetry.h"
 #include "sim/simulation_size.h"
 
 namespace pipette {
@@ -293,7 +294,7 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
     routes = ClusterPlatformRoutes(p.cluster, gpus, experts && c.ep == c.dp && !all_run);
   }
   const int replicas = o.ideal_network ? 1 : c.dp;
-  const int timed = all_run ? replicas : 1;
+  const int timed = all_run ? replicas : FewestReplicasRunning(replicas, experts ? c.ep : 1);
   const std::int64_t messages = g.simulated() ? g.MessagesPerReplicaStep(replicas) : 0;
   // All-to-all comms are messages, each costing the solver's time more than one
   // (ExpertAllToAll::MessageEquivalents).
@@ -306,7 +307,7 @@ Status CheckModelSimulation(const ModelPlan& p, const ModelSimulationOptions& o)
       SaturatingAdd(static_cast<std::int64_t>(p.program.num_instructions()), between),
       std::int64_t{c.pp} * g.ActorsPerRank(), replicas, o.steps, routes, between, timed,
       equivalents);
-  size.lower_bound = !all_run && replicas > 1;
+  size.lower_bound = timed < replicas;
   return CheckSimulationSize(size, fmt::format("--pp {} -v {} -m {} --dp {} --steps {}", c.pp, c.v,
                                                c.microbatches, c.dp, o.steps));
 }

@@ -63,13 +63,18 @@ struct ReplicaFlows {
 //  (c) the first k replicas' flows, with those past replica k - 1 sent to their image, cross one
 //      link of each orbit their real routes cross, in the same order, and none twice.
 // Then each link of the k replicas carries what each link of its orbit carries in the full run,
-// every flow gets the rate of its copies, and every time is the full run's (compute never shares a
-// host here; bit for bit in every layout tested, up to the order in which SimGrid's solver adds a
-// link's flows in general). Returns the smallest k < n dividing n (a multiple of
-// `flows.expert_stride` and of `flows.ep` where they are > 1 and < n) that passes, or n (every
-// replica runs). `hosts`: rank r of replica d on hosts[d * program.p + r]. REQUIRES: the platform
-// is sealed; replicas >= 1, divisible by flows.ep.
+// every flow gets the rate of its copies, and every time is the full run's (a comm loads only its
+// route's links: the engine runs without cross-traffic; compute never shares a host here; bit for
+// bit in every layout tested, up to the order in which SimGrid's solver adds a link's flows in
+// general). Returns the smallest k < n dividing n (a multiple of `flows.expert_stride` and of
+// `flows.ep` where they are > 1 and < n) that passes, or n (every replica runs). `hosts`: rank r of
+// replica d on hosts[d * program.p + r]. REQUIRES: the platform is sealed; replicas >= 1, divisible
+// by flows.ep.
 int ReplicaPeriod(const Program& program, const std::vector<simgrid::s4u::Host*>& hosts,
                   int replicas, const ReplicaFlows& flows);
+
+// The fewest replicas a period can run where an MoE all-to-all spans groups of `ep` (1: none):
+// one where it spans every replica (mirrors) or there is none, else a whole group.
+inline int FewestReplicasRunning(int replicas, int ep) { return ep > 1 && ep < replicas ? ep : 1; }
 
 }  // namespace pipette

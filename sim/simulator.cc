@@ -90,7 +90,11 @@ SimulationSize SizeOf(const SimulationCase& c, std::int64_t routes, int running_
   // before the platform exists only one is certain to run then; `running_replicas` >= 0 says how
   // many do.
   const bool all_run = EveryReplicaRuns(c);
-  const int timed = running_replicas >= 0 ? running_replicas : (all_run ? c.replicas : 1);
+  const int timed =
+      running_replicas >= 0
+          ? running_replicas
+          : (all_run ? c.replicas
+                     : FewestReplicasRunning(c.replicas, c.experts.active() ? c.experts.ep : 1));
   // All-to-all comms are messages, each costing the solver's time more than one
   // (ExpertAllToAll::MessageEquivalents).
   const std::int64_t comms = ExpertAllToAll::CommsPerReplica(c.experts, *c.program);

@@ -41,6 +41,7 @@
 #include "pipette/schedule/schedule.h"
 #include "pipette/study/simulation_report.h"
 #include "sim/model_simulation.h"
+#include "sim/replica_symmetry.h"
 #include "sim/simulation_size.h"
 #include "sim/simulator.h"
 
@@ -57,11 +58,12 @@ Status CheckRequestSize(const SimulateOptions& o, int replicas) {
   if (o.params.p > kMaxPipelineRanks) return Status::Ok();
   // Every replica runs with --every-replica and trees; otherwise alike replicas, or a period of
   // them under ring reduction or the MoE all-to-all, may run for all (sim/replica_symmetry.h):
-  // only one is certain to.
+  // only one is certain to (a whole group of an all-to-all over fewer than every replica).
   const bool all_run = o.every_replica || o.grad_reduce == "tree";
   return CheckSimulationSize(
       LowerBoundSimulationSize(std::int64_t{o.params.p}, std::max(o.params.v, 1), o.params.m,
-                               replicas, o.steps, 0, all_run ? replicas : 1),
+                               replicas, o.steps, 0,
+                               all_run ? replicas : FewestReplicasRunning(replicas, o.ep)),
       fmt::format("--pp {} -m {}{}{} --steps {}", o.params.p, o.params.m,
                   o.params.v > 0 ? fmt::format(" -v {}", o.params.v) : "",
                   replicas > 1 ? fmt::format(" --dp {}", replicas) : "", o.steps));

@@ -1,12 +1,12 @@
 // Replica symmetry (sim/replica_symmetry.h): a case simulated with only its distinct replicas must
 // give exactly what simulating every replica gives, and simulate only those replicas. Ring
-// symmetry (RingPeriod): with ring all-reduces joining neighbouring replicas, a period of replicas
-// that the network maps onto the next period runs for all of them, and every event, collective and
-// step must equal the run of every replica exactly; where no period passes the checks (an uneven
-// layout, a ring of two), or the reduction is a tree, every replica runs. The MoE all-to-all over
-// every replica folds the same way, its messages to copies of a sender's own replica sent to the
-// sender's mirrors; over groups of ep < n replicas a period holds whole groups. ctest runs every
-// TEST in its own process (one SimGrid engine per process).
+// symmetry (ReplicaPeriod): with ring all-reduces joining neighbouring replicas, a period of
+// replicas that the network maps onto the next period runs for all of them, and every event,
+// collective and step must equal the run of every replica exactly; where no period passes the
+// checks (an uneven layout, a ring of two), or the reduction is a tree, every replica runs. The MoE
+// all-to-all over every replica folds the same way, its messages to copies of a sender's own
+// replica sent to the sender's mirrors; over groups of ep < n replicas a period holds whole groups.
+// ctest runs every TEST in its own process (one SimGrid engine per process).
 #include <gtest/gtest.h>
 
 #include "pipette/cluster/cluster_registry.h"
@@ -316,6 +316,57 @@ TEST(AllToAllSymmetry, FabricsFoldWhereTheAllToAllStaysInsideATierAndRunAllOther
   EXPECT_EQ(r[4].simulated_replicas, 8);
   ExpectSameRun(r[0], r[1]);
   ExpectSameRun(r[3], r[4]);
+}
+
+TEST(AllToAllSymmetry, MirrorsClimbToTheLeafOrPodAndGroupsFoldWhole) {
+  // One replica of eight ranks per node, one node per leaf: every all-to-all message crosses its
+  // leaf's uplink (fat-tree, 2 levels: a mirror climbs to the spine), its pod's too (3 levels, one
+  // leaf per pod: to the core), or its rail leaf's (rail-optimised, one node per unit). With the
+  // all-reduce analytic one replica runs for all four in each. Over groups of two of eight
+  // replicas (one node each, the single switch) with rings and experts buckets, a period holds
+  // whole groups: 4 of 8 run (the expert rings d -> d + 2 need a multiple of 2 too).
+  ClusterSpec tree = *MakeCluster("dgx-h100-ft-2to1", 4);
+  tree.fabric.nodes_per_leaf = 1;
+  ClusterSpec pods = tree;
+  pods.fabric.levels = 3;
+  pods.fabric.leaves_per_pod = 1;
+  pods.fabric.oversubscription = {2.0, 2.0};
+  ClusterSpec rails = *MakeCluster("dgx-h100-superpod", 4);
+  rails.fabric.nodes_per_leaf = 1;
+  const ClusterSpec single = *MakeCluster("dgx-h100", 8);
+  const ClusterSpec copies[] = {tree, pods, rails, single};
+  const Program program = *Lower(*MakeSchedule("1f1b", ScheduleParams{8, 0, 8, 0}));
+  std::vector<SimulationCase> cases;
+  for (const ClusterSpec* c : std::initializer_list<const ClusterSpec*>{
+           &tree, &pods, &rails, &copies[0], &copies[1], &copies[2]}) {
+    SimulationCase sc = WithExperts(RingCase(program, *c, WholeNodes(4, 8), true), 4);
+    sc.grad_reduction = {};
+    sc.allreduce = std::vector<double>(8, 1e-3);
+    sc.replica_symmetry = cases.size() < 3;
+    cases.push_back(std::move(sc));
+  }
+  const Program pair = *Lower(*MakeSchedule("1f1b", ScheduleParams{2, 0, 8, 0}));
+  for (const ClusterSpec* c : std::initializer_list<const ClusterSpec*>{&single, &copies[3]}) {
+    SimulationCase sc = WithExperts(RingCase(pair, *c, WholeNodes(8, 2), true), 2);
+    sc.grad_reduction.ep = 2;
+    sc.grad_reduction.ranks =
+        PlanGradientBuckets(pair, std::vector<double>(2, 2e8), 1e8, std::vector<double>(2, 1e8));
+    sc.replica_symmetry = c == &single;
+    cases.push_back(std::move(sc));
+  }
+  Result<std::vector<SimulationResult>> results = Simulate(cases);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  const std::vector<SimulationResult>& r = *results;
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(r[k].simulated_replicas, 1) << k;
+    EXPECT_EQ(r[k + 3].simulated_replicas, 4) << k;
+    ExpectSameRun(r[k], r[k + 3]);
+  }
+  EXPECT_EQ(r[6].simulated_replicas, 4);
+  EXPECT_EQ(r[7].simulated_replicas, 8);
+  ExpectSameRun(r[6], r[7]);
+  // The pods' tier makes the phases slower than the leaves' alone (oversubscribed twice).
+  EXPECT_GT(r[1].makespan, r[0].makespan);
 }
 
 }  // namespace

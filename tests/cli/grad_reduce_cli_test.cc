@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pipette_runner.h"
 
@@ -106,6 +107,30 @@ TEST(GradReduceCli, WithExpertParallelismTheExpertsRingRunsOverTheReplicasHoldin
   }
 }
 
+// A cluster (with any flags after it) and the replicas that run on it for all.
+struct PeriodCase {
+  std::string cluster;
+  int run;
+};
+
+// `job` + each case's cluster, with and without --every-replica: `run` of the `replicas` run for
+// all, every replica runs with the flag, and every other number of the two runs is equal.
+void ExpectAPeriodGivesTheSameRun(const std::string& job, const std::vector<PeriodCase>& cases,
+                                  int replicas) {
+  for (const PeriodCase& c : cases) {
+    CommandResult a = Pipette(job + c.cluster);
+    CommandResult b = Pipette(job + c.cluster + " --every-replica");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
+    EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
+    EXPECT_EQ(all["replicas_run"], replicas) << c.cluster;
+    period.erase("replicas_run");
+    all.erase("replicas_run");
+    EXPECT_EQ(period, all) << c.cluster;
+  }
+}
+
 TEST(GradReduceCli, APeriodOfReplicasRunsForAllOnEveryFabricAndGivesTheSameRun) {
   // llama2-7b pp 16 x dp 64 (1,024 GPUs, two nodes per replica), ring reduction: on the single
   // switch two replicas run for all (sim/replica_symmetry.h, ReplicaPeriod), on the 2:1 fat-tree (4
@@ -116,24 +141,12 @@ TEST(GradReduceCli, APeriodOfReplicasRunsForAllOnEveryFabricAndGivesTheSameRun) 
   const std::string job =
       "simulate --model llama2-7b --pp 16 --dp 64 -m 8 --nodes 128 --no-db "
       "--format json --cluster ";
-  struct Case {
-    std::string cluster;
-    int run;
-  };
-  for (const Case& c :
-       {Case{"dgx-h100", 2}, Case{"dgx-h100-ft-2to1", 4}, Case{"dgx-h100-superpod", 32},
-        Case{"dgx-h100 --placement-order tp,dp,pp", 16}}) {
-    CommandResult a = Pipette(job + c.cluster);
-    CommandResult b = Pipette(job + c.cluster + " --every-replica");
-    ASSERT_EQ(a.exit_code, 0) << a.err;
-    ASSERT_EQ(b.exit_code, 0) << b.err;
-    nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
-    EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
-    EXPECT_EQ(all["replicas_run"], 64) << c.cluster;
-    period.erase("replicas_run");
-    all.erase("replicas_run");
-    EXPECT_EQ(period, all) << c.cluster;
-  }
+  ExpectAPeriodGivesTheSameRun(job,
+                               {{"dgx-h100", 2},
+                                {"dgx-h100-ft-2to1", 4},
+                                {"dgx-h100-superpod", 32},
+                                {"dgx-h100 --placement-order tp,dp,pp", 16}},
+                               64);
 }
 
 TEST(GradReduceCli, AnAllToAllOverEveryReplicaFoldsOntoMirrorsAndGivesTheSameRun) {
@@ -147,23 +160,8 @@ TEST(GradReduceCli, AnAllToAllOverEveryReplicaFoldsOntoMirrorsAndGivesTheSameRun
   const std::string job =
       "simulate --model deepseek-v3 --pp 16 --dp 8 --ep 8 -m 8 --nodes 16 --no-db --format json "
       "--cluster ";
-  struct Case {
-    std::string cluster;
-    int run;
-  };
-  for (const Case& c :
-       {Case{"dgx-h100", 2}, Case{"dgx-h100-superpod", 8}, Case{"dgx-h100-ft-2to1", 8}}) {
-    CommandResult a = Pipette(job + c.cluster);
-    CommandResult b = Pipette(job + c.cluster + " --every-replica");
-    ASSERT_EQ(a.exit_code, 0) << a.err;
-    ASSERT_EQ(b.exit_code, 0) << b.err;
-    nlohmann::json period = nlohmann::json::parse(a.out), all = nlohmann::json::parse(b.out);
-    EXPECT_EQ(period["replicas_run"], c.run) << c.cluster;
-    EXPECT_EQ(all["replicas_run"], 8) << c.cluster;
-    period.erase("replicas_run");
-    all.erase("replicas_run");
-    EXPECT_EQ(period, all) << c.cluster;
-  }
+  ExpectAPeriodGivesTheSameRun(
+      job, {{"dgx-h100", 2}, {"dgx-h100-superpod", 8}, {"dgx-h100-ft-2to1", 8}}, 8);
 }
 
 TEST(GradReduceCli, OverlapShortensAnInterleavedStepAndTheRunRecordsItsSettings) {

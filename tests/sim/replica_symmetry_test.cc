@@ -72,6 +72,18 @@ void ExpectSameRun(const SimulationResult& a, const SimulationResult& b) {
   }
 }
 
+// Results in pairs (a case, then the same with every replica running): the first of pair j ran
+// runs[j] replicas, the second `replicas`, and both gave the same run.
+void ExpectFoldedPairs(const std::vector<SimulationResult>& r, const std::vector<int>& runs,
+                       int replicas) {
+  ASSERT_EQ(r.size(), 2 * runs.size());
+  for (std::size_t j = 0; j < runs.size(); ++j) {
+    EXPECT_EQ(r[2 * j].simulated_replicas, runs[j]) << "pair " << j;
+    EXPECT_EQ(r[2 * j + 1].simulated_replicas, replicas) << "pair " << j;
+    ExpectSameRun(r[2 * j], r[2 * j + 1]);
+  }
+}
+
 TEST(ReplicaSymmetry, DistinctReplicasGiveEveryReplicasTimesExactly) {
   // Six nodes, one NIC each. Four ranks per replica, two per node, so the messages between ranks
   // 1 and 2 cross both nodes' NICs and uplinks. Replicas 0 and 1 share nodes 0 and 1 (and contend
@@ -154,12 +166,7 @@ TEST(RingSymmetry, APeriodOfReplicasGivesEveryReplicasTimesExactly) {
   Result<std::vector<SimulationResult>> results = Simulate({on, off, experts_on, experts_off});
   ASSERT_TRUE(results.ok()) << results.status().message();
   const std::vector<SimulationResult>& r = *results;
-  EXPECT_EQ(r[0].simulated_replicas, 4);
-  EXPECT_EQ(r[1].simulated_replicas, 8);
-  EXPECT_EQ(r[2].simulated_replicas, 4);
-  EXPECT_EQ(r[3].simulated_replicas, 8);
-  ExpectSameRun(r[0], r[1]);
-  ExpectSameRun(r[2], r[3]);
+  ExpectFoldedPairs(r, {4, 4}, 8);
   // Replica 0's ranks reduced their two buckets (dense; or dense then experts) in both steps.
   EXPECT_EQ(r[0].collectives.size(), 4u * 2 * 2);
   EXPECT_EQ(r[2].collectives.size(), 4u * 2 * 2);
@@ -261,15 +268,7 @@ TEST(AllToAllSymmetry, AnAllToAllOverEveryReplicaFoldsOntoMirrorsExactly) {
       Simulate({ring, ring_all, analytic, analytic_all, one_node, one_node_all});
   ASSERT_TRUE(results.ok()) << results.status().message();
   const std::vector<SimulationResult>& r = *results;
-  EXPECT_EQ(r[0].simulated_replicas, 2);
-  EXPECT_EQ(r[1].simulated_replicas, 4);
-  EXPECT_EQ(r[2].simulated_replicas, 1);
-  EXPECT_EQ(r[3].simulated_replicas, 4);
-  EXPECT_EQ(r[4].simulated_replicas, 1);
-  EXPECT_EQ(r[5].simulated_replicas, 4);
-  ExpectSameRun(r[0], r[1]);
-  ExpectSameRun(r[2], r[3]);
-  ExpectSameRun(r[4], r[5]);
+  ExpectFoldedPairs(r, {2, 1, 1}, 4);
   // The phases take time: an F of rank 0 ends after its compute and two phases of 3 x 7.5 MB
   // over a NIC (a lower bound: the first F has its NIC to itself).
   const double phase = 3 * 7.5e6 / cluster.inter_node.bandwidth;

@@ -156,16 +156,19 @@ NodeZone BuildNode(const ClusterSpec& cluster, const std::string& node,
 namespace {
 
 // The hosts (and mirrors, when built) of `gpus` (empty: every GPU, ascending) in that order.
-void ListHosts(const std::map<int, GpuHosts>& of, const std::vector<int>& gpus,
-               ClusterPlatform& platform) {
-  auto add = [&](const GpuHosts& h) {
+void ListHosts(const ClusterSpec& cluster, const std::map<int, GpuHosts>& of,
+               const std::vector<int>& gpus, ClusterPlatform& platform) {
+  auto add = [&](int gpu, const GpuHosts& h) {
     platform.gpus.push_back(h.host);
-    if (!h.mirrors.empty()) platform.mirrors.push_back(h.mirrors);
+    if (h.mirrors.empty()) return;
+    platform.mirrors.cluster = &cluster;
+    platform.mirrors.gpu.push_back(gpu);
+    platform.mirrors.hosts.push_back(h.mirrors);
   };
   if (gpus.empty()) {
-    for (const auto& [gpu, h] : of) add(h);
+    for (const auto& [gpu, h] : of) add(gpu, h);
   } else {
-    for (int gpu : gpus) add(of.at(gpu));
+    for (int gpu : gpus) add(gpu, of.at(gpu));
   }
 }
 
@@ -177,7 +180,7 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
   ClusterPlatform platform;
   if (cluster.topology != Topology::kSingleSwitch) {
     const std::map<int, std::vector<int>> used = UsedByNode(cluster, gpus);
-    ListHosts(BuildFabricPlatform(cluster, prefix, parent, used, mirrors), gpus, platform);
+    ListHosts(cluster, BuildFabricPlatform(cluster, prefix, parent, used, mirrors), gpus, platform);
     platform.nodes = static_cast<int>(used.size());
     return platform;
   }
@@ -202,7 +205,7 @@ ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::stri
   if (parent != nullptr) top->set_parent(parent);
   top->seal();
   platform.nodes = static_cast<int>(nodes.size());
-  ListHosts(host_of, gpus, platform);
+  ListHosts(cluster, host_of, gpus, platform);
   return platform;
 }
 

@@ -30,13 +30,6 @@ class NetZone;
 
 namespace pipette {
 
-struct ClusterPlatform {
-  std::vector<simgrid::s4u::Host*> gpus;  // the host of each GPU asked for, in the order asked
-  int nodes = 0;                          // nodes built (those holding a GPU asked for)
-  // Built on request: per GPU asked for (same order), its mirror hosts by level (MirrorLevel).
-  std::vector<std::vector<simgrid::s4u::Host*>> mirrors;
-};
-
 // Mirror hosts, for the MoE all-to-all under replica symmetry (replica_symmetry.h): a GPU's
 // message to a peer whose replica is a copy of its own goes, in the replicas that run, to one of
 // its mirrors instead of to itself. The mirror of GPU g at level L is a host whose route from g
@@ -54,6 +47,27 @@ int MirrorLevels(const ClusterSpec& cluster);
 // The level of the route between distinct GPUs `a` and `b` (each node * gpus_per_node + gpu).
 int MirrorLevel(const ClusterSpec& cluster, int a, int b);
 
+// The mirrors of the GPUs a platform was built for, in the order asked (as ClusterPlatform::gpus:
+// a case's rank hosts, rank r of replica d at d * p + r).
+struct MirrorHosts {
+  const ClusterSpec* cluster = nullptr;
+  std::vector<int> gpu;                                 // per GPU asked for: its index
+  std::vector<std::vector<simgrid::s4u::Host*>> hosts;  // per GPU asked for: mirrors by level
+
+  bool empty() const { return hosts.empty(); }
+  // The mirror of GPU `from` (its position in the order asked) standing for GPU `to` (another)
+  // seen from it.
+  simgrid::s4u::Host* Of(std::size_t from, std::size_t to) const {
+    return hosts[from][MirrorLevel(*cluster, gpu[from], gpu[to])];
+  }
+};
+
+struct ClusterPlatform {
+  std::vector<simgrid::s4u::Host*> gpus;  // the host of each GPU asked for, in the order asked
+  int nodes = 0;                          // nodes built (those holding a GPU asked for)
+  MirrorHosts mirrors;                    // built on request; empty otherwise
+};
+
 // Builds the GPUs `gpus` (each node * gpus_per_node + gpu, distinct; empty: every GPU) of
 // `cluster` with names starting with `prefix`, as a child of `parent` (nullptr: as the engine's
 // root zone), with MirrorLevels mirrors per GPU when `mirrors`. REQUIRES: a SimGrid engine exists
@@ -61,19 +75,6 @@ int MirrorLevel(const ClusterSpec& cluster, int a, int b);
 ClusterPlatform BuildClusterPlatform(const ClusterSpec& cluster, const std::string& prefix,
                                      simgrid::s4u::NetZone* parent = nullptr,
                                      const std::vector<int>& gpus = {}, bool mirrors = false);
-
-// The mirrors of a case's rank hosts (rank r of replica d at d * p + r, as the case's GPUs).
-struct MirrorHosts {
-  const ClusterSpec* cluster = nullptr;
-  std::vector<int> gpu;                                 // per rank host: its GPU
-  std::vector<std::vector<simgrid::s4u::Host*>> hosts;  // per rank host: its mirrors by level
-
-  bool empty() const { return hosts.empty(); }
-  // The mirror of rank host `from` standing for rank host `to` (another GPU) seen from it.
-  simgrid::s4u::Host* Of(std::size_t from, std::size_t to) const {
-    return hosts[from][MirrorLevel(*cluster, gpu[from], gpu[to])];
-  }
-};
 
 // Routes the platform of `gpus` holds, or their worth in memory (what BuildClusterPlatform's cost
 // grows with): on a single switch the sum over its nodes of u(u-1) + 2u for u GPUs in use there,

@@ -292,15 +292,8 @@ std::vector<CaseHosts> BuildHosts(const std::vector<SimulationCase>& cases) {
     const SimulationCase& sc = cases[c];
     ClusterPlatform platform = BuildClusterPlatform(*sc.cluster, fmt::format("case{}-", c), root,
                                                     sc.gpu_of_rank, NeedsMirrors(sc));
-    hosts[c].ranks = platform.gpus;
-    if (platform.mirrors.empty()) continue;
-    MirrorHosts& mirrors = hosts[c].mirrors;
-    mirrors.cluster = sc.cluster;
-    mirrors.gpu = sc.gpu_of_rank;
-    if (mirrors.gpu.empty()) {
-      for (int g = 0; g < sc.cluster->world_size(); ++g) mirrors.gpu.push_back(g);
-    }
-    mirrors.hosts = std::move(platform.mirrors);
+    hosts[c].ranks = std::move(platform.gpus);
+    hosts[c].mirrors = std::move(platform.mirrors);
   }
   root->seal();
   return hosts;

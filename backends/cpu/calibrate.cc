@@ -286,41 +286,31 @@ class GemmOperands {
   std::int64_t next_ = 0;
 };
 
-// Rank 0's median seconds per call of one shape (every rank calling it between barriers).
-double TimeGemm(GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k, int repeats,
-                GemmOperands& operands, MPI_Comm comm) {
+// Seconds per call of one repeat of one shape and pass: calls that take kGemmRepeatSeconds at up
+// to 100 GFLOP/s (one core's sgemm peaks near 95), every rank calling them between barriers.
+double TimeGemmRepeat(GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k,
+                      GemmOperands& operands, MPI_Comm comm) {
   const double flops = 2.0 * static_cast<double>(m * n * k);
-  // Enough calls for kGemmRepeatSeconds at up to 100 GFLOP/s (one core's sgemm peaks near 95).
   const int calls = static_cast<int>(std::max(1.0, std::ceil(kGemmRepeatSeconds * 1e11 / flops)));
-  std::vector<double> times;
-  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
-    MPI_Barrier(comm);
-    const double start = MPI_Wtime();
-    for (int call = 0; call < calls; ++call) operands.Call(pass, m, n, k);
-    if (r >= 0) times.push_back((MPI_Wtime() - start) / calls);
-  }
-  return Median(times);
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  for (int call = 0; call < calls; ++call) operands.Call(pass, m, n, k);
+  return (MPI_Wtime() - start) / calls;
 }
 
 }  // namespace
 
 std::vector<GemmTiming> MeasureGemmTable(const std::vector<std::int64_t>& sizes, int repeats,
                                          MPI_Comm comm) {
-  const int rank = RankOf(comm), world = SizeOf(comm);
   const std::int64_t largest = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
   GemmOperands operands(largest);
-  std::vector<GemmTiming> out;
-  for (const GemmPass pass : kAllGemmPasses) {
-    for (const std::int64_t m : sizes) {
-      for (const std::int64_t n : sizes) {
-        for (const std::int64_t k : sizes) {
-          const double seconds = TimeGemm(pass, m, n, k, repeats, operands, comm);
-          if (rank == 0) out.push_back({m, n, k, world, seconds, pass});
-        }
-      }
-    }
-  }
+  std::vector<GemmTiming> out =
+      TimeGemmTableInRounds(sizes, repeats, SizeOf(comm),
+                            [&](GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k) {
+                              return TimeGemmRepeat(pass, m, n, k, operands, comm);
+                            });
   SleepyBarrier(comm);
+  if (RankOf(comm) != 0) out.clear();
   return out;
 }
 

@@ -73,7 +73,9 @@ double MeasureInstructionOverhead(int repeats, MPI_Comm comm);
 double MeasureGemmFlops(bool all_ranks, double seconds, MPI_Comm comm);
 // Rank 0's median time per call over `repeats` repeats (after a warm-up) of every pass and shape
 // of the grid `sizes` x `sizes` x `sizes` (m, n, k), each repeat at least kGemmRepeatSeconds long,
-// every rank running the same shape between barriers.
+// every rank running the same shape between barriers. The repeats are rounds over the whole grid
+// (a shape's three passes back to back), so that a slow spell of the machine costs every entry at
+// most a round, which its median drops, instead of one pass or one band of shapes all of theirs.
 inline constexpr double kGemmRepeatSeconds = 0.5e-3;
 std::vector<GemmTiming> MeasureGemmTable(const std::vector<std::int64_t>& sizes, int repeats,
                                          MPI_Comm comm);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 namespace pipette {
 namespace {
@@ -97,6 +99,45 @@ TEST(GemmTable, ARaggedTableIsRefusedNamingTheShape) {
   timings = Grid({16, 64});
   timings[2].seconds = 0;
   EXPECT_FALSE(GemmTable::Of(timings).ok());
+}
+
+// The calibration times its table in rounds (TimeGemmTableInRounds): a slow spell of the machine
+// as long as a round, wherever it starts, leaves every entry at its true time, and each shape's
+// three passes are timed back to back (a spell shorter than three calls slows them alike).
+TEST(GemmTableInRounds, ASlowSpellAsLongAsARoundMovesNoEntry) {
+  const std::vector<std::int64_t> sizes = {16, 32, 64};
+  const int repeats = 5, per_round = 27 * kGemmPasses;
+  auto truth = [](GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return (1 + 0.1 * static_cast<int>(pass)) * PerFlop(m, n, k) * Flops(m, n, k);
+  };
+  for (const int spell : {0, per_round, per_round + 40, 3 * per_round + 1, 5 * per_round}) {
+    SCOPED_TRACE(spell);
+    int call = 0;
+    std::vector<GemmTiming> order;
+    const std::vector<GemmTiming> table = TimeGemmTableInRounds(
+        sizes, repeats, 2, [&](GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k) {
+          order.push_back({m, n, k, 2, 0, pass});
+          const bool slow = call >= spell && call < spell + per_round;
+          ++call;
+          return (slow ? 1.5 : 1.0) * truth(pass, m, n, k);
+        });
+    ASSERT_EQ(call, (repeats + 1) * per_round);  // a warm-up round, then the repeats
+    for (std::size_t i = 0; i < order.size(); i += kGemmPasses) {
+      for (int p = 0; p < kGemmPasses; ++p) {
+        EXPECT_EQ(order[i + p].pass, kAllGemmPasses[p]);
+        EXPECT_EQ(std::tie(order[i + p].m, order[i + p].n, order[i + p].k),
+                  std::tie(order[i].m, order[i].n, order[i].k));
+      }
+    }
+    ASSERT_EQ(table.size(), static_cast<std::size_t>(per_round));
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const GemmTiming& t = table[i];
+      EXPECT_EQ(t.pass, kAllGemmPasses[i / 27]);  // by pass, then m, n, k
+      EXPECT_EQ(t.ranks, 2);
+      EXPECT_DOUBLE_EQ(t.seconds, truth(t.pass, t.m, t.n, t.k)) << t.m << "x" << t.n << "x" << t.k;
+    }
+    EXPECT_TRUE(GemmTable::Of(table).ok());
+  }
 }
 
 }  // namespace

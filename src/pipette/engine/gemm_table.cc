@@ -6,6 +6,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "pipette/engine/measured_costs.h"
+
 namespace pipette {
 namespace {
 
@@ -58,6 +60,36 @@ std::vector<std::int64_t> GemmTableSizes(std::int64_t max) {
   std::vector<std::int64_t> sizes;
   for (std::int64_t s = 16; s <= max; s *= 2) sizes.push_back(s);
   return sizes;
+}
+
+std::vector<GemmTiming> TimeGemmTableInRounds(const std::vector<std::int64_t>& sizes, int repeats,
+                                              int ranks, const GemmRepeatTimer& time_repeat) {
+  std::vector<GemmShape> shapes;
+  for (const std::int64_t m : sizes) {
+    for (const std::int64_t n : sizes) {
+      for (const std::int64_t k : sizes) shapes.push_back({m, n, k});
+    }
+  }
+  // seconds[pass][shape]: one per round.
+  std::vector<std::vector<std::vector<double>>> seconds(
+      kGemmPasses, std::vector<std::vector<double>>(shapes.size()));
+  for (int round = -1; round < repeats; ++round) {  // round -1 warms up
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      for (const GemmPass pass : kAllGemmPasses) {
+        const double t = time_repeat(pass, shapes[i].m, shapes[i].n, shapes[i].k);
+        if (round >= 0) seconds[static_cast<int>(pass)][i].push_back(t);
+      }
+    }
+  }
+  std::vector<GemmTiming> out;
+  for (const GemmPass pass : kAllGemmPasses) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const std::vector<double>& rounds = seconds[static_cast<int>(pass)][i];
+      if (rounds.empty()) continue;
+      out.push_back({shapes[i].m, shapes[i].n, shapes[i].k, ranks, Median(rounds), pass});
+    }
+  }
+  return out;
 }
 
 Result<GemmTable> GemmTable::Of(std::vector<GemmTiming> timings) {

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,18 @@ struct GemmTiming {  // one shape's median time per call: op(A) m x k, op(B) k x
 // The sizes a calibration's table measures in each of m, n and k: the powers of two from 16 up to
 // `max` (none below 16).
 std::vector<std::int64_t> GemmTableSizes(std::int64_t max);
+
+// Times a table in rounds (backends/cpu/calibrate.h, MeasureGemmTable, with `time_repeat` one
+// repeat's seconds per call of a pass and shape on the machine): a warm-up round, then `repeats`
+// rounds over the grid of `sizes` (m, n, k), each shape's three passes back to back; each entry the
+// median of its rounds, by pass, m, n, k, with `ranks`. A slow spell of the machine shorter than
+// a round lands on at most one round of each entry, which the median drops (repeats >= 3); timed
+// pass by pass or shape by shape, the spell would move one pass or one band of shapes alone,
+// and a fitted cost model would take that for the GEMMs' own speed.
+using GemmRepeatTimer =
+    std::function<double(GemmPass pass, std::int64_t m, std::int64_t n, std::int64_t k)>;
+std::vector<GemmTiming> TimeGemmTableInRounds(const std::vector<std::int64_t>& sizes, int repeats,
+                                              int ranks, const GemmRepeatTimer& time_repeat);
 
 class GemmTable {
  public:

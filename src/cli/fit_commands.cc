@@ -81,6 +81,9 @@ int RunFit(const FitOptions& o) {
   if (!recorded.ok()) return fail(recorded.status());
   Print(*recorded, o.format);
   if (o.format == "text") fmt::print("# recorded as fit {} in {}\n", *id, o.db);
+  if (StepDrift(*recorded) > kSteadyDrift) {
+    fmt::print(stderr, "pipette fit: warning: {}\n", DriftWarning(*recorded));
+  }
   return kExitOk;
 }
 

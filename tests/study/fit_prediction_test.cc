@@ -13,6 +13,7 @@
 
 #include "pipette/engine/train_plan.h"
 #include "pipette/fidelity/cost_fit.h"
+#include "pipette/report/fit_report.h"
 #include "pipette/store/training_run.h"
 #include "pipette/study/prediction.h"
 
@@ -247,6 +248,24 @@ TEST(FitPrediction, APredictionTakesTheFittedRunsStepSlowdownsInTurn) {
   // A slowdown out of range is not a fit this pipette reads.
   fit.step_slowdown = {{1, -1}};
   EXPECT_FALSE(FitOf(StoredFitOf(fit)).ok());
+}
+
+// The machine's drift while the fitted run was measured: the largest step slowdown off their
+// median. The committed study's fit (0.95-1.06) passes; the rerun the machine spoiled (0.74-1.38,
+// experiments/predict-unseen/rerun-2026-11-30) is flagged, with the size and what to do.
+TEST(FitPrediction, AFitWhoseMachineDriftedIsFlagged) {
+  CostFit fit = Truth();
+  EXPECT_EQ(StepDrift(fit), 0);                     // none recorded: a steady machine
+  fit.step_slowdown = {{0.95, 1.06}, {1.0, 1.02}};  // median 1.01
+  EXPECT_NEAR(StepDrift(fit), 0.06 / 1.01, 1e-12);
+  EXPECT_LT(StepDrift(fit), kSteadyDrift);
+  fit.step_slowdown = {{0.742, 1.0}, {1.02, 1.38}};
+  EXPECT_NEAR(StepDrift(fit), 0.37 / 1.01, 1e-12);
+  EXPECT_GT(StepDrift(fit), kSteadyDrift);
+  const std::string warning = DriftWarning(fit);
+  EXPECT_NE(warning.find("up to 36.6% off their median speed (beyond 10%)"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("measure the run again on a quiet machine"), std::string::npos);
 }
 
 TEST(FitPrediction, AFitFromOneRunSaysWhatItCannotDetermine) {

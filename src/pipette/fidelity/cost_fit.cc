@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -398,6 +399,18 @@ std::vector<std::vector<double>> StepSlowdownsFor(const CostFit& fit, int p) {
     out.push_back(std::move(row));
   }
   return out;
+}
+
+double StepDrift(const CostFit& fit) {
+  std::vector<double> all;
+  for (const std::vector<double>& step : fit.step_slowdown) {
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  if (all.empty()) return 0;
+  const double median = Median(all);
+  double drift = 0;
+  for (const double f : all) drift = std::max(drift, std::abs(f / median - 1));
+  return drift;
 }
 
 Result<FittedWork> PriceWithFit(const CostFit& fit, const TrainPlan& plan,

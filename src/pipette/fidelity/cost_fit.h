@@ -97,6 +97,13 @@ struct CostFit {
 // The fit's step slowdowns for `p` ranks: rank r takes the fitted run's rank r mod its ranks.
 std::vector<std::vector<double>> StepSlowdownsFor(const CostFit& fit, int p);
 
+// How far the machine's speed moved while the fitted runs were measured: the largest
+// |slowdown / median - 1| over every rank's step of CostFit::step_slowdown (0 without any). A fit
+// takes the steps in turn for every prediction, so a drift beyond kSteadyDrift (a quiet machine
+// stays within a few percent) moves every prediction with it: `pipette fit` warns.
+double StepDrift(const CostFit& fit);
+inline constexpr double kSteadyDrift = 0.10;
+
 std::string_view FitStatusName(FitStatus status);  // "fitted", "unconstrained", "confounded"
 
 // The training options a recorded run was made with (its configuration), for PlanTraining.

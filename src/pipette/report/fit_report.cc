@@ -87,6 +87,7 @@ void PrintFit(const CostFit& fit) {
         "# step slowdowns: {} steps x {} ranks, {:.3f}-{:.3f} (a rank's computes in a step over "
         "their costs; predictions take the steps in turn)\n",
         fit.step_slowdown.size(), fit.step_slowdown.front().size(), low, high);
+    if (StepDrift(fit) > kSteadyDrift) fmt::print("# warning: {}\n", DriftWarning(fit));
   }
   fmt::print("# {:>5} {:<9} {:>5} {:>12} {:>12} {:>8}\n", "run", "kind", "index", "measured_ms",
              "fitted_ms", "error");
@@ -95,6 +96,14 @@ void PrintFit(const CostFit& fit) {
                r.measured * 1e3, r.fitted * 1e3, 100 * (r.fitted - r.measured) / r.measured);
   }
   fmt::print("# worst row error {:.2f}%\n", 100 * WorstRowError(fit));
+}
+
+std::string DriftWarning(const CostFit& fit) {
+  return fmt::format(
+      "the fitted runs' steps ran up to {:.1f}% off their median speed (beyond {:.0f}%): the "
+      "machine's speed changed while they were measured, and every prediction of this fit takes "
+      "those steps in turn; measure the run again on a quiet machine, or fit several runs",
+      100 * StepDrift(fit), 100 * kSteadyDrift);
 }
 
 void PrintFitList(const std::vector<CostFit>& fits) {

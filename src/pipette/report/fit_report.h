@@ -6,6 +6,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "pipette/fidelity/cost_fit.h"
@@ -17,6 +18,9 @@ nlohmann::ordered_json FitJson(const CostFit& fit);
 
 // The report: a '#' header, one row per parameter, one row per fitted row with its error.
 void PrintFit(const CostFit& fit);
+
+// Why a fit whose StepDrift exceeds kSteadyDrift should not be trusted, and what to do.
+std::string DriftWarning(const CostFit& fit);
 
 // One row per fit (id, created, family, runs, parameters fitted, the rows' worst error), under a
 // '#' header; "# no fits" when there are none.

@@ -24,6 +24,34 @@ launch=(mpirun -np 2)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
+# Is the machine quiet? The fitted configuration trained QUIET_RUNS times back to back (default
+# 3, not recorded): when their steady step times (steps >= 1) spread by more than QUIET_MAX percent
+# of their median (default 5), the machine's speed is drifting, and the study would measure the
+# drift rather than the schedules (docs/fidelity.md, "Unseen configurations"): refuse, exit 1, with
+# the times. QUIET_MAX=100 measures anyway. Skipped once the study is fitted (its measuring done).
+quiet_check() {
+  local times=""
+  for _ in $(seq 1 "${QUIET_RUNS:-3}"); do
+    times="$times $("${launch[@]}" "$pipette" train --engine cpu --pp 2 --schedule 1f1b -m 8 \
+      --micro-batch-size 4 --seq-len 64 --steps 8 --trace-steps 8 --no-db --quiet --format json \
+      --model "$out/gpt-w256-l8.toml" | python3 -c 'import json, statistics, sys
+print(statistics.mean(json.load(sys.stdin)["step_time_s"][1:]))')"
+  done
+  python3 - "${QUIET_MAX:-5}" $times << 'EOF'
+import statistics, sys
+limit, times = float(sys.argv[1]), [float(t) for t in sys.argv[2:]]
+spread = 100 * (max(times) - min(times)) / statistics.median(times)
+print(f"# quiet check: the fitted configuration's step time {', '.join(f'{1e3 * t:.1f}' for t in times)} "
+      f"ms, spread {spread:.1f}% of the median (QUIET_MAX {limit:g}%)")
+if spread > limit:
+    sys.exit(f"run.sh: the machine is not quiet: the same run's step time spread {spread:.1f}% "
+             f"(above QUIET_MAX {limit:g}%); measure later, or set QUIET_MAX=100 to measure anyway")
+EOF
+}
+if ! "$pipette" fits --db "$db" 2> /dev/null | grep -q '^ *1 '; then
+  quiet_check | tee "$out/quiet.txt"
+fi
+
 # 0. The machine's calibration (its GEMM table prices the fit's GEMMs by shape).
 if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 '; then
   "$pipette" calibrate --engine cpu --db "$db" > "$out/calibration.txt"
@@ -52,8 +80,9 @@ EOF
 for round in $(seq 1 "${ROUNDS:-4}"); do
   suffix=$([ "$round" = 1 ] && echo "" || ([ "$round" = 2 ] && echo "-again" || echo "-again$round"))
   reverse=$((1 - round % 2))
-  studies="predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps"
-  [ "$reverse" = 1 ] && studies="predict-unseen-gaps predict-unseen-shapes predict-unseen-schedules"
+  studies="predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps predict-unseen-ranking"
+  [ "$reverse" = 1 ] &&
+    studies="predict-unseen-ranking predict-unseen-gaps predict-unseen-shapes predict-unseen-schedules"
   for study in $studies; do
     round_spec "experiments/$study.toml" "$suffix" "$reverse" > "$tmp/$study$suffix.toml"
     "$pipette" sweep "$tmp/$study$suffix.toml" --db "$db"
@@ -61,20 +90,37 @@ for round in $(seq 1 "${ROUNDS:-4}"); do
 done
 
 # 2. Fit ONE of them: the 1F1B m = 8 point (gpt-w256-l8, micro-batch 4, sequence 64), measured
-#    among the runs it will predict, so that the machine's drift over the study is not a bias.
+#    among the runs it will predict, so that the machine's drift over the study is not a bias. The
+#    point was measured once per round like every other: the fit takes the round whose steady step
+#    time (steps >= 1) is the median of them (the lower median for an even count), so that a round
+#    the machine slowed or sped does not set the speed of every prediction; the other rounds stay
+#    measurements of the point.
 if ! "$pipette" fits --db "$db" 2> /dev/null | grep -q '^ *1 '; then
-  fitted=$("$pipette" runs --experiment predict-unseen-schedules --db "$db" --format json |
-    python3 -c 'import json, sys
-for r in json.load(sys.stdin):
-    c = r["config"]
-    if r["engine"] == "cpu" and c["schedule"] == "1f1b" and c["m"] == 8:
-        print(r["id"]); break')
+  fitted=$(python3 - "$db" << 'EOF'
+import json, sqlite3, statistics, sys
+db = sqlite3.connect(sys.argv[1])
+rounds = []
+for run, config in db.execute(
+        "SELECT r.id, r.config FROM runs r JOIN experiments e ON r.experiment_id = e.id WHERE "
+        "r.engine = 'cpu' AND r.status = 'ok' AND (e.name = 'predict-unseen-schedules' OR "
+        "e.name LIKE 'predict-unseen-schedules-again%')"):
+    config = json.loads(config)
+    if config["schedule"] == "1f1b" and config["m"] == 8:
+        steps = [v for n, v in db.execute("SELECT name, value FROM metrics WHERE run_id = ? AND "
+                                          "name LIKE 'step_times_s[%'", (run,))
+                 if int(n[len("step_times_s["):-1]) >= 1]
+        rounds.append((statistics.mean(steps), run))
+rounds.sort()
+print(rounds[(len(rounds) - 1) // 2][1])
+EOF
+  )
   "$pipette" fit "$fitted" --calibration 1 --db "$db" > "$out/fit.txt"
 fi
 head -n 17 "$out/fit.txt"
 
 # 3. Predict every measured point from fit 1 alone (the specs' predict = true, fit = "1").
-for study in predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps; do
+for study in predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps \
+  predict-unseen-ranking; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
 done
 
@@ -83,7 +129,8 @@ measured_runs() {
   "$pipette" runs --experiment "$1" --db "$db" --format json |
     grep -o '"id":[0-9]*,"experiment_id":[0-9]*,"engine":"cpu"' | cut -d: -f2 | cut -d, -f1
 }
-all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes) $(measured_runs predict-unseen-gaps)"
+all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes)"
+all_measured="$all_measured $(measured_runs predict-unseen-gaps) $(measured_runs predict-unseen-ranking)"
 
 # The noise floor: every measured run replayed from its own costs (simulate --costs-from).
 for id in $all_measured; do

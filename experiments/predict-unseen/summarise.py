@@ -135,17 +135,22 @@ def main():
     for pred, config, experiment in db.execute(
             "SELECT r.id, r.config, e.name FROM runs r JOIN experiments e ON r.experiment_id = "
             "e.id WHERE r.engine = 'sim' AND r.status = 'ok' AND e.name IN "
-            "('predict-unseen-schedules', 'predict-unseen-shapes', 'predict-unseen-gaps') ORDER BY r.id"):
+            "('predict-unseen-schedules', 'predict-unseen-shapes', 'predict-unseen-gaps', "
+            "'predict-unseen-ranking') ORDER BY r.id"):
         c = json.loads(config)
         if not c.get("prediction", {}).get("fit") or not c.get("costs_from"):
             continue
         measured = c["costs_from"]
-        if measured in fitted_runs:  # seen, not unseen: its own fit's reproduction
-            print(f"# seen (the fitted run itself, left out of everything below): run {measured} "
-                  f"{c['schedule']} m{c['m']}: measured {steady(db, measured) * 1e3:.1f} ms, "
-                  f"predicted {steady(db, pred) * 1e3:.1f} ms")
+        rounds = [measured] + again(experiment, measured)
+        times = [steady(db, r) for r in rounds]
+        seen = [r for r in rounds if r in fitted_runs]
+        if seen:  # the fitted point (any of its rounds was fitted): seen, not unseen
+            print(f"# seen (the fitted point, left out of everything below): {c['schedule']} "
+                  f"m{c['m']}, fitted run {seen[0]}: measured {steady(db, seen[0]) * 1e3:.1f} ms "
+                  f"(its rounds' median {statistics.median(times) * 1e3:.1f} ms, runs "
+                  f"{', '.join(map(str, rounds))}), predicted {steady(db, pred) * 1e3:.1f} ms")
             continue
-        rounds = [steady(db, measured)] + [steady(db, r) for r in again(experiment, measured)]
+        rounds = times
         pairs.append({"experiment": experiment, "pred": pred, "meas": measured,
                       "schedule": c["schedule"], "model": c["model"].split("/")[-1][:-5],
                       "m": c["m"], "mbs": c["micro_batch_size"], "seq": c["seq_len"],

@@ -2,17 +2,20 @@
 # The predict-unseen study on the CPU engine (docs/fidelity.md, "Unseen configurations"), one
 # command from the repository root:
 #   bash experiments/predict-unseen/run.sh [DB]
-# Calibrates the machine (pipette calibrate: calibration 1, with its GEMM table; calibration.txt),
-# measures every point of both sweeps in ROUNDS rounds (default 4; experiments/predict-unseen-
-# schedules.toml, -shapes.toml; every step traced, the kernels profiled; rounds 2, 3, 4 as
-# experiments NAME-again, NAME-again3, NAME-again4, the even ones in the reverse order, so that a
-# drift of the machine's speed over the study averages out of each point's mean), fits the cost model to ONE run (the first round's 1F1B, m = 8, micro-batch 4, sequence 64
-# point of gpt-w256-l8, GEMMs priced by calibration 1's table: pipette fit, fit 1, fit.txt), then
-# predicts every point from fit 1 alone (pipette simulate --fit 1 --costs-from RUN reads the
-# point's configuration, never its measured costs; the fitted run's own prediction is reported
-# apart). Times the fit and 40 predictions again (timing.txt),
-# summarises (summary.txt: MAPE, worst, per-instruction-kind errors, schedule ranking) and draws
-# predict-unseen.png. Resumable: finished points are kept. Run it on an otherwise idle machine.
+# Checks that the machine is quiet (the fitted configuration three times: refused when their step
+# times spread by more than QUIET_MAX, default 5 %; quiet.txt), calibrates it (pipette calibrate:
+# calibration 1, with its GEMM table; calibration.txt), measures every point of the four sweeps in
+# ROUNDS rounds (default 4; experiments/predict-unseen-schedules.toml, -shapes.toml, -gaps.toml,
+# -ranking.toml; every step traced, the kernels profiled; rounds 2, 3, 4 as experiments
+# NAME-again, NAME-again3, NAME-again4, the even ones in the reverse order, so that a drift of the
+# machine's speed over the study averages out of each point's median), fits the cost model to ONE
+# run (the 1F1B, m = 8, micro-batch 4, sequence 64 point of gpt-w256-l8, the round whose step time
+# is the median of the point's rounds; GEMMs priced by calibration 1's table: pipette fit, fit 1,
+# fit.txt), then predicts every point from fit 1 alone (pipette simulate --fit 1 --costs-from RUN
+# reads the point's configuration, never its measured costs; the fitted point's own prediction is
+# reported apart). Times the fit and 40 predictions again (timing.txt), summarises (summary.txt:
+# MAPE, worst, per-instruction-kind errors, schedule ranking) and draws predict-unseen.png.
+# Resumable: finished points are kept. Run it on an otherwise idle machine.
 # DB defaults to experiments/predict-unseen/predict-unseen.db (not committed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

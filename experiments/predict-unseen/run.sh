@@ -4,9 +4,9 @@
 #   bash experiments/predict-unseen/run.sh [DB]
 # Checks that the machine is quiet (the fitted configuration three times: refused when their step
 # times spread by more than QUIET_MAX, default 5 %; quiet.txt), calibrates it (pipette calibrate:
-# calibration 1, with its GEMM table; calibration.txt), measures every point of the four sweeps in
+# calibration 1, with its GEMM table; calibration.txt), measures every point of the five sweeps in
 # ROUNDS rounds (default 4; experiments/predict-unseen-schedules.toml, -shapes.toml, -gaps.toml,
-# -ranking.toml; every step traced, the kernels profiled; rounds 2, 3, 4 as experiments
+# -ranking.toml, -zb.toml; every step traced, the kernels profiled; rounds 2, 3, 4 as experiments
 # NAME-again, NAME-again3, NAME-again4, the even ones in the reverse order, so that a drift of the
 # machine's speed over the study averages out of each point's median), fits the cost model to ONE
 # run (the 1F1B, m = 8, micro-batch 4, sequence 64 point of gpt-w256-l8, the round whose step time
@@ -84,8 +84,9 @@ for round in $(seq 1 "${ROUNDS:-4}"); do
   suffix=$([ "$round" = 1 ] && echo "" || ([ "$round" = 2 ] && echo "-again" || echo "-again$round"))
   reverse=$((1 - round % 2))
   studies="predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps predict-unseen-ranking"
-  [ "$reverse" = 1 ] &&
-    studies="predict-unseen-ranking predict-unseen-gaps predict-unseen-shapes predict-unseen-schedules"
+  studies="$studies predict-unseen-zb"
+  [ "$reverse" = 1 ] && studies="predict-unseen-zb predict-unseen-ranking predict-unseen-gaps
+    predict-unseen-shapes predict-unseen-schedules"
   for study in $studies; do
     round_spec "experiments/$study.toml" "$suffix" "$reverse" > "$tmp/$study$suffix.toml"
     "$pipette" sweep "$tmp/$study$suffix.toml" --db "$db"
@@ -123,7 +124,7 @@ head -n 17 "$out/fit.txt"
 
 # 3. Predict every measured point from fit 1 alone (the specs' predict = true, fit = "1").
 for study in predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps \
-  predict-unseen-ranking; do
+  predict-unseen-ranking predict-unseen-zb; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
 done
 
@@ -134,6 +135,7 @@ measured_runs() {
 }
 all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes)"
 all_measured="$all_measured $(measured_runs predict-unseen-gaps) $(measured_runs predict-unseen-ranking)"
+all_measured="$all_measured $(measured_runs predict-unseen-zb)"
 
 # The noise floor: every measured run replayed from its own costs (simulate --costs-from).
 for id in $all_measured; do

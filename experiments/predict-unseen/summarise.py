@@ -136,7 +136,7 @@ def main():
             "SELECT r.id, r.config, e.name FROM runs r JOIN experiments e ON r.experiment_id = "
             "e.id WHERE r.engine = 'sim' AND r.status = 'ok' AND e.name IN "
             "('predict-unseen-schedules', 'predict-unseen-shapes', 'predict-unseen-gaps', "
-            "'predict-unseen-ranking') ORDER BY r.id"):
+            "'predict-unseen-ranking', 'predict-unseen-zb') ORDER BY r.id"):
         c = json.loads(config)
         if not c.get("prediction", {}).get("fit") or not c.get("costs_from"):
             continue

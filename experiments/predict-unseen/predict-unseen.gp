@@ -9,11 +9,11 @@ set ylabel "predicted step time [ms]"
 set logscale xy
 set grid
 set key top left box opaque
-set xtics (150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
-set ytics (150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
+set xtics (50, 70, 100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
+set ytics (50, 70, 100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000)
 set size ratio -1
-set xrange [150:3000]
-set yrange [150:3000]
+set xrange [40:3000]
+set yrange [40:3000]
 plot x title "predicted = measured" lc rgb "#444444", \
      1.05 * x title "±5 %" dt 2 lc rgb "#888888", 0.95 * x notitle dt 2 lc rgb "#888888", \
      datafile using ((strcol(1) eq "predict-unseen-schedules") ? $7 : 1/0):8 \
@@ -22,4 +22,8 @@ plot x title "predicted = measured" lc rgb "#444444", \
        title "m, micro-batch, length, width, depth" \
        pt 5 ps 1.2 lc rgb "#d62728", \
      '' using ((strcol(1) eq "predict-unseen-gaps") ? $7 : 1/0):8 \
-       title "6 schedules, m = 2 and 4 (the largest bubble gaps)" pt 9 ps 1.4 lc rgb "#2ca02c"
+       title "6 schedules, m = 2 and 4 (the largest bubble gaps)" pt 9 ps 1.4 lc rgb "#2ca02c", \
+     '' using ((strcol(1) eq "predict-unseen-ranking") ? $7 : 1/0):8 \
+       title "GPipe, 1F1B, interleaved 1F1B, ZB-H1, m = 2 and 3" pt 11 ps 1.4 lc rgb "#9467bd", \
+     '' using ((strcol(1) eq "predict-unseen-zb") ? $7 : 1/0):8 \
+       title "GPipe, 1F1B, ZB-H1, m = 2 and 3" pt 13 ps 1.4 lc rgb "#ff7f0e"

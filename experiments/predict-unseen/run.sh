@@ -31,7 +31,8 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # 3, not recorded): when their steady step times (steps >= 1) spread by more than QUIET_MAX percent
 # of their median (default 5), the machine's speed is drifting, and the study would measure the
 # drift rather than the schedules (docs/fidelity.md, "Unseen configurations"): refuse, exit 1, with
-# the times. QUIET_MAX=100 measures anyway. Skipped once the study is fitted (its measuring done).
+# the times. QUIET_MAX=100 measures anyway. Run whenever a point is still to be measured (a fresh
+# study, a resumed one, a sweep added to a finished one), its results appended to quiet.txt.
 quiet_check() {
   local times=""
   for _ in $(seq 1 "${QUIET_RUNS:-3}"); do
@@ -51,19 +52,11 @@ if spread > limit:
              f"(above QUIET_MAX {limit:g}%); measure later, or set QUIET_MAX=100 to measure anyway")
 EOF
 }
-if ! "$pipette" fits --db "$db" 2> /dev/null | grep -q '^ *1 '; then
-  quiet_check | tee "$out/quiet.txt"
-fi
 
-# 0. The machine's calibration (its GEMM table prices the fit's GEMMs by shape).
-if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 '; then
-  "$pipette" calibrate --engine cpu --db "$db" > "$out/calibration.txt"
-fi
-
-# 1. Measure every point of both sweeps ROUNDS times (default 4; their specs without the
-#    predictions: round 1 keeps the experiments' names and point keys, so step 3 finds them
-#    measured; round r >= 2 is experiment NAME-again (r = 2) or NAME-again<r>, every axis's values
-#    reversed in the even rounds, so that a drift of the machine's speed averages out of each point).
+# The measuring specs: every sweep ROUNDS times (default 4; their specs without the predictions:
+# round 1 keeps the experiments' names and point keys, so step 3 finds them measured; round r >= 2
+# is experiment NAME-again (r = 2) or NAME-again<r>, every axis's values reversed in the even
+# rounds, so that a drift of the machine's speed averages out of each point), in measuring order.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 round_spec() {  # round_spec SPEC SUFFIX REVERSE: the measuring spec of one round
@@ -80,6 +73,7 @@ for key, values in spec["axes"].items():
     print(f"{json.dumps(key)} = {json.dumps(values[::-1] if reverse else values)}")
 EOF
 }
+specs=()
 for round in $(seq 1 "${ROUNDS:-4}"); do
   suffix=$([ "$round" = 1 ] && echo "" || ([ "$round" = 2 ] && echo "-again" || echo "-again$round"))
   reverse=$((1 - round % 2))
@@ -89,8 +83,29 @@ for round in $(seq 1 "${ROUNDS:-4}"); do
     predict-unseen-shapes predict-unseen-schedules"
   for study in $studies; do
     round_spec "experiments/$study.toml" "$suffix" "$reverse" > "$tmp/$study$suffix.toml"
-    "$pipette" sweep "$tmp/$study$suffix.toml" --db "$db"
+    specs+=("$tmp/$study$suffix.toml")
   done
+done
+
+# 0. A quiet machine, when anything is still to be measured (a new study starts quiet.txt afresh).
+pending=0
+for spec in "${specs[@]}"; do
+  dry=$("$pipette" sweep "$spec" --db "$db" --dry-run)
+  grep -q ', [1-9][0-9]* to run;' <<< "$dry" && pending=1
+done
+if [ "$pending" = 1 ]; then
+  "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 ' || : > "$out/quiet.txt"
+  quiet_check | tee -a "$out/quiet.txt"
+fi
+
+# The machine's calibration (its GEMM table prices the fit's GEMMs by shape).
+if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 '; then
+  "$pipette" calibrate --engine cpu --db "$db" > "$out/calibration.txt"
+fi
+
+# 1. Measure every point of the sweeps in every round.
+for spec in "${specs[@]}"; do
+  "$pipette" sweep "$spec" --db "$db"
 done
 
 # 2. Fit ONE of them: the 1F1B m = 8 point (gpt-w256-l8, micro-batch 4, sequence 64), measured

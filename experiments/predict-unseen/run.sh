@@ -32,7 +32,8 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # of their median (default 5), the machine's speed is drifting, and the study would measure the
 # drift rather than the schedules (docs/fidelity.md, "Unseen configurations"): refuse, exit 1, with
 # the times. QUIET_MAX=100 measures anyway. Run whenever a point is still to be measured (a fresh
-# study, a resumed one, a sweep added to a finished one), its results appended to quiet.txt.
+# study, a resumed one, a sweep added to a finished one); every check, passed or refused, is
+# appended to quiet.txt with its time.
 quiet_check() {
   local times=""
   for _ in $(seq 1 "${QUIET_RUNS:-3}"); do
@@ -42,11 +43,13 @@ quiet_check() {
 print(statistics.mean(json.load(sys.stdin)["step_time_s"][1:]))')"
   done
   python3 - "${QUIET_MAX:-5}" $times << 'EOF'
-import statistics, sys
+import datetime, statistics, sys
 limit, times = float(sys.argv[1]), [float(t) for t in sys.argv[2:]]
 spread = 100 * (max(times) - min(times)) / statistics.median(times)
-print(f"# quiet check: the fitted configuration's step time {', '.join(f'{1e3 * t:.1f}' for t in times)} "
-      f"ms, spread {spread:.1f}% of the median (QUIET_MAX {limit:g}%)")
+verdict = "refused" if spread > limit else "passed"
+print(f"# quiet check {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: the fitted "
+      f"configuration's step time {', '.join(f'{1e3 * t:.1f}' for t in times)} ms, spread "
+      f"{spread:.1f}% of the median (QUIET_MAX {limit:g}%): {verdict}", flush=True)
 if spread > limit:
     sys.exit(f"run.sh: the machine is not quiet: the same run's step time spread {spread:.1f}% "
              f"(above QUIET_MAX {limit:g}%); measure later, or set QUIET_MAX=100 to measure anyway")
@@ -87,19 +90,18 @@ for round in $(seq 1 "${ROUNDS:-4}"); do
   done
 done
 
-# 0. A quiet machine, when anything is still to be measured (a new study starts quiet.txt afresh).
+# 0. A quiet machine, when anything is still to be measured.
 pending=0
 for spec in "${specs[@]}"; do
   dry=$("$pipette" sweep "$spec" --db "$db" --dry-run)
   grep -q ', [1-9][0-9]* to run;' <<< "$dry" && pending=1
 done
 if [ "$pending" = 1 ]; then
-  "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 ' || : > "$out/quiet.txt"
   quiet_check | tee -a "$out/quiet.txt"
 fi
 
 # The machine's calibration (its GEMM table prices the fit's GEMMs by shape).
-if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep -q '^ *1 '; then
+if ! "$pipette" calibrations --db "$db" 2> /dev/null | grep '^ *1 ' > /dev/null; then
   "$pipette" calibrate --engine cpu --db "$db" > "$out/calibration.txt"
 fi
 
@@ -114,7 +116,7 @@ done
 #    time (steps >= 1) is the median of them (the lower median for an even count), so that a round
 #    the machine slowed or sped does not set the speed of every prediction; the other rounds stay
 #    measurements of the point.
-if ! "$pipette" fits --db "$db" 2> /dev/null | grep -q '^ *1 '; then
+if ! "$pipette" fits --db "$db" 2> /dev/null | grep '^ *1 ' > /dev/null; then
   fitted=$(python3 - "$db" << 'EOF'
 import json, sqlite3, statistics, sys
 db = sqlite3.connect(sys.argv[1])

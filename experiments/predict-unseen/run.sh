@@ -26,6 +26,9 @@ python3 "$out/make_models.py"
 launch=(mpirun -np 2)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# The study's sweeps (experiments/NAME.toml), in measuring order.
+studies=(predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps predict-unseen-ranking
+  predict-unseen-zb)
 
 # Is the machine quiet? The fitted configuration trained QUIET_RUNS times back to back (default
 # 3, not recorded): when their steady step times (steps >= 1) spread by more than QUIET_MAX percent
@@ -80,11 +83,9 @@ specs=()
 for round in $(seq 1 "${ROUNDS:-4}"); do
   suffix=$([ "$round" = 1 ] && echo "" || ([ "$round" = 2 ] && echo "-again" || echo "-again$round"))
   reverse=$((1 - round % 2))
-  studies="predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps predict-unseen-ranking"
-  studies="$studies predict-unseen-zb"
-  [ "$reverse" = 1 ] && studies="predict-unseen-zb predict-unseen-ranking predict-unseen-gaps
-    predict-unseen-shapes predict-unseen-schedules"
-  for study in $studies; do
+  order=("${studies[@]}")
+  [ "$reverse" = 1 ] && order=($(printf '%s\n' "${studies[@]}" | tac))
+  for study in "${order[@]}"; do
     round_spec "experiments/$study.toml" "$suffix" "$reverse" > "$tmp/$study$suffix.toml"
     specs+=("$tmp/$study$suffix.toml")
   done
@@ -140,8 +141,7 @@ fi
 head -n 17 "$out/fit.txt"
 
 # 3. Predict every measured point from fit 1 alone (the specs' predict = true, fit = "1").
-for study in predict-unseen-schedules predict-unseen-shapes predict-unseen-gaps \
-  predict-unseen-ranking predict-unseen-zb; do
+for study in "${studies[@]}"; do
   "$pipette" sweep "experiments/$study.toml" --db "$db"
 done
 
@@ -150,9 +150,10 @@ measured_runs() {
   "$pipette" runs --experiment "$1" --db "$db" --format json |
     grep -o '"id":[0-9]*,"experiment_id":[0-9]*,"engine":"cpu"' | cut -d: -f2 | cut -d, -f1
 }
-all_measured="$(measured_runs predict-unseen-schedules) $(measured_runs predict-unseen-shapes)"
-all_measured="$all_measured $(measured_runs predict-unseen-gaps) $(measured_runs predict-unseen-ranking)"
-all_measured="$all_measured $(measured_runs predict-unseen-zb)"
+all_measured=""
+for study in "${studies[@]}"; do
+  all_measured="$all_measured $(measured_runs "$study")"
+done
 
 # The noise floor: every measured run replayed from its own costs (simulate --costs-from).
 for id in $all_measured; do
